@@ -1,0 +1,149 @@
+"""Turn a model reply into a runnable program for a HumanEval-style prompt.
+
+A reply may hold code in fenced blocks or as raw text, as a full function or only its body.
+The prompt's own imports and helper functions are always kept, because some HumanEval
+prompts define helpers the solution must call. Demo code the model adds at top level
+(``print(f(3))``, ``if __name__ == "__main__":``, stray asserts) is dropped so it cannot
+crash or slow the program.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_CODE_START = re.compile(r"^(def |async def |class |import |from |@)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class AssembledProgram:
+    """A program ready to execute, or the reason it cannot be (``syntax``)."""
+
+    source: str
+    code: str
+    syntax_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.syntax_error is None
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _trim_to_parseable(text: str) -> str:
+    """Drop trailing prose lines until the text parses (bounded), else return it unchanged."""
+    lines = text.rstrip().splitlines()
+    for end in range(len(lines), max(0, len(lines) - 40), -1):
+        candidate = "\n".join(lines[:end])
+        if candidate.strip() and _parses(candidate):
+            return candidate
+    return text
+
+
+def extract_code(reply: str, entry_point: str) -> str:
+    """The code in a reply: the fenced block that defines ``entry_point``, else all code blocks,
+    else the raw text from its first line of code."""
+    blocks = [
+        body for lang, body in _FENCE.findall(reply) if lang.lower() in ("", "python", "py", "python3")
+    ]
+    if blocks:
+        defining = [b for b in blocks if re.search(rf"\bdef\s+{re.escape(entry_point)}\s*\(", b)]
+        chosen = defining[0] if defining else "\n\n".join(blocks)
+        return chosen.strip("\n")
+    text = reply.strip("\n")
+    if _parses(text):
+        return text
+    start = _CODE_START.search(text)
+    if start:
+        return _trim_to_parseable(text[start.start() :])
+    return text
+
+
+def _defines(tree: ast.Module, name: str) -> bool:
+    return any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+        for node in tree.body
+    )
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    )
+
+
+def _drop_demo_code(code: str) -> str:
+    """Remove top-level expressions, asserts and main guards the model added as demos."""
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    dropped: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Expr | ast.Assert) or _is_main_guard(node):
+            # Keep a leading module docstring; it is harmless.
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                continue
+            dropped.update(range(node.lineno - 1, (node.end_lineno or node.lineno)))
+    return "\n".join(line for i, line in enumerate(lines) if i not in dropped)
+
+
+def prompt_preamble(prompt: str, entry_point: str) -> str:
+    """The prompt without the entry point's definition: its imports, helpers and constants."""
+    lines = prompt.splitlines()
+    try:
+        tree = ast.parse(prompt)
+    except SyntaxError:
+        match = re.search(rf"^(async\s+)?def\s+{re.escape(entry_point)}\s*\(", prompt, re.MULTILINE)
+        return prompt[: match.start()] if match else prompt
+    keep = [True] * len(lines)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == entry_point:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            for i in range(first, node.end_lineno or node.lineno):
+                keep[i] = False
+    return "\n".join(line for line, k in zip(lines, keep, strict=True) if k)
+
+
+def _body_program(prompt: str, code: str) -> str:
+    body = textwrap.dedent(code).strip("\n")
+    indented = textwrap.indent(body, "    ") if body else "    pass"
+    return prompt.rstrip("\n") + "\n" + indented + "\n"
+
+
+def assemble_program(prompt: str, reply: str, entry_point: str) -> AssembledProgram:
+    """Build the program that defines ``entry_point`` from a prompt and a model reply."""
+    code = extract_code(reply, entry_point)
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is not None and any(
+        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom)
+        for n in tree.body
+    ):
+        code = _drop_demo_code(code)
+        if _defines(ast.parse(code), entry_point):
+            source = prompt_preamble(prompt, entry_point).rstrip("\n") + "\n\n" + code + "\n"
+        else:
+            # Helpers without the entry point: keep the prompt's stub so the failure is honest.
+            source = prompt.rstrip("\n") + "\n\n" + code + "\n"
+    else:
+        source = _body_program(prompt, code)
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        return AssembledProgram(source=source, code=code, syntax_error=f"{message}{where}")
+    return AssembledProgram(source=source, code=code)

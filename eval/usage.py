@@ -1,0 +1,87 @@
+"""Per-task accounting of LM usage, attributed to the role that made each call.
+
+The LM client reports every call (cached or not) to the meter active in the current
+context; pipelines name the role around each call. Context variables keep concurrent
+problems in separate threads apart without any global state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+_current_meter: ContextVar[UsageMeter | None] = ContextVar("critiquelab_meter", default=None)
+_current_role: ContextVar[str] = ContextVar("critiquelab_role", default="unattributed")
+
+
+@dataclass
+class RoleUsage:
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+@dataclass
+class UsageMeter:
+    """Usage of one task. ``calls`` counts every LM call; ``cached_calls`` those served by cache.
+
+    Token counts include cached calls (with the usage recorded when they were first made), so a
+    resumed or re-run experiment reports the same tokens as an uninterrupted one.
+    """
+
+    by_role: dict[str, RoleUsage] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(
+        self, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool
+    ) -> None:
+        with self._lock:
+            usage = self.by_role.setdefault(_current_role.get(), RoleUsage())
+            usage.calls += 1
+            usage.cached_calls += int(cached)
+            usage.prompt_tokens += prompt_tokens
+            usage.completion_tokens += completion_tokens
+            usage.latency_s += latency_s
+
+    def total(self) -> RoleUsage:
+        total = RoleUsage()
+        for usage in self.by_role.values():
+            total.calls += usage.calls
+            total.cached_calls += usage.cached_calls
+            total.prompt_tokens += usage.prompt_tokens
+            total.completion_tokens += usage.completion_tokens
+            total.latency_s += usage.latency_s
+        return total
+
+
+def current_meter() -> UsageMeter | None:
+    return _current_meter.get()
+
+
+def current_role() -> str:
+    return _current_role.get()
+
+
+@contextlib.contextmanager
+def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
+    """Attribute LM calls made inside this block (in this thread/context) to ``meter``."""
+    token = _current_meter.set(meter)
+    try:
+        yield meter
+    finally:
+        _current_meter.reset(token)
+
+
+@contextlib.contextmanager
+def acting_as(role: str) -> Iterator[None]:
+    """Attribute LM calls made inside this block to ``role``."""
+    token = _current_role.set(role)
+    try:
+        yield
+    finally:
+        _current_role.reset(token)

@@ -1,0 +1,106 @@
+"""The LM client the harness uses: DSPy's LM with an explicit, endpoint-scoped response cache
+and per-role usage metering.
+
+Why our own cache instead of DSPy's: DSPy's key ignores ``api_base`` (so two endpoints serving
+the same model name would share entries) and a cache hit reports no token usage (so a resumed
+run would report fewer tokens than an uninterrupted one). Here the key is a SHA-256 over the
+endpoint identity (for the bundled model: its file hash) and the full request, and each entry
+keeps the usage recorded when the call was first made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import dspy
+from dspy.utils.usage_tracker import track_usage
+
+from eval.usage import current_meter
+
+
+def _usage_numbers(totals: dict[str, dict[str, Any]]) -> tuple[int, int]:
+    prompt = completion = 0
+    for usage in totals.values():
+        prompt += int(usage.get("prompt_tokens") or 0)
+        completion += int(usage.get("completion_tokens") or 0)
+    return prompt, completion
+
+
+class HarnessLM(dspy.LM):
+    """``dspy.LM`` that caches responses on disk under ``cache_dir`` and reports usage.
+
+    ``identity`` names the endpoint for the cache key: ``local:<model sha256>`` for the bundled
+    model (whose port changes every run), ``<model>@<api_base>`` otherwise.
+    """
+
+    def __init__(self, model: str, *, identity: str, cache_dir: Path | None, **kwargs: Any) -> None:
+        # DSPy's own response cache is off: this class is the cache (see module docstring).
+        super().__init__(model, cache=False, **kwargs)
+        self.identity = identity
+        self.cache_dir = cache_dir
+        self._store: Any = None
+
+    def _cache(self) -> Any:
+        if self._store is None and self.cache_dir is not None:
+            import diskcache
+
+            self._store = diskcache.Cache(str(self.cache_dir), size_limit=8 * 2**30)
+        return self._store
+
+    def _key(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> str:
+        request = {
+            "identity": self.identity,
+            "model": self.model,
+            "model_type": self.model_type,
+            "kwargs": {
+                k: v for k, v in {**self.kwargs, **kwargs}.items() if not k.startswith("api_")
+            },
+            "prompt": prompt,
+            "messages": messages,
+        }
+        blob = json.dumps(request, sort_keys=True, default=repr, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def __call__(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
+        use_cache = kwargs.pop("cache", True)
+        if prompt is not None and not isinstance(prompt, str):
+            # An explicit dspy.lm15.Request: not a call this harness makes; pass it through.
+            return super().__call__(prompt, messages=messages, **kwargs)
+        store = self._cache() if use_cache else None
+        key = self._key(prompt, messages, kwargs) if store is not None else ""
+        entry = store.get(key) if store is not None else None
+        meter = current_meter()
+        if entry is not None:
+            if meter is not None:
+                meter.record(
+                    prompt_tokens=entry["prompt_tokens"], completion_tokens=entry["completion_tokens"],
+                    latency_s=0.0, cached=True,
+                )
+            return list(entry["outputs"])
+        start = time.monotonic()
+        with track_usage() as tracker:
+            outputs = super().__call__(prompt, messages=messages, **kwargs)
+        latency = time.monotonic() - start
+        prompt_tokens, completion_tokens = _usage_numbers(tracker.get_total_tokens())
+        if meter is not None:
+            meter.record(
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                latency_s=latency, cached=False,
+            )
+        if store is not None:
+            store.set(
+                key,
+                {"outputs": list(outputs), "prompt_tokens": prompt_tokens,
+                 "completion_tokens": completion_tokens},
+            )
+        return outputs
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        super().close()
