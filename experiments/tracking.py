@@ -1,0 +1,110 @@
+"""MLflow logging through an explicit client (no fluent active-run state shared across threads).
+
+The store is SQLite under the data directory; artifacts sit beside it. Parent run = one
+experiment invocation; child run = one pipeline × seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+_MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
+_BATCH = 100  # MLflow's limit on params per log_batch call
+
+
+def tracking_uri(data_dir: Path) -> str:
+    return f"sqlite:///{data_dir / 'mlflow.db'}"
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> ``{"model.id": "local", ...}`` with JSON for lists."""
+    flat: dict[str, str] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+            flat[name] = text[:_MAX_PARAM_LENGTH]
+    return flat
+
+
+class Tracker:
+    """Thin wrapper over ``MlflowClient`` bound to one experiment."""
+
+    def __init__(self, data_dir: Path, experiment_name: str) -> None:
+        # MLflow logs its database migrations at INFO on first use; they are noise to a user.
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+        from mlflow.tracking import MlflowClient
+
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.client = MlflowClient(tracking_uri=tracking_uri(data_dir))
+        existing = self.client.get_experiment_by_name(experiment_name)
+        if existing is not None:
+            self.experiment_id = existing.experiment_id
+        else:
+            artifacts = (data_dir / "mlartifacts" / experiment_name).resolve().as_uri()
+            self.experiment_id = self.client.create_experiment(
+                experiment_name, artifact_location=artifacts
+            )
+
+    def start_run(self, name: str, parent_id: str | None = None, tags: Mapping[str, str] | None = None) -> str:
+        all_tags = dict(tags or {})
+        if parent_id:
+            all_tags["mlflow.parentRunId"] = parent_id
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        return str(run.info.run_id)
+
+    def is_unfinished(self, run_id: str | None) -> bool:
+        if not run_id:
+            return False
+        try:
+            run = self.client.get_run(run_id)
+        except Exception:  # deleted or from another store
+            return False
+        return run.info.status == "RUNNING" and run.info.lifecycle_stage == "active"
+
+    def reopen(self, run_id: str) -> None:
+        self.client.update_run(run_id, status="RUNNING")
+
+    def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        existing = self.client.get_run(run_id).data.params
+        fresh = [
+            Param(k, str(v)[:_MAX_PARAM_LENGTH]) for k, v in params.items() if k not in existing
+        ]
+        for start in range(0, len(fresh), _BATCH):
+            self.client.log_batch(run_id, params=fresh[start : start + _BATCH])
+
+    def log_metrics(self, run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
+        from mlflow.entities import Metric
+        from mlflow.utils.time import get_current_time_millis
+
+        now = get_current_time_millis()
+        batch = [Metric(k, float(v), now, step) for k, v in metrics.items()]
+        for start in range(0, len(batch), _BATCH):
+            self.client.log_batch(run_id, metrics=batch[start : start + _BATCH])
+
+    def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
+        for key, value in tags.items():
+            self.client.set_tag(run_id, key, value)
+
+    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
+        self.client.log_text(run_id, text, artifact_file)
+
+    def log_frame(self, run_id: str, frame: Any, stem: str) -> None:
+        """A pandas DataFrame as ``{stem}.parquet`` and ``{stem}.csv`` artifacts."""
+        with tempfile.TemporaryDirectory() as tmp:
+            frame.to_parquet(Path(tmp) / f"{stem}.parquet", index=False)
+            frame.to_csv(Path(tmp) / f"{stem}.csv", index=False)
+            self.client.log_artifact(run_id, str(Path(tmp) / f"{stem}.parquet"))
+            self.client.log_artifact(run_id, str(Path(tmp) / f"{stem}.csv"))
+
+    def finish(self, run_id: str, status: str = "FINISHED") -> None:
+        self.client.set_terminated(run_id, status=status)
