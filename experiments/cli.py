@@ -46,7 +46,9 @@ def _add_run(commands: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="critiquelab", description=__doc__.splitlines()[0])
-    parser.add_argument("--home", type=Path, help="data directory (default $CRITIQUELAB_HOME or ./.critiquelab)")
+    parser.add_argument(
+        "--home", type=Path, help="data directory (default $CRITIQUELAB_HOME or ./.critiquelab)"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library logs")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_run(commands)

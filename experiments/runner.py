@@ -4,11 +4,14 @@ parent run, every finished problem checkpointed so a killed run resumes where it
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import itertools
 import json
 import logging
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +116,27 @@ class _LazyLM:
         self._stack.close()
 
 
+def _solve_concurrently(
+    solve: Callable[..., ProblemResult], pipeline: Any, problems: list[Problem], concurrency: int
+) -> Iterator[ProblemResult]:
+    """Yield results as problems finish, with at most ``concurrency`` in flight. On an error or
+    Ctrl-C nothing more is started; the calls already in flight finish before it propagates."""
+    queue = iter(problems)
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    in_flight: set[Future[ProblemResult]] = set()
+    try:
+        for problem in itertools.islice(queue, concurrency):
+            in_flight.add(pool.submit(solve, pipeline, problem))
+        while in_flight:
+            finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield future.result()  # an exception aborts the run; it is resumable
+                for problem in itertools.islice(queue, 1):
+                    in_flight.add(pool.submit(solve, pipeline, problem))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _run_child(
     tracker: Tracker, store: CheckpointStore, state: dict[str, Any], parent_id: str,
     spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
@@ -144,21 +168,13 @@ def _run_child(
             lm = lazy_lm.get()
             if spec.model.send_seed:
                 lm = lm.copy(seed=seed)
-            with ThreadPoolExecutor(max_workers=spec.concurrency) as pool:
-                futures = {
-                    pool.submit(
-                        solve_and_score, pipeline, problem, lm=lm, label=label, seed=seed,
-                        timeout_s=spec.execution.timeout_s,
-                    )
-                    for problem in pending
-                }
-                while futures:
-                    finished, futures = wait(futures, return_when=FIRST_EXCEPTION)
-                    for future in finished:
-                        result = future.result()  # an exception aborts the run (resumable)
-                        store.append(result)
-                        done[result.task_id] = result
-                        bar.update(result)
+            solve = functools.partial(
+                solve_and_score, lm=lm, label=label, seed=seed, timeout_s=spec.execution.timeout_s
+            )
+            for result in _solve_concurrently(solve, pipeline, pending, spec.concurrency):
+                store.append(result)
+                done[result.task_id] = result
+                bar.update(result)
     except BaseException:
         bar.close()
         tracker.finish(run_id, "KILLED")
@@ -198,8 +214,34 @@ def run_experiment(
     store = CheckpointStore(home / "checkpoints" / f"{spec.name}-{key}")
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
+    with contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm:
+        wanted = {p.task_id for p in problems}
+        if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
+            lazy_lm.get()  # start and check the model before any run exists
+        tracker = Tracker(home, spec.name)
+        state, parent_id = _open_parent_run(tracker, store, spec, identity, key, len(problems))
+        result = ExperimentResult(tracker.experiment_id, parent_id)
+        try:
+            for pipeline_spec in spec.pipelines:
+                for seed in spec.seeds:
+                    result.children.append(_run_child(
+                        tracker, store, state, parent_id, spec, pipeline_spec, seed, problems,
+                        lazy_lm, progress,
+                    ))
+        except BaseException:
+            tracker.finish(parent_id, "KILLED")
+            raise
+    tracker.log_frame(parent_id, result.summary(), "summary")
+    tracker.finish(parent_id)
+    return result
+
+
+def _open_parent_run(
+    tracker: Tracker, store: CheckpointStore, spec: ExperimentSpec, identity: ModelIdentity,
+    key: str, problem_count: int,
+) -> tuple[dict[str, Any], str]:
+    """Reopen the parent run a killed invocation left unfinished, else start a new one."""
     state = store.read_state() or {"children": {}}
-    tracker = Tracker(home, spec.name)
     parent_id = state.get("parent_run_id")
     if tracker.is_unfinished(parent_id):
         tracker.reopen(parent_id)
@@ -207,30 +249,17 @@ def run_experiment(
         parent_id = tracker.start_run(spec.name, tags={"critiquelab.checkpoint_key": key})
         state = {"parent_run_id": parent_id, "children": {}}
         store.write_state(state)
+    local = "127.0.0.1 (local server)" if identity.is_local else "default"
     tracker.log_params(parent_id, {
         **flatten(spec.model_dump(mode="json"), "config."),
         "model.resolved": identity.resolved, "model.file_sha256": identity.file_sha256 or "n/a",
-        "model.api_base": identity.api_base or ("127.0.0.1 (local server)" if identity.is_local else "default"),
-        "isolation": isolation_level(), "problems": len(problems),
+        "model.api_base": identity.api_base or local,
+        "isolation": isolation_level(), "problems": problem_count,
         **{f"version.{k}": v for k, v in package_versions().items()},
     })
-    tracker.set_tags(parent_id, {"git_commit": git_commit(), "critiquelab.code_fingerprint": code_fingerprint()})
-    tracker.log_text(parent_id, yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False), "config.yaml")
-    result = ExperimentResult(tracker.experiment_id, parent_id)
-    lazy_lm = _LazyLM(identity, spec, home, cache)
-    try:
-        for pipeline_spec in spec.pipelines:
-            for seed in spec.seeds:
-                result.children.append(_run_child(
-                    tracker, store, state, parent_id, spec, pipeline_spec, seed, problems,
-                    lazy_lm, progress,
-                ))
-    except BaseException:
-        tracker.finish(parent_id, "KILLED")
-        raise
-    finally:
-        lazy_lm.close()
-    summary = result.summary()
-    tracker.log_frame(parent_id, summary, "summary")
-    tracker.finish(parent_id)
-    return result
+    tracker.set_tags(parent_id, {
+        "git_commit": git_commit(), "critiquelab.code_fingerprint": code_fingerprint(),
+    })
+    config = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
+    tracker.log_text(parent_id, config, "config.yaml")
+    return state, parent_id

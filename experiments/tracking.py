@@ -53,7 +53,9 @@ class Tracker:
                 experiment_name, artifact_location=artifacts
             )
 
-    def start_run(self, name: str, parent_id: str | None = None, tags: Mapping[str, str] | None = None) -> str:
+    def start_run(
+        self, name: str, parent_id: str | None = None, tags: Mapping[str, str] | None = None
+    ) -> str:
         all_tags = dict(tags or {})
         if parent_id:
             all_tags["mlflow.parentRunId"] = parent_id

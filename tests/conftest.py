@@ -1,0 +1,43 @@
+"""Shared fixtures. Tests mirror the package layout: tests/eval, tests/experiments, …"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Offline defaults before any library import reaches for the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh data directory for one test."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("CRITIQUELAB_HOME", str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def humaneval_problems() -> list:
+    from eval.datasets import load_problems
+
+    return load_problems()
+
+
+def fake_spec(api_base: str, *, pipelines: list[dict] | None = None, limit: int = 3, **extra: object) -> dict:
+    """An experiment spec pointing at a fake OpenAI-compatible endpoint."""
+    spec = {
+        "name": "test-experiment",
+        "dataset": {"source": "humaneval", "limit": limit},
+        "model": {"id": "openai/fake", "api_base": api_base, "num_retries": 0},
+        "pipelines": pipelines or [{"name": "baseline"}],
+        "seeds": [0],
+    }
+    spec.update(extra)
+    return spec

@@ -1,0 +1,117 @@
+"""The runner against a scripted OpenAI-compatible endpoint: MLflow logging, cache, resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import yaml
+from conftest import fake_spec
+from mlflow.tracking import MlflowClient
+from support.fake_openai import FakeOpenAIServer, humaneval_responder
+
+from experiments.api import run
+from experiments.tracking import tracking_uri
+
+
+def test_run_logs_parent_and_child_runs(home, humaneval_problems):
+    responder = humaneval_responder(humaneval_problems, wrong={"HumanEval/1"})
+    with FakeOpenAIServer(responder) as fake:
+        result = run(fake_spec(fake.api_base), progress=False)
+    child = result.children[0]
+    assert [r.task_id for r in child.results] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
+    assert [r.passed for r in child.results] == [True, False, True]
+    assert child.results[1].reason == "assertion"
+    assert child.metrics["pass_at_1"] == 2 / 3
+
+    client = MlflowClient(tracking_uri(home))
+    parent = client.get_run(result.parent_run_id)
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["model.resolved"] == "openai/fake"
+    assert parent.data.params["version.dspy"]
+    assert "git_commit" in parent.data.tags
+    logged = client.get_run(child.run_id)
+    assert logged.data.tags["mlflow.parentRunId"] == result.parent_run_id
+    assert logged.data.metrics["pass_at_1"] == 2 / 3
+    assert logged.data.metrics["prompt_tokens"] > 0
+    artifacts = {a.path for a in client.list_artifacts(child.run_id)}
+    assert {"problems.parquet", "problems.csv"} <= artifacts
+    table = pd.read_parquet(client.download_artifacts(child.run_id, "problems.parquet"))
+    assert len(table) == 3
+    assert {"task_id", "status", "reason", "prompt_tokens", "latency_s", "final_code"} <= set(table)
+
+
+def test_rerun_of_finished_experiment_makes_no_lm_call(home, humaneval_problems):
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        first = run(fake_spec(fake.api_base), progress=False)
+        calls = fake.completions
+        second = run(fake_spec(fake.api_base), progress=False)
+        assert fake.completions == calls
+    assert second.parent_run_id != first.parent_run_id
+    assert [r.model_dump() for r in second.children[0].results] == [
+        r.model_dump() for r in first.children[0].results
+    ]
+
+
+def test_lm_cache_serves_a_new_checkpoint_dir_with_same_tokens(home, humaneval_problems):
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        first = run(fake_spec(fake.api_base, limit=2), progress=False)
+        calls = fake.completions
+        second = run(fake_spec(fake.api_base, limit=2), progress=False, fresh=True)
+        assert fake.completions == calls + 1  # only the pre-flight check reached the endpoint
+    a, b = first.children[0].results, second.children[0].results
+    assert [r.prompt_tokens for r in a] == [r.prompt_tokens for r in b]
+    assert all(r.cached_lm_calls == r.lm_calls for r in b)
+
+
+def _table(home, spec_path):
+    client = MlflowClient(tracking_uri(home))
+    state = json.loads(next((home / "checkpoints").glob("*/state.json")).read_text())
+    run_id = next(iter(state["children"].values()))
+    frame = pd.read_parquet(client.download_artifacts(run_id, "problems.parquet"))
+    return frame[["task_id", "status", "reason", "prompt_tokens", "completion_tokens", "final_code"]]
+
+
+def test_sigkill_mid_run_then_resume_matches_uninterrupted(tmp_path, humaneval_problems):
+    responder = humaneval_responder(humaneval_problems, wrong={"HumanEval/2", "HumanEval/5"})
+    with FakeOpenAIServer(responder, delay_s=0.4) as fake:
+        spec_path = tmp_path / "spec.yaml"
+        spec_path.write_text(yaml.safe_dump(fake_spec(fake.api_base, limit=8)))
+        env = {**os.environ}
+
+        def cli(home, **kw):
+            env["CRITIQUELAB_HOME"] = str(home)
+            return subprocess.Popen(
+                [sys.executable, "-m", "experiments.cli", "run", str(spec_path), "--no-progress"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw,
+            )
+
+        straight = tmp_path / "straight"
+        assert cli(straight).wait(timeout=120) == 0
+
+        killed = tmp_path / "killed"
+        proc = cli(killed)
+        deadline = time.monotonic() + 60
+        checkpoint = None
+        while time.monotonic() < deadline:
+            found = list((killed / "checkpoints").glob("*/*.jsonl")) if killed.exists() else []
+            if found and len(found[0].read_text().splitlines()) >= 3:
+                checkpoint = found[0]
+                break
+            time.sleep(0.05)
+        assert checkpoint is not None, "the run never checkpointed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        done_before = len(checkpoint.read_text().splitlines())
+        assert done_before < 8
+        before = fake.completions
+        resumed = cli(killed)
+        assert resumed.wait(timeout=120) == 0, resumed.stderr.read()
+        # Only unfinished problems are redone (+1 pre-flight, +1 for a call cut by the kill).
+        assert fake.completions - before <= (8 - done_before) + 2
+    lines = [json.loads(line) for line in checkpoint.read_text().splitlines()]
+    assert sorted(r["task_id"] for r in lines) == sorted({r["task_id"] for r in lines})
+    pd.testing.assert_frame_equal(_table(straight, spec_path), _table(killed, spec_path))

@@ -1,0 +1,87 @@
+"""Bad input: one line naming what is wrong, exit code 2, no traceback, nothing written."""
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from experiments.cli import main
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return path
+
+
+def _run_cli(capsys, *args):
+    code = main(list(args))
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("name: x\npipelines: [{name: baseline}\n", "malformed YAML at line"),
+        ("name: x\npipelines: [{name: baseline}]\nseeds: [0, 0]\n", "seeds"),
+        (
+            "name: x\npipelines: [{name: baseline}]\nmodel: {temprature: 0.5}\n",
+            "model.temprature: unknown field",
+        ),
+        ("name: x\npipelines: []\n", "pipelines"),
+        ("name: x\npipelines: [{name: nope}]\n", "unknown pipeline 'nope'"),
+        ("- just\n- a list\n", "expected a mapping"),
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {max_tokens: -1}\n", "model.max_tokens"),
+    ],
+)
+def test_bad_spec_is_one_line_exit_2(tmp_path, capsys, home, text, expected):
+    code, err = _run_cli(capsys, "run", str(_write(tmp_path, text)))
+    assert code == 2
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (home / "mlflow.db").exists()  # nothing half-written
+
+
+def test_missing_spec_file(capsys, home, tmp_path):
+    code, err = _run_cli(capsys, "run", str(tmp_path / "absent.yaml"))
+    assert code == 2 and "no such file" in err
+
+
+def test_missing_dataset_field_is_named(tmp_path, capsys, home):
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"task_id": "a", "prompt": "def f():\\n", "test": "x"}\n')
+    spec = _write(tmp_path, yaml.safe_dump({"name": "x", "pipelines": [{"name": "baseline"}],
+                                            "dataset": {"source": str(data)}}))
+    code, err = _run_cli(capsys, "run", str(spec))
+    assert code == 2 and "no field 'entry_point'" in err
+    assert not (home / "mlflow.db").exists()
+
+
+def test_unreachable_endpoint_is_a_clear_error(tmp_path, capsys, home):
+    from experiments.local_server import free_port
+
+    spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\n")
+    code, err = _run_cli(capsys, "run", str(spec), "--model", "openai/whatever", "--api-base",
+                         f"http://127.0.0.1:{free_port()}/v1", "--limit", "1")
+    assert code == 2
+    assert "not usable" in err and len(err.strip().splitlines()) == 1
+    assert not (home / "mlflow.db").exists()
+
+
+def test_missing_api_key_env_is_named(tmp_path, capsys, home, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\n")
+    code, err = _run_cli(capsys, "run", str(spec), "--model", "openai/gpt-4o-mini",
+                         "--api-key-env", "NO_SUCH_KEY_VAR", "--limit", "1")
+    assert code == 2 and "NO_SUCH_KEY_VAR" in err
+
+
+def test_cli_process_prints_no_traceback(tmp_path, home):
+    spec = _write(tmp_path, "name: x\npipelines: {name: baseline\n")
+    proc = subprocess.run([sys.executable, "-m", "experiments.cli", "run", str(spec)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("critiquelab: error:")

@@ -1,0 +1,108 @@
+"""A small OpenAI-compatible chat server for tests: the real HTTP API, scripted replies.
+
+The harness talks to it exactly as it talks to llama-cpp-python's server or a cloud endpoint
+(through DSPy and LiteLLM), so tests exercise the real client path without a model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[list[dict[str, Any]]], str]
+
+
+def chat_reply(**fields: str) -> str:
+    """A reply in DSPy's ChatAdapter format with the given output fields."""
+    body = "".join(f"[[ ## {name} ## ]]\n{value}\n\n" for name, value in fields.items())
+    return body + "[[ ## completed ## ]]"
+
+
+class FakeOpenAIServer:
+    """Serve ``/v1/chat/completions`` and ``/v1/models`` on 127.0.0.1 in a background thread."""
+
+    def __init__(self, responder: Responder, delay_s: float = 0.0) -> None:
+        self.responder = responder
+        self.delay_s = delay_s
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, payload: dict[str, Any], status: int = 200) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                if server.delay_s:
+                    time.sleep(server.delay_s)
+                messages = body.get("messages", [])
+                text = server.responder(messages)
+                prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+                completion_tokens = len(text.split())
+                self._send({
+                    "id": f"fake-{len(server.requests)}", "object": "chat.completion",
+                    "created": int(time.time()), "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                              "total_tokens": prompt_tokens + completion_tokens},
+                })
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def completions(self) -> int:
+        return sum(1 for r in self.requests if "messages" in r)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def humaneval_responder(problems: list[Any], wrong: set[str] = frozenset()) -> Responder:  # type: ignore[assignment]
+    """Answer each problem with its canonical solution, or a wrong one for ``wrong`` task ids.
+
+    The problem is found by its prompt text appearing in the request (as the coder sees it).
+    """
+
+    def respond(messages: list[dict[str, Any]]) -> str:
+        text = "\n".join(str(m.get("content", "")) for m in messages)
+        if "Reply with OK." in text:
+            return "OK"
+        for problem in problems:
+            if problem.prompt.strip() in text:
+                wrong_body = "    return None\n"
+                body = wrong_body if problem.task_id in wrong else problem.canonical_solution
+                return chat_reply(code=problem.prompt + body)
+        return chat_reply(code="pass")
+
+    return respond
