@@ -28,8 +28,37 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
         "unparsed_problems": sum(not r.parsed for r in results),
         "problem_latency_s": sum(r.latency_s for r in results),
     }
+    metrics.update(revision_metrics(results))
     for status, count in Counter(r.status.value for r in results).items():
         metrics[f"status.{status}"] = count
     for reason, count in Counter(r.reason for r in results if r.reason).items():
         metrics[f"reason.{reason}"] = count
+    return metrics
+
+
+def revision_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For pipelines that revise their first answer (results carrying ``extra.first_passed``).
+
+    - critique success rate: of problems whose first code failed and where the critic asked
+      for changes, the share whose final code passes;
+    - harmful-revision rate: of problems whose first code passed, the share whose final fails.
+    """
+    scored = [r for r in results if "first_passed" in r.extra]
+    if not scored:
+        return {}
+    first_pass = [r for r in scored if r.extra["first_passed"]]
+    challenged = [r for r in scored if not r.extra["first_passed"] and r.extra.get("changes_requested")]
+    harmed = [r for r in first_pass if not r.passed]
+    rescued = [r for r in challenged if r.passed]
+    metrics = {
+        "first_pass_at_1": len(first_pass) / len(scored),
+        "harmful_revisions": len(harmed),
+        "harmful_revision_rate": len(harmed) / len(first_pass) if first_pass else 0.0,
+        "critique_rescues": len(rescued),
+        "critique_success_rate": len(rescued) / len(challenged) if challenged else 0.0,
+        "changes_requested_problems": sum(bool(r.extra.get("changes_requested")) for r in scored),
+    }
+    messages = [r.extra["messages"] for r in scored if "messages" in r.extra]
+    if messages:
+        metrics["messages_per_problem"] = sum(messages) / len(messages)
     return metrics

@@ -35,6 +35,7 @@ class UsageMeter:
     """
 
     by_role: dict[str, RoleUsage] = field(default_factory=dict)
+    parent: UsageMeter | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(
@@ -47,6 +48,11 @@ class UsageMeter:
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
             usage.latency_s += latency_s
+        if self.parent is not None:  # a role call's meter also counts toward its task's
+            self.parent.record(
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                latency_s=latency_s, cached=cached,
+            )
 
     def total(self) -> RoleUsage:
         total = RoleUsage()

@@ -6,12 +6,20 @@ import time
 
 import dspy
 
-from eval.assembly import assemble_program
+from eval.assembly import AssembledProgram, assemble_program
 from eval.execution import run_program
 from eval.problems import Problem
 from eval.results import ProblemResult
 from eval.usage import UsageMeter, metering
 from eval.verdict import Status, Verdict
+
+
+def score_code(problem: Problem, code: str, timeout_s: float) -> tuple[AssembledProgram, Verdict]:
+    """Assemble a reply into a program and run the hidden test on it."""
+    program = assemble_program(problem.prompt, code, problem.entry_point)
+    if not program.ok:
+        return program, Verdict(status=Status.FAILED, reason="syntax", detail=program.syntax_error or "")
+    return program, run_program(program.source, problem.test, problem.entry_point, timeout_s=timeout_s)
 
 
 def solve_and_score(
@@ -31,13 +39,17 @@ def solve_and_score(
         prediction = pipeline(
             prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
         )
-    program = assemble_program(problem.prompt, prediction.code, problem.entry_point)
-    if program.ok:
-        verdict = run_program(program.source, problem.test, problem.entry_point, timeout_s=timeout_s)
-    else:
-        verdict = Verdict(status=Status.FAILED, reason="syntax", detail=program.syntax_error or "")
+    program, verdict = score_code(problem, prediction.code, timeout_s)
     total = meter.total()
     extra = dict(prediction.get("metrics", {}) or {})
+    first_code = prediction.get("first_code")
+    if first_code is not None:
+        # Multi-step pipelines also score their first version: first-pass vs final pass@1,
+        # critique success and harmful revisions all need it.
+        if first_code == prediction.code:
+            extra["first_passed"] = verdict.passed
+        else:
+            extra["first_passed"] = score_code(problem, first_code, timeout_s)[1].passed
     return ProblemResult(
         task_id=problem.task_id,
         pipeline=label,

@@ -18,5 +18,5 @@ class Baseline(dspy.Module):
         self.coder = dspy.Predict(Coder)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
-        result = call_role(self.coder, prompt=prompt)
+        result = call_role(self.coder, "coder", prompt=prompt)
         return dspy.Prediction(code=result.get("code", result.raw), iterations=1, parsed=result.parsed)

@@ -1,35 +1,73 @@
-"""Call a role's predictor without letting malformed model output crash a pipeline."""
+"""Call a role's predictor: never let malformed model output crash a pipeline, and keep
+what the call took and gave (inputs, outputs, usage, latency) for the trace."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
+from pydantic import BaseModel
+
+from eval.usage import UsageMeter, acting_as, current_meter, metering
+
+
+def to_jsonable(value: Any) -> Any:
+    """Role outputs (pydantic models, lists of them, Literals) as plain JSON data."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
 
 
 @dataclass
 class RoleResult:
     """A role call's outputs, or the raw text when the adapters could not parse it."""
 
+    role: str
+    inputs: dict[str, Any]
     outputs: dict[str, Any] = field(default_factory=dict)
     raw: str = ""
     parsed: bool = True
+    usage: dict[str, float] = field(default_factory=dict)
+    latency_s: float = 0.0
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.outputs.get(name, default)
 
+    def trace(self) -> dict[str, Any]:
+        """What a pool message records of this call: the optimisers' training data."""
+        return {
+            "role": self.role, "inputs": to_jsonable(self.inputs),
+            "outputs": to_jsonable(self.outputs), "parsed": self.parsed, "raw": self.raw,
+            "usage": self.usage, "latency_s": round(self.latency_s, 4),
+        }
 
-def call_role(predictor: dspy.Module, **inputs: Any) -> RoleResult:
-    """Run ``predictor``; DSPy's adapters already retry (ChatAdapter falls back to JSON).
 
-    If the reply is still unparseable the step is recorded as unparsed with the raw text,
-    so callers decide what that means (a coder's raw text is usually still code; a critic's
-    unparsed review must never count as an approval).
-    """
-    try:
-        prediction = predictor(**inputs)
-    except AdapterParseError as exc:
-        return RoleResult(raw=exc.lm_response or "", parsed=False)
-    return RoleResult(outputs=dict(prediction.items()), raw="", parsed=True)
+def call_role(predictor: dspy.Module, role: str, **inputs: Any) -> RoleResult:
+    """Run ``predictor`` as ``role``. DSPy's adapters already retry (ChatAdapter falls back to
+    JSON); if the reply is still unparseable the step is recorded as unparsed with the raw
+    text, so the caller decides what that means (a coder's raw text is usually still code; a
+    critic's unparsed review must never count as an approval)."""
+    meter = UsageMeter(parent=current_meter())
+    start = time.monotonic()
+    outputs: dict[str, Any] = {}
+    raw, parsed = "", True
+    with metering(meter), acting_as(role):
+        try:
+            outputs = dict(predictor(**inputs).items())
+        except AdapterParseError as exc:
+            raw, parsed = exc.lm_response or "", False
+    total = meter.total()
+    usage = {
+        "calls": total.calls, "cached_calls": total.cached_calls,
+        "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
+    }
+    return RoleResult(role, inputs, outputs, raw, parsed, usage, time.monotonic() - start)

@@ -1,5 +1,17 @@
-"""DSPy signatures, one per role behaviour. Imports only dspy and pydantic."""
+"""DSPy signatures, one per role behaviour. Imports only dspy and pydantic.
+
+A signature's docstring is the role's instruction; every field is typed and has a ``desc``.
+"""
 
 from signatures.coder import Coder
+from signatures.critic import Critic
+from signatures.fixer import Fixer
+from signatures.meta_critic import MetaCritic
+from signatures.reflector import Reflector
+from signatures.review import Finding, Review, render_review
+from signatures.self_refine import SelfFeedback
 
-__all__ = ["Coder"]
+__all__ = [
+    "Coder", "Critic", "Finding", "Fixer", "MetaCritic", "Reflector", "Review", "SelfFeedback",
+    "render_review",
+]

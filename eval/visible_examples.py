@@ -1,0 +1,100 @@
+"""The examples a problem shows in its prompt, and what a candidate does on them.
+
+Only these *visible* examples may feed back into prompts (execution feedback to a critic,
+CodeT-style agreement among samples). Hidden tests are for scoring only.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import re
+from dataclasses import dataclass
+
+from eval.execution import call_function
+
+_ARROW = re.compile(r"^\s*(?P<call>{name}\(.*\))\s*(?:==|➞|=>|->|returns|should return)\s*(?P<want>.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class VisibleExample:
+    """``call`` as written in the prompt, its argument source, and the expected value's source."""
+
+    call: str
+    args: str
+    expected: str
+
+
+def _args_source(call: str, entry_point: str) -> str | None:
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == entry_point):
+        return None
+    parts = [ast.unparse(arg) for arg in node.args]
+    parts += [f"{kw.arg}={ast.unparse(kw.value)}" for kw in node.keywords if kw.arg]
+    return ", ".join(parts)
+
+
+def _literal(source: str) -> bool:
+    try:
+        ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def visible_examples(prompt: str, entry_point: str) -> list[VisibleExample]:
+    """Doctest examples (``>>> f(x)`` then the value) and ``f(x) == y`` / ``f(x) ➞ y`` lines whose
+    expected value is a Python literal."""
+    found: list[VisibleExample] = []
+    try:
+        doctests = doctest.DocTestParser().get_examples(prompt)
+    except ValueError:
+        doctests = []
+    for example in doctests:
+        args = _args_source(example.source, entry_point)
+        want = example.want.strip()
+        if args is not None and want and _literal(want):
+            found.append(VisibleExample(example.source.strip(), args, want))
+    if not found:
+        pattern = re.compile(_ARROW.pattern.format(name=re.escape(entry_point)))
+        for line in prompt.splitlines():
+            match = pattern.match(line)
+            if not match:
+                continue
+            args = _args_source(match["call"], entry_point)
+            want = match["want"].rstrip(".,;")
+            if args is not None and _literal(want):
+                found.append(VisibleExample(match["call"], args, want))
+    unique = {(e.args, e.expected): e for e in found}
+    return list(unique.values())
+
+
+def _same(actual: object, expected: object) -> bool:
+    if isinstance(actual, float) or isinstance(expected, float):
+        try:
+            a, e = float(actual), float(expected)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return False
+        return abs(a - e) <= 1e-6 * max(1.0, abs(e))
+    return actual == expected
+
+
+def execution_feedback(
+    program: str, entry_point: str, examples: list[VisibleExample], *, timeout_s: float = 5.0
+) -> str:
+    """Run the candidate on the visible examples; one line per example, for a critic to read."""
+    if not examples:
+        return "none (the problem shows no runnable examples)"
+    outcomes = call_function(program, entry_point, [e.args for e in examples], timeout_s=timeout_s)
+    lines = []
+    for example, outcome in zip(examples, outcomes, strict=True):
+        expected = ast.literal_eval(example.expected)
+        if outcome.ok:
+            mark = "PASS" if _same(outcome.value, expected) else "FAIL"
+            lines.append(f"{mark}: {example.call} returned {outcome.value!r}, expected {example.expected}")
+        else:
+            lines.append(f"FAIL: {example.call} {outcome.describe()}, expected {example.expected}")
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+"""Agents: named participants that react to pool messages by calling a role and publishing
+the result. Agents never call each other; a pipeline is agents reacting to messages."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipelines.messages import Intent, Message
+from pipelines.pool import MessagePool
+from pipelines.role_call import RoleResult
+
+
+@dataclass
+class TaskContext:
+    """One pipeline run on one task: the thread all its agents talk in."""
+
+    pool: MessagePool
+    task_id: str
+    prompt: str
+    entry_point: str
+    thread_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def agent_name(self, role: str) -> str:
+        # Agent names are unique per thread, so concurrent tasks never share a queue.
+        return f"{role}@{self.thread_id[:12]}"
+
+    def publish(
+        self, *, intent: str, sender: str, content: str = "", summary: str = "",
+        recipient: str | None = None, in_reply_to: str | None = None,
+        step: RoleResult | None = None, **metadata: Any,
+    ) -> Message:
+        if step is not None:
+            metadata["trace"] = step.trace()
+        return self.pool.publish(Message(
+            task_id=self.task_id, thread_id=self.thread_id, intent=intent, sender=sender,
+            recipient=recipient, summary=summary, content=content, in_reply_to=in_reply_to,
+            metadata=metadata,
+        ))
+
+    def history(self) -> list[Message]:
+        return self.pool.history(thread_id=self.thread_id)
+
+    def pool_message(self, message_id: str) -> Message:
+        return next(m for m in self.history() if m.id == message_id)
+
+    def latest_feedback(self) -> str:
+        feedback = [m for m in self.history() if m.intent == Intent.EXECUTION_FEEDBACK]
+        return feedback[-1].content if feedback else "none"
+
+    def assign(self, recipient: str) -> Message:
+        return self.publish(
+            intent=Intent.TASK_ASSIGNMENT, sender=self.agent_name("orchestrator"),
+            recipient=recipient, content=self.prompt, summary=f"solve {self.task_id}",
+            entry_point=self.entry_point,
+        )
+
+
+class Agent:
+    """Base class: subscribe in ``__init__`` and implement :meth:`handle`."""
+
+    role = "agent"
+
+    def __init__(self, ctx: TaskContext) -> None:
+        self.ctx = ctx
+        self.name = ctx.agent_name(self.role)
+
+    def listen(self, intents: Iterable[str], *, to_me_only: bool = False) -> None:
+        self.ctx.pool.subscribe(
+            self.name, intents=list(intents), thread_id=self.ctx.thread_id, to_me_only=to_me_only
+        )
+
+    def handle(self, message: Message) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.ctx.pool.unsubscribe(self.name)
+
+
+def run_until_quiet(agents: Sequence[Agent], max_rounds: int = 1000) -> int:
+    """Deliver messages until no agent has anything pending. Returns the rounds used.
+
+    Each round, every agent takes the batch waiting in its queue and reacts to it in order.
+    """
+    rounds = 0
+    while rounds < max_rounds:
+        delivered = False
+        for agent in agents:
+            for message in agent.ctx.pool.take(agent.name):
+                delivered = True
+                agent.handle(message)
+        if not delivered:
+            break
+        rounds += 1
+    return rounds
+
+
+def code_messages(history: Sequence[Message]) -> list[Message]:
+    """Messages that carry a version of the code, oldest first."""
+    return [m for m in history if m.intent in (Intent.OUTPUT_COMPLETE, Intent.FIX)]

@@ -1,0 +1,95 @@
+"""self_refine: one model critiques its own output and refines it (Madaan et al., 2023).
+
+Unlike the critic loop there is no separate reviewer persona with a structured review: the
+author gives itself free-text feedback and a stop flag, then revises, through the pool.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from pipelines.agents import Agent, TaskContext
+from pipelines.critic_agents import CoderAgent
+from pipelines.messages import Intent, Message
+from pipelines.pool_context import current_pool
+from pipelines.registry import register_pipeline
+from pipelines.role_call import call_role
+from pipelines.threads import run_thread
+from signatures.coder import Coder
+from signatures.fixer import Fixer
+from signatures.self_refine import SelfFeedback
+
+
+class SelfReviewAgent(Agent):
+    """The author reviewing its own latest version."""
+
+    role = "self_feedback"
+
+    def __init__(self, ctx: TaskContext, feedback: dspy.Module, max_reviews: int) -> None:
+        super().__init__(ctx)
+        self.feedback = feedback
+        self.max_reviews = max_reviews
+        self.reviews = 0
+        self.listen([Intent.OUTPUT_COMPLETE, Intent.FIX])
+
+    def handle(self, message: Message) -> None:
+        if self.reviews >= self.max_reviews:
+            self.ctx.publish(intent=Intent.STATUS, sender=self.name, summary="max_iterations reached",
+                             in_reply_to=message.id, stop_reason="max_iterations")
+            return
+        self.reviews += 1
+        step = call_role(self.feedback, self.role, prompt=self.ctx.prompt, code=message.content,
+                         execution_feedback="none")
+        if not step.parsed:
+            verdict, text = "unparsed", step.raw
+        else:
+            verdict = "approve" if step.get("is_correct") else "request_changes"
+            text = step.get("feedback") or ""
+        self.ctx.publish(
+            intent=Intent.CRITIQUE, sender=self.name, content=text, summary=f"self-review: {verdict}",
+            in_reply_to=message.id, step=step, verdict=verdict, iteration=self.reviews,
+            code_message_id=message.id,
+        )
+
+
+class SelfRefineAgent(Agent):
+    """The author revising its code from its own feedback."""
+
+    role = "self_refiner"
+
+    def __init__(self, ctx: TaskContext, refiner: dspy.Module) -> None:
+        super().__init__(ctx)
+        self.refiner = refiner
+        self.listen([Intent.CRITIQUE])
+
+    def handle(self, message: Message) -> None:
+        if message.metadata.get("verdict") != "request_changes":
+            return
+        code = self.ctx.pool_message(message.metadata["code_message_id"]).content
+        step = call_role(self.refiner, self.role, prompt=self.ctx.prompt, code=code, review=message.content)
+        self.ctx.publish(intent=Intent.FIX, sender=self.name,
+                         content=step.get("revised_code") or step.raw or code,
+                         summary="self-refinement", in_reply_to=message.id, step=step)
+
+
+@register_pipeline("self_refine")
+class SelfRefine(dspy.Module):
+    """Generate, self-review, refine, until the self-review says correct or max_iterations."""
+
+    def __init__(self, max_iterations: int = 3) -> None:
+        super().__init__()
+        if max_iterations < 1:
+            raise ValueError("max_iterations must be at least 1")
+        self.max_iterations = max_iterations
+        self.coder = dspy.Predict(Coder)
+        self.feedback = dspy.Predict(SelfFeedback)
+        self.refiner = dspy.Predict(Fixer)
+
+    def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
+        ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
+        agents = [
+            CoderAgent(ctx, self.coder),
+            SelfReviewAgent(ctx, self.feedback, self.max_iterations),
+            SelfRefineAgent(ctx, self.refiner),
+        ]
+        return run_thread(ctx, agents)

@@ -1,0 +1,60 @@
+"""Run a task's agents in one thread of the pool and read the outcome from its messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import dspy
+
+from pipelines.agents import Agent, TaskContext, code_messages, run_until_quiet
+from pipelines.messages import Intent, Message
+
+
+def thread_outcome(history: list[Message]) -> dict[str, Any]:
+    """First and final code of a thread plus per-task loop metrics, from its messages alone."""
+    codes = code_messages(history)
+    reviews = [m for m in history if m.intent == Intent.CRITIQUE]
+    decisions = [m for m in history if m.intent == Intent.META_CRITIQUE] or reviews
+    verdicts = [str(m.metadata.get("verdict")) for m in decisions]
+    traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
+    if verdicts and verdicts[-1] == "approve":
+        stop = "approved"
+    elif verdicts and verdicts[-1] == "unparsed":
+        stop = "unparsed_critique"
+    elif any(m.metadata.get("stop_reason") == "max_iterations" for m in history):
+        stop = "max_iterations"
+    else:
+        stop = "no_review"
+    return {
+        "first_code": codes[0].content if codes else "",
+        "final_code": codes[-1].content if codes else "",
+        "parsed": all(t.get("parsed", True) for t in traces),
+        "metrics": {
+            "reviews": len(reviews),
+            "fixes": sum(1 for m in codes if m.intent == Intent.FIX),
+            "first_verdict": verdicts[0] if verdicts else "",
+            "final_verdict": verdicts[-1] if verdicts else "",
+            "changes_requested": any(v in ("request_changes", "reject") for v in verdicts),
+            "stop_reason": stop,
+            "messages": len(history),
+            "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
+        },
+    }
+
+
+def run_thread(ctx: TaskContext, agents: Sequence[Agent]) -> dspy.Prediction:
+    """Assign the task to the first agent, let the agents react until quiet, and return the
+    final code (with the first version and loop metrics) as a Prediction."""
+    try:
+        ctx.assign(agents[0].name)
+        run_until_quiet(agents)
+    finally:
+        for agent in agents:
+            agent.close()
+    outcome = thread_outcome(ctx.history())
+    return dspy.Prediction(
+        code=outcome["final_code"], first_code=outcome["first_code"],
+        iterations=max(1, outcome["metrics"]["reviews"]), parsed=outcome["parsed"],
+        metrics=outcome["metrics"], thread_id=ctx.thread_id,
+    )

@@ -1,0 +1,53 @@
+"""Script a fake LM by role: the role is recognised from the output fields DSPy asks for."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from support.fake_openai import chat_reply
+
+RoleScript = Callable[[str], dict[str, str] | str]
+
+# Output field that identifies each role's signature in DSPy's system message.
+ROLE_MARKERS = {
+    "critic": "`verdict`",
+    "fixer": "`revised_code`",
+    "meta_critic": "`wrong_findings`",
+    "self_feedback": "`is_correct`",
+    "coder": "`code`",
+}
+
+
+def role_of(messages: list[dict[str, Any]]) -> str:
+    system = str(messages[0].get("content", "")) if messages else ""
+    outputs = system.split("Your output fields are:", 1)[-1].split("All interactions", 1)[0]
+    for role, marker in ROLE_MARKERS.items():
+        if marker in outputs:
+            return role
+    return "unknown"
+
+
+def role_responder(scripts: dict[str, RoleScript]) -> Callable[[list[dict[str, Any]]], str]:
+    """``scripts[role](full_request_text)`` returns the output fields (or a raw string)."""
+
+    def respond(messages: list[dict[str, Any]]) -> str:
+        text = "\n".join(str(m.get("content", "")) for m in messages)
+        if "Reply with OK." in text:
+            return "OK"
+        role = role_of(messages)
+        reply = scripts[role](text)
+        if isinstance(reply, str):
+            return reply
+        return chat_reply(**reply)
+
+    return respond
+
+
+def review(verdict: str, *findings: str) -> dict[str, str]:
+    items = [
+        {"severity": "major", "category": "bug", "line": None, "description": f, "suggestion": "fix it"}
+        for f in findings
+    ]
+    return {"verdict": verdict, "findings": json.dumps(items), "summary": f"{verdict} review"}
