@@ -15,10 +15,12 @@ import json
 import os
 import queue
 import select
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -51,10 +53,15 @@ class Lane:
     def __init__(self, level: str, limits: Limits) -> None:
         self.level, self.limits = level, limits
         self.proc: subprocess.Popen[bytes] | None = None
+        self.dir: str | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
+        # Every file the checker and its sandbox create lives under this directory (TMPDIR),
+        # so even a checker killed with SIGKILL leaves nothing behind once we remove it.
+        self.dir = tempfile.mkdtemp(prefix="critiquelab-lane-")
+        os.chmod(self.dir, 0o755)  # the sandbox uid must reach the staged server files
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": self.dir}
         return subprocess.Popen(
             [sys.executable, "-I", "-c", _BOOT, _ROOT, self.level,
              json.dumps(self.limits.to_dict())],
@@ -62,16 +69,23 @@ class Lane:
             close_fds=True,
         )
 
-    def kill(self) -> None:
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the checker and its sandbox server
-        self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
-        self.proc = None
+    def kill(self, graceful: bool = False) -> None:
+        """Stop the checker (``graceful``: let it shut its sandbox down first) and clean up."""
+        if self.proc is not None:
+            if graceful and self.proc.stdin is not None:
+                self.proc.stdin.close()  # end of jobs: the checker stops its sandbox and exits
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=2.0)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the checker and its sandbox server
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream is not None and not stream.closed:
+                    stream.close()
+            self.proc = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
 
     def run(self, job: dict[str, Any], hard_timeout: float) -> dict[str, Any]:
         """Send a job, wait for its result; a hung or dead checker yields a verdict, never hangs."""
@@ -140,7 +154,7 @@ class SandboxPool:
     def shutdown(self) -> None:
         self._closed = True
         for lane in self._lanes:
-            lane.kill()
+            lane.kill(graceful=True)
 
 
 _pools: dict[tuple[str, Limits], SandboxPool] = {}
