@@ -20,7 +20,9 @@ from eval.verdict import Status
 
 pytestmark = pytest.mark.usefixtures("host_unharmed")
 
-ADD_TEST = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(5, 5) == 10\n"  # noqa: E501
+ADD_TEST = (
+    "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(5, 5) == 10\n"
+)
 FLOAT_TEST = "def check(candidate):\n    assert abs(candidate(1, 2) - 3.0) < 1e-6\n"
 BWRAP = shutil.which("bwrap") is not None
 needs_bwrap = pytest.mark.skipif(not BWRAP, reason="bubblewrap not installed")
