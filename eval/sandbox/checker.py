@@ -1,0 +1,349 @@
+"""The trusted checker: runs the dataset's ``check(candidate)`` against a sandboxed candidate.
+
+Why this split: openai's checker runs candidate and asserts in one process, so a candidate can
+return an always-equal object, patch ``builtins``, walk frames to the checker or exit early with
+status 0. Here the test's asserts run in *this* process, which never executes candidate code.
+``candidate`` inside the test is a :class:`Proxy`: each call ships the arguments to the
+candidate process in the sandbox and gets back only plain data through the strict decoder in
+``codec``. Anything else (an odd object, a crash, a timeout, garbage on the channel) ends the
+sample as a failure decided here.
+
+Only dataset text runs here: the test, and the problem's prompt (for helpers such as
+HumanEval/32's ``poly`` that tests use); candidate source only ever travels to the sandbox.
+
+One checker process per worker ("lane"); it owns one sandbox server and serves jobs sent by
+the harness (``pool.py``) as length-prefixed JSON on stdin/stdout.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from eval.sandbox import codec
+from eval.sandbox.launcher import Sandbox, SandboxFailure
+from eval.sandbox.limits import Limits
+
+# ------------------------------------------------------------------------- verdict helpers
+
+
+def _verdict(status: str, reason: str = "", detail: str = "") -> dict[str, Any]:
+    return {"status": status, "reason": reason, "detail": detail[:2000]}
+
+
+def _exception_verdict(type_name: str, message: str, where: str = "") -> dict[str, Any]:
+    detail = f"{type_name}: {message}" if message else type_name
+    if where:
+        detail += f" ({where})"
+    if type_name == "MemoryError":
+        return _verdict("failed", "memory_limit", detail)
+    if "[Errno 27]" in message:  # EFBIG: RLIMIT_FSIZE with SIGXFSZ ignored
+        return _verdict("failed", "output_limit", detail)
+    if "[Errno 28]" in message:  # ENOSPC: the private tmpfs is full
+        return _verdict("failed", "disk_limit", detail)
+    return _verdict("failed", "exception", detail)
+
+
+def _death_verdict(body: bytes) -> dict[str, Any]:
+    try:
+        info = json.loads(body)
+    except ValueError:
+        info = {}
+    sig = info.get("signal")
+    if sig is not None:
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        if sig == signal.SIGXFSZ:
+            return _verdict("failed", "output_limit", "output or file size limit exceeded")
+        if sig == signal.SIGXCPU:
+            return _verdict("timed_out", "cpu_limit", "CPU time limit exceeded")
+        return _verdict("failed", "crash", f"candidate process killed by {name}")
+    return _verdict(
+        "failed", "exit", f"candidate process exited (code {info.get('code')}) before answering"
+    )
+
+
+def _reply_verdict(kind: bytes, body: bytes) -> tuple[Any, dict[str, Any] | None]:
+    """Interpret a server reply: (parsed child message, or None; or a terminal verdict)."""
+    if kind == b"T":
+        return None, _verdict("timed_out", "timeout", "wall-clock limit reached; killed")
+    if kind == b"D":
+        return None, _death_verdict(body)
+    if kind != b"R":
+        return None, _verdict("error", "sandbox", f"unexpected server reply {kind!r}")
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        message = None
+    if type(message) is not list or not message or type(message[0]) is not str:
+        return None, _verdict("failed", "protocol", "candidate corrupted its reply channel")
+    return message, None
+
+
+def _text(message: list[Any], index: int) -> str:
+    value = message[index] if len(message) > index else ""
+    return value[:2000] if type(value) is str else ""
+
+
+class CandidateStop(BaseException):
+    """Raised inside the test when the candidate's sample is over (timeout, crash, bad value).
+
+    A BaseException so that ``except Exception`` in test code cannot swallow it.
+    """
+
+
+class CandidateError(Exception):
+    """Stands in for an exception type of the candidate's that has no builtin equivalent."""
+
+
+def _mirror(type_name: str, message: str) -> Exception:
+    cls = getattr(builtins, type_name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        try:
+            return cls(message)
+        except Exception:  # e.g. UnicodeDecodeError wants five arguments
+            pass
+    return CandidateError(f"{type_name}: {message}")
+
+
+class Proxy:
+    """What the test calls as ``candidate``: marshals plain-data calls into the sandbox."""
+
+    def __init__(self, sandbox: Sandbox, deadline: float) -> None:
+        self._sandbox = sandbox
+        self._deadline = deadline
+        self.stop: dict[str, Any] | None = None
+        self.raised: list[tuple[BaseException, str, str]] = []
+        self.calls = 0
+
+    def _end(self, verdict: dict[str, Any]) -> CandidateStop:
+        self.stop = self.stop or verdict
+        return CandidateStop(verdict["reason"])
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.stop is not None:
+            raise CandidateStop(self.stop["reason"])
+        if kwargs:
+            raise self._end(_verdict("error", "unsupported_argument", "keyword arguments"))
+        try:
+            payload = codec.encode(list(args), 1 << 28)
+        except codec.CodecError as exc:
+            raise self._end(_verdict("error", "unsupported_argument", str(exc))) from None
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise self._end(_verdict("timed_out", "timeout", "wall-clock limit reached"))
+        self.calls += 1
+        try:
+            kind, body = self._sandbox.request(b"C", remaining, payload)
+        except SandboxFailure as exc:
+            raise self._end(_sandbox_died(self._sandbox.level, str(exc))) from None
+        message, terminal = _reply_verdict(kind, body)
+        if terminal is not None:
+            raise self._end(terminal)
+        assert message is not None
+        tag = message[0]
+        if tag == "ret" and len(message) == 2:
+            try:
+                return codec.decode_tree(message[1])
+            except (codec.CodecError, RecursionError) as exc:
+                raise self._end(_verdict("failed", "protocol", f"bad value: {exc}")) from None
+        if tag == "exc":
+            type_name, text = _text(message, 1), _text(message, 2)
+            verdict = _exception_verdict(type_name, text)
+            if verdict["reason"] != "exception":
+                raise self._end(verdict)
+            error = _mirror(type_name, text)
+            self.raised.append((error, type_name, text))
+            raise error
+        if tag == "bad":
+            raise self._end(_verdict("failed", "unsupported_return", _text(message, 1)))
+        if tag == "toolarge":
+            raise self._end(_verdict("failed", "return_too_large", _text(message, 1)))
+        raise self._end(_verdict("failed", "protocol", "unexpected reply from candidate"))
+
+
+def _sandbox_died(level: str, detail: str) -> dict[str, Any]:
+    # Under bwrap the server is pid 1 of its namespace and cannot be signalled by candidates,
+    # so its death is the sandbox's fault; at weaker levels a candidate can kill it.
+    if level == "bwrap":
+        return _verdict("error", "sandbox", detail)
+    return _verdict("failed", "crash", f"sandbox server killed during the sample: {detail}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(source: str, name: str) -> Any:
+    return compile(source, name, "exec")
+
+
+class Checker:
+    """Runs jobs against one sandbox."""
+
+    def __init__(self, level: str, limits: Limits) -> None:
+        self.sandbox = Sandbox(level, limits)
+        self.limits = limits
+
+    def _load(self, program: str, entry: str, budget: float) -> dict[str, Any] | None:
+        """Start a fresh candidate child and execute the module; None when it is ready."""
+        request = {"program": program, "entry": entry, "limits": self.limits.to_dict(),
+                   "timeout": budget}
+        try:
+            kind, body = self.sandbox.request(b"L", budget, json.dumps(request).encode())
+        except SandboxFailure as exc:
+            return _sandbox_died(self.sandbox.level, str(exc))
+        message, terminal = _reply_verdict(kind, body)
+        if terminal is not None:
+            return terminal
+        assert message is not None
+        tag = message[0]
+        if tag == "ok":
+            return None
+        if tag == "syntax":
+            return _verdict("failed", "syntax", _text(message, 1))
+        if tag == "missing":
+            return _verdict("failed", "missing_entry_point", f"no '{entry}' defined")
+        if tag == "load_exc":
+            return _exception_verdict(_text(message, 1), _text(message, 2), "while loading")
+        return _verdict("failed", "protocol", "unexpected reply from candidate")
+
+    def _end(self) -> None:
+        # On failure the sandbox is already stopped; the next request restarts it.
+        with contextlib.suppress(SandboxFailure):
+            self.sandbox.request(b"X", 0.0)
+
+    def check(self, job: dict[str, Any]) -> dict[str, Any]:
+        deadline = time.monotonic() + float(job["timeout_s"])
+        entry, prompt = job["entry_point"], job.get("prompt")
+        proxy = Proxy(self.sandbox, deadline)
+        namespace: dict[str, Any] = {"__name__": "__critiquelab_test__"}
+        try:  # dataset code only: the prompt's helpers, then the test
+            if prompt:
+                exec(_compiled(prompt, "<prompt>"), namespace)
+            namespace[entry] = proxy
+            exec(_compiled(job["test"], "<test>"), namespace)
+            check = namespace["check"]
+        except BaseException as exc:
+            return _verdict("error", "test_setup", f"{type(exc).__name__}: {exc}")
+        loaded = self._load(job["program"], entry, max(deadline - time.monotonic(), 0.001))
+        if loaded is not None:
+            self._end()
+            return loaded
+        try:
+            check(proxy)
+        except BaseException as exc:
+            outcome = self._classify(exc, proxy, bool(prompt))
+        else:
+            outcome = proxy.stop or _verdict("passed")
+        self._end()
+        return outcome
+
+    @staticmethod
+    def _classify(exc: BaseException, proxy: Proxy, had_prompt: bool) -> dict[str, Any]:
+        if proxy.stop is not None:  # the candidate's sample ended (even if the test went on)
+            return proxy.stop
+        for error, type_name, text in proxy.raised:
+            if exc is error:
+                return _exception_verdict(type_name, text)
+        if isinstance(exc, AssertionError):
+            return _verdict("failed", "assertion", str(exc))
+        if isinstance(exc, NameError) and not had_prompt:
+            return _verdict("error", "test_context", f"{exc}; pass the problem's prompt so the "
+                            "test can use the helpers it defines")
+        if isinstance(exc, CandidateStop):
+            return _verdict("error", "sandbox", "stop without a verdict")
+        if not isinstance(exc, Exception):  # SystemExit/KeyboardInterrupt from test code
+            return _verdict("error", "test_error", f"{type(exc).__name__}: {exc}")
+        # The test's own code raised, e.g. TypeError comparing a wrong-typed return value.
+        return _exception_verdict(type(exc).__name__, str(exc), "raised by the test code")
+
+    def calls(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run the entry point on each argument-list source; the arguments are evaluated
+        *inside* the sandbox, since they may come from a model (CodeT-style generated tests)."""
+        timeout = float(job["timeout_s"])
+        outcomes: list[dict[str, Any]] = []
+        failed_load: dict[str, Any] | None = None
+        loaded = False
+        for source in job["calls"]:
+            start = time.monotonic()
+            if failed_load is None and not loaded:
+                failed_load = self._load(job["program"], job["entry_point"], timeout)
+                loaded = failed_load is None
+            if failed_load is not None:
+                outcomes.append({"kind": "failed", **failed_load})
+                continue
+            try:
+                kind, body = self.sandbox.request(b"E", timeout, source.encode())
+            except SandboxFailure as exc:
+                kind, body = b"S", str(exc).encode()
+            outcome = self._call_outcome(kind, body)
+            outcome["duration_s"] = time.monotonic() - start
+            outcomes.append(outcome)
+            if outcome["kind"] in ("timed_out", "failed") and outcome["reason"] != "bad_call":
+                self._end()  # the child is gone or unusable: reload for the next call
+                loaded = False
+        self._end()
+        return outcomes
+
+    def _call_outcome(self, kind: bytes, body: bytes) -> dict[str, Any]:
+        if kind == b"S":
+            verdict = _sandbox_died(self.sandbox.level, body.decode(errors="replace"))
+            return {"kind": "failed", **verdict}
+        message, terminal = _reply_verdict(kind, body)
+        if terminal is not None:
+            status = "timed_out" if terminal["status"] == "timed_out" else "failed"
+            return {"kind": status, **terminal}
+        assert message is not None
+        tag = message[0]
+        if tag == "ret" and len(message) == 2:
+            try:
+                codec.decode_tree(message[1])  # validate here; the harness decodes again
+            except (codec.CodecError, RecursionError) as exc:
+                return {"kind": "failed", **_verdict("failed", "protocol", str(exc))}
+            return {"kind": "returned", "value": message[1]}
+        if tag == "exc":
+            verdict = _exception_verdict(_text(message, 1), _text(message, 2))
+            if verdict["reason"] == "exception":
+                return {"kind": "raised", "error_type": _text(message, 1),
+                        "error_message": _text(message, 2)}
+            return {"kind": "failed", **verdict}
+        reasons = {"bad": "unsupported_return", "toolarge": "return_too_large",
+                   "callsyntax": "bad_call"}
+        reason = reasons.get(tag, "protocol")
+        return {"kind": "failed", **_verdict("failed", reason, _text(message, 1))}
+
+
+def main() -> None:
+    """Serve jobs from the harness: one JSON frame in, one JSON frame out."""
+    level, limits = sys.argv[1], Limits.from_dict(json.loads(sys.argv[2]))
+    channel_in, channel_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)  # test code that prints must not corrupt the channel
+    checker = Checker(level, limits)
+    try:
+        while True:
+            try:
+                job = json.loads(codec.read_frame(channel_in, 1 << 31))
+            except codec.FrameError:
+                return
+            start = time.monotonic()
+            try:
+                if job["kind"] == "calls":
+                    result: Any = {"outcomes": checker.calls(job)}
+                else:
+                    result = checker.check(job)
+            except SandboxFailure as exc:
+                result = {**_verdict("error", "sandbox", str(exc)), "outcomes": []}
+            result["duration_s"] = time.monotonic() - start
+            codec.write_frame(channel_out, json.dumps(result).encode())
+    finally:
+        checker.sandbox.stop()
+
+
+if __name__ == "__main__":
+    main()
