@@ -92,9 +92,15 @@ def execution_feedback(
     lines = []
     for example, outcome in zip(examples, outcomes, strict=True):
         expected = ast.literal_eval(example.expected)
-        if outcome.ok:
+        if outcome.kind == "returned":
             mark = "PASS" if _same(outcome.value, expected) else "FAIL"
             lines.append(f"{mark}: {example.call} returned {outcome.value!r}, expected {example.expected}")
+            continue
+        if outcome.kind == "raised":
+            what = f"raised {outcome.error_type}: {outcome.error_message}"[:300]
+        elif outcome.kind == "timed_out":
+            what = "timed out"
         else:
-            lines.append(f"FAIL: {example.call} {outcome.describe()}, expected {example.expected}")
+            what = f"could not run ({outcome.reason})"
+        lines.append(f"FAIL: {example.call} {what}, expected {example.expected}")
     return "\n".join(lines)

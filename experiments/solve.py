@@ -19,7 +19,10 @@ def score_code(problem: Problem, code: str, timeout_s: float) -> tuple[Assembled
     program = assemble_program(problem.prompt, code, problem.entry_point)
     if not program.ok:
         return program, Verdict(status=Status.FAILED, reason="syntax", detail=program.syntax_error or "")
-    return program, run_program(program.source, problem.test, problem.entry_point, timeout_s=timeout_s)
+    verdict = run_program(
+        program.source, problem.test, problem.entry_point, timeout_s=timeout_s, prompt=problem.prompt
+    )
+    return program, verdict
 
 
 def solve_and_score(

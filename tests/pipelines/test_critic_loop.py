@@ -2,13 +2,13 @@
 
 import dspy
 import pytest
+from pipelines.pool import MessagePool
+from pipelines.pool_context import using_pool
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import review, role_responder
 
 from experiments.lm import HarnessLM
 from pipelines.messages import Intent
-from pipelines.pool import MessagePool
-from pipelines.pool_context import using_pool
 from pipelines.registry import create_pipeline
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
@@ -90,7 +90,7 @@ def test_execution_feedback_uses_visible_examples_only(tmp_path):
         seen.append(text)
         return review("approve")
 
-    prediction, history, requests = _solve(
+    _, history, _ = _solve(
         {"coder": lambda t: {"code": BAD}, "critic": critic}, tmp_path, execution_feedback=True,
     )
     feedback = next(m for m in history if m.intent == Intent.EXECUTION_FEEDBACK)
@@ -102,7 +102,9 @@ def test_meta_critic_drops_wrong_findings(tmp_path):
     prediction, history, _ = _solve(
         {"coder": lambda t: {"code": GOOD},
          "critic": lambda t: review("request_changes", "imaginary bug"),
-         "meta_critic": lambda t: {"wrong_findings": "[1]", "missing_issues": "[]", "review_is_sound": "False"},
+         "meta_critic": lambda t: {
+             "wrong_findings": "[1]", "missing_issues": "[]", "review_is_sound": "False"
+         },
          "fixer": lambda t: pytest.fail("no valid finding is left to fix")},
         tmp_path, meta_critic=True,
     )
