@@ -40,10 +40,17 @@ class MiniLMEmbedder:
     load happens in the writer thread, not in an agent. ``torch_threads`` caps torch's intra-op
     threads (process-wide in torch; critiquelab uses torch for nothing else) because the local
     LLM needs the other cores. One instance may be shared by several stores (tests do).
+
+    Cost: about 70 ms of one core per message at the model's full 256-token window (measured
+    on the 2-core dev box under LLM load). ``max_seq_length=128`` roughly halves that, at the
+    price of search seeing only the summary and the start of the content.
     """
 
-    def __init__(self, *, torch_threads: int | None = 1, device: str = "cpu"):
+    def __init__(
+        self, *, torch_threads: int | None = 1, device: str = "cpu", max_seq_length: int | None = None
+    ):
         self._torch_threads = torch_threads
+        self._max_seq_length = max_seq_length
         self._device = device
         self._model: Any = None
         self._lock = threading.Lock()
@@ -61,6 +68,8 @@ class MiniLMEmbedder:
             self._model = SentenceTransformer(
                 str(get_model_path()), device=self._device, local_files_only=True
             )
+            if self._max_seq_length:
+                self._model.max_seq_length = self._max_seq_length
         return self._model
 
     def __call__(self, texts: list[str]) -> list[list[float]]:
