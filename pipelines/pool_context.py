@@ -1,0 +1,65 @@
+"""How a pipeline finds its message pool without a module-level global.
+
+The runner decides which pool a run uses (persistent, tagged with the run); pipelines are
+``dspy.Module``s that DSPy may also call on its own (compilation, evaluation). A ``ContextVar``
+lets the runner install the pool around each call while a pipeline used standalone still works:
+``current_pool()`` falls back to a fresh in-memory pool.
+
+Threads: a ``ContextVar`` does **not** propagate into new threads (``threading.Thread``,
+``ThreadPoolExecutor.submit``). The runner must set the pool inside each worker, e.g.
+``executor.submit(bind_pool(pool, solve), pipeline, problem)``, or submit through
+``contextvars.copy_context().run``. asyncio tasks do inherit the context they were created in.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
+
+from pipelines.pool import MessagePool
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_ACTIVE_POOL: contextvars.ContextVar[MessagePool | None] = contextvars.ContextVar(
+    "critiquelab_message_pool", default=None
+)
+
+
+@contextmanager
+def using_pool(pool: MessagePool) -> Iterator[MessagePool]:
+    """Make ``pool`` the one ``current_pool()`` returns in this context (nests; restored on exit)."""
+    token = _ACTIVE_POOL.set(pool)
+    try:
+        yield pool
+    finally:
+        _ACTIVE_POOL.reset(token)
+
+
+def current_pool() -> MessagePool:
+    """The active pool, or a new in-memory one when none is active.
+
+    The fallback is *fresh on every call* (nothing hidden is kept between calls), so a pipeline
+    should call this once per ``forward`` and pass the pool on, not call it per message.
+    """
+    pool = _ACTIVE_POOL.get()
+    return pool if pool is not None else MessagePool()
+
+
+def active_pool() -> MessagePool | None:
+    """The active pool, or ``None`` (for code that wants to know whether one was installed)."""
+    return _ACTIVE_POOL.get()
+
+
+def bind_pool(pool: MessagePool, fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` wrapped to run with ``pool`` active: for submitting to worker threads."""
+
+    @functools.wraps(fn)
+    def bound(*args: P.args, **kwargs: P.kwargs) -> R:
+        with using_pool(pool):
+            return fn(*args, **kwargs)
+
+    return bound
