@@ -29,6 +29,9 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
         "problem_latency_s": sum(r.latency_s for r in results),
     }
     metrics.update(revision_metrics(results))
+    for role, usage in _usage_by_role(results).items():
+        metrics[f"role.{role}.calls"] = usage["calls"]
+        metrics[f"role.{role}.tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     for status, count in Counter(r.status.value for r in results).items():
         metrics[f"status.{status}"] = count
     for reason, count in Counter(r.reason for r in results if r.reason).items():
@@ -62,3 +65,13 @@ def revision_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
     if messages:
         metrics["messages_per_problem"] = sum(messages) / len(messages)
     return metrics
+
+
+def _usage_by_role(results: Sequence[ProblemResult]) -> dict[str, dict[str, float]]:
+    totals: dict[str, dict[str, float]] = {}
+    for result in results:
+        for role, usage in result.usage_by_role.items():
+            into = totals.setdefault(role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            for key in into:
+                into[key] += usage.get(key, 0)
+    return totals

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from eval.execution import call_function
 
-_ARROW = re.compile(r"^\s*(?P<call>{name}\(.*\))\s*(?:==|➞|=>|->|returns|should return)\s*(?P<want>.+?)\s*$")
+# What may stand between a call and its value in prose examples: "f(x) ==> y", "f(x) # => y",
+# "f(x) ➞ y", "f(x) = y", "f(x) returns y" …
+_SEPARATOR = re.compile(r"\s*(?:#\s*)?(?:==>|=>|->|➞|==|=|returns|should return)\s*(?P<want>.+?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,17 @@ def _args_source(call: str, entry_point: str) -> str | None:
     return ", ".join(parts)
 
 
+def _clean_want(want: str) -> str:
+    """Doctest's expected output runs to the next blank line, so the docstring's closing quotes
+    (and any prose after the value) can end up in it; keep the lines before them."""
+    kept = []
+    for line in want.splitlines():
+        if line.strip().startswith(('"""', "'''")) or not line.strip():
+            break
+        kept.append(line.strip())
+    return " ".join(kept)
+
+
 def _literal(source: str) -> bool:
     try:
         ast.literal_eval(source)
@@ -45,9 +58,35 @@ def _literal(source: str) -> bool:
     return True
 
 
+def _calls_in(line: str, name: str) -> list[tuple[str, str]]:
+    """``(call, rest of line)`` for each ``name(...)`` in a line, matching parentheses outside
+    string literals."""
+    found = []
+    for start in (m.start() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\(", line)):
+        depth, quote, i = 0, "", start + len(name)
+        while i < len(line):
+            char = line[i]
+            if quote:
+                if char == "\\":
+                    i += 1
+                elif char == quote:
+                    quote = ""
+            elif char in "\"'":
+                quote = char
+            elif char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                if depth == 0:
+                    found.append((line[start : i + 1], line[i + 1 :]))
+                    break
+            i += 1
+    return found
+
+
 def visible_examples(prompt: str, entry_point: str) -> list[VisibleExample]:
-    """Doctest examples (``>>> f(x)`` then the value) and ``f(x) == y`` / ``f(x) ➞ y`` lines whose
-    expected value is a Python literal."""
+    """Doctest examples (``>>> f(x)`` then the value) and prose examples (``f(x) ==> y``,
+    ``f(x) ➞ y``, ``>>> f(x) == y`` …) whose expected value is a Python literal."""
     found: list[VisibleExample] = []
     try:
         doctests = doctest.DocTestParser().get_examples(prompt)
@@ -55,19 +94,18 @@ def visible_examples(prompt: str, entry_point: str) -> list[VisibleExample]:
         doctests = []
     for example in doctests:
         args = _args_source(example.source, entry_point)
-        want = example.want.strip()
+        want = _clean_want(example.want)
         if args is not None and want and _literal(want):
             found.append(VisibleExample(example.source.strip(), args, want))
-    if not found:
-        pattern = re.compile(_ARROW.pattern.format(name=re.escape(entry_point)))
-        for line in prompt.splitlines():
-            match = pattern.match(line)
-            if not match:
+    for line in prompt.splitlines():
+        for call, rest in _calls_in(line, entry_point):
+            match = _SEPARATOR.match(rest)
+            args = _args_source(call, entry_point)
+            if not match or args is None:
                 continue
-            args = _args_source(match["call"], entry_point)
             want = match["want"].rstrip(".,;")
-            if args is not None and _literal(want):
-                found.append(VisibleExample(match["call"], args, want))
+            if _literal(want):
+                found.append(VisibleExample(call, args, want))
     unique = {(e.args, e.expected): e for e in found}
     return list(unique.values())
 

@@ -31,6 +31,8 @@ from experiments.provision import ModelIdentity, resolve_model, serve_model
 from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
 from experiments.tracking import Tracker, flatten
+from pipelines.pool import MessagePool
+from pipelines.pool_context import bind_pool
 from pipelines.registry import create_pipeline
 
 log = logging.getLogger(__name__)
@@ -117,7 +119,7 @@ class _LazyLM:
 
 
 def _solve_concurrently(
-    solve: Callable[..., ProblemResult], pipeline: Any, problems: list[Problem], concurrency: int
+    solve: Callable[..., ProblemResult], pipeline: Any, problems: list[Problem], concurrency: int,
 ) -> Iterator[ProblemResult]:
     """Yield results as problems finish, with at most ``concurrency`` in flight. On an error or
     Ctrl-C nothing more is started; the calls already in flight finish before it propagates."""
@@ -140,7 +142,7 @@ def _solve_concurrently(
 def _run_child(
     tracker: Tracker, store: CheckpointStore, state: dict[str, Any], parent_id: str,
     spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
-    lazy_lm: _LazyLM, show_progress: bool,
+    lazy_lm: _LazyLM, pool: MessagePool, show_progress: bool,
 ) -> ChildRun:
     label = pipeline_spec.display_name
     child_key = f"{label}/seed={seed}"
@@ -168,9 +170,9 @@ def _run_child(
             lm = lazy_lm.get()
             if spec.model.send_seed:
                 lm = lm.copy(seed=seed)
-            solve = functools.partial(
+            solve = bind_pool(pool, functools.partial(
                 solve_and_score, lm=lm, label=label, seed=seed, timeout_s=spec.execution.timeout_s
-            )
+            ), run_id=run_id)
             for result in _solve_concurrently(solve, pipeline, pending, spec.concurrency):
                 store.append(result)
                 done[result.task_id] = result
@@ -185,6 +187,8 @@ def _run_child(
     metrics["wall_time_s"] = time.monotonic() - start
     tracker.log_metrics(run_id, metrics)
     tracker.log_frame(run_id, results_table(results), "problems")
+    messages = pool.history(run_id=run_id)
+    tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
     tracker.finish(run_id)
     return ChildRun(label, seed, run_id, results, metrics)
 
@@ -214,7 +218,7 @@ def run_experiment(
     store = CheckpointStore(home / "checkpoints" / f"{spec.name}-{key}")
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
-    with contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm:
+    with contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm, _open_pool(spec, home) as pool:
         wanted = {p.task_id for p in problems}
         if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
             lazy_lm.get()  # start and check the model before any run exists
@@ -226,7 +230,7 @@ def run_experiment(
                 for seed in spec.seeds:
                     result.children.append(_run_child(
                         tracker, store, state, parent_id, spec, pipeline_spec, seed, problems,
-                        lazy_lm, progress,
+                        lazy_lm, pool, progress,
                     ))
         except BaseException:
             tracker.finish(parent_id, "KILLED")
@@ -234,6 +238,17 @@ def run_experiment(
     tracker.log_frame(parent_id, result.summary(), "summary")
     tracker.finish(parent_id)
     return result
+
+
+def _open_pool(spec: ExperimentSpec, home: Path) -> MessagePool:
+    """The experiment's message pool; closing it flushes every message to the store."""
+    if not spec.pool.persist:
+        return MessagePool()
+    from pipelines.chroma_store import ChromaPoolStore
+
+    if spec.pool.chroma_url:
+        return MessagePool(ChromaPoolStore(url=spec.pool.chroma_url))
+    return MessagePool(ChromaPoolStore(home / "chroma"))
 
 
 def _open_parent_run(

@@ -70,6 +70,17 @@ class PipelineSpec(_Strict):
         return self.label or self.name
 
 
+class PoolSpec(_Strict):
+    persist: bool = Field(
+        default=True,
+        description="Persist messages in ChromaDB (under the data directory) so later runs, "
+        "trace collection and other machines can read them; false keeps them in memory.",
+    )
+    chroma_url: str | None = Field(
+        default=None, description="A Chroma server (`chroma run`) to use instead of the local store."
+    )
+
+
 class ExecutionSpec(_Strict):
     timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit per test run.")
 
@@ -82,6 +93,7 @@ class ExperimentSpec(_Strict):
     pipelines: list[PipelineSpec] = Field(min_length=1)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
+    pool: PoolSpec = Field(default_factory=PoolSpec)
     concurrency: int = Field(
         default=1, ge=1, le=64,
         description="Problems solved at once. The local server answers one request at a time, "

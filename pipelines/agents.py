@@ -10,6 +10,7 @@ from typing import Any
 
 from pipelines.messages import Intent, Message
 from pipelines.pool import MessagePool
+from pipelines.pool_context import current_run_id
 from pipelines.role_call import RoleResult
 
 
@@ -22,6 +23,10 @@ class TaskContext:
     prompt: str
     entry_point: str
     thread_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    run_id: str = field(default_factory=current_run_id)
+    # Every message of this thread passes through publish(), so the thread's history is kept
+    # here too: reading it back from a persisted pool would cost a store query per step.
+    _log: list[Message] = field(default_factory=list, repr=False)
 
     def agent_name(self, role: str) -> str:
         # Agent names are unique per thread, so concurrent tasks never share a queue.
@@ -34,14 +39,16 @@ class TaskContext:
     ) -> Message:
         if step is not None:
             metadata["trace"] = step.trace()
-        return self.pool.publish(Message(
+        message = self.pool.publish(Message(
             task_id=self.task_id, thread_id=self.thread_id, intent=intent, sender=sender,
             recipient=recipient, summary=summary, content=content, in_reply_to=in_reply_to,
-            metadata=metadata,
+            run_id=self.run_id, metadata=metadata,
         ))
+        self._log.append(message)
+        return message
 
     def history(self) -> list[Message]:
-        return self.pool.history(thread_id=self.thread_id)
+        return list(self._log)
 
     def pool_message(self, message_id: str) -> Message:
         return next(m for m in self.history() if m.id == message_id)

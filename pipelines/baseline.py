@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import dspy
 
+from pipelines.agents import TaskContext
+from pipelines.critic_agents import CoderAgent
+from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
-from pipelines.role_call import call_role
+from pipelines.threads import run_thread
 from signatures.coder import Coder
 
 
 @register_pipeline("baseline")
 class Baseline(dspy.Module):
-    """Coder once; no review. The reference point every other pipeline is compared to."""
+    """Coder once; no review. The reference point every other pipeline is compared to.
+
+    It still goes through the pool (task assignment, then the coder's output), so its coder
+    calls are traces like any other pipeline's.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.coder = dspy.Predict(Coder)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
-        result = call_role(self.coder, "coder", prompt=prompt)
-        return dspy.Prediction(code=result.get("code", result.raw), iterations=1, parsed=result.parsed)
+        ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
+        return run_thread(ctx, [CoderAgent(ctx, self.coder)])

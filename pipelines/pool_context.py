@@ -27,16 +27,25 @@ R = TypeVar("R")
 _ACTIVE_POOL: contextvars.ContextVar[MessagePool | None] = contextvars.ContextVar(
     "critiquelab_message_pool", default=None
 )
+# The experiment run (MLflow child run) messages published in this context belong to.
+_RUN_ID: contextvars.ContextVar[str] = contextvars.ContextVar("critiquelab_run_id", default="")
 
 
 @contextmanager
-def using_pool(pool: MessagePool) -> Iterator[MessagePool]:
-    """Make ``pool`` the one ``current_pool()`` returns in this context (nests; restored on exit)."""
+def using_pool(pool: MessagePool, *, run_id: str = "") -> Iterator[MessagePool]:
+    """Make ``pool`` the one ``current_pool()`` returns in this context (nests; restored on exit),
+    and stamp messages published through pipelines with ``run_id``."""
     token = _ACTIVE_POOL.set(pool)
+    run_token = _RUN_ID.set(run_id)
     try:
         yield pool
     finally:
+        _RUN_ID.reset(run_token)
         _ACTIVE_POOL.reset(token)
+
+
+def current_run_id() -> str:
+    return _RUN_ID.get()
 
 
 def current_pool() -> MessagePool:
@@ -54,12 +63,12 @@ def active_pool() -> MessagePool | None:
     return _ACTIVE_POOL.get()
 
 
-def bind_pool(pool: MessagePool, fn: Callable[P, R]) -> Callable[P, R]:
+def bind_pool(pool: MessagePool, fn: Callable[P, R], *, run_id: str = "") -> Callable[P, R]:
     """``fn`` wrapped to run with ``pool`` active: for submitting to worker threads."""
 
     @functools.wraps(fn)
     def bound(*args: P.args, **kwargs: P.kwargs) -> R:
-        with using_pool(pool):
+        with using_pool(pool, run_id=run_id):
             return fn(*args, **kwargs)
 
     return bound

@@ -28,16 +28,3 @@ def humaneval_problems() -> list:
     from eval.datasets import load_problems
 
     return load_problems()
-
-
-def fake_spec(api_base: str, *, pipelines: list[dict] | None = None, limit: int = 3, **extra: object) -> dict:
-    """An experiment spec pointing at a fake OpenAI-compatible endpoint."""
-    spec = {
-        "name": "test-experiment",
-        "dataset": {"source": "humaneval", "limit": limit},
-        "model": {"id": "openai/fake", "api_base": api_base, "num_retries": 0},
-        "pipelines": pipelines or [{"name": "baseline"}],
-        "seeds": [0],
-    }
-    spec.update(extra)
-    return spec

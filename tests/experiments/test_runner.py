@@ -9,9 +9,9 @@ import time
 
 import pandas as pd
 import yaml
-from conftest import fake_spec
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
+from support.specs import fake_spec
 
 from experiments.api import run
 from experiments.tracking import tracking_uri

@@ -2,18 +2,18 @@
 
 import dspy
 import pytest
-from pipelines.pool import MessagePool
-from pipelines.pool_context import using_pool
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import review, role_responder
 
 from experiments.lm import HarnessLM
 from pipelines.messages import Intent
+from pipelines.pool import MessagePool
+from pipelines.pool_context import using_pool
 from pipelines.registry import create_pipeline
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
-GOOD = "def add(a: int, b: int) -> int:\n    return a + b\n"
-BAD = "def add(a: int, b: int) -> int:\n    return a - b\n"
+GOOD = "def add(a: int, b: int) -> int:\n    return a + b"
+BAD = "def add(a: int, b: int) -> int:\n    return a - b"
 
 
 def _solve(scripts, tmp_path, **params):
