@@ -1,0 +1,72 @@
+"""critic_loop through the runner: pool persistence, message log, metrics, and no leakage of
+hidden tests into any LM request."""
+
+import json
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+from support.fake_openai import FakeOpenAIServer
+from support.role_responder import review, role_responder
+from support.specs import fake_spec
+
+from experiments.api import run
+from experiments.tracking import tracking_uri
+from pipelines.chroma_store import ChromaPoolStore
+from pipelines.pool import MessagePool
+
+
+def _scripts(problems):
+    by_prompt = {p.prompt.strip(): p for p in problems}
+
+    def problem_in(text):
+        return next(p for key, p in by_prompt.items() if key in text)
+
+    def coder(text):
+        problem = problem_in(text)
+        return {"code": problem.prompt + "    return 'first draft'\n"}  # wrong first
+
+    def critic(text):
+        code = text.rsplit("[[ ## code ## ]]", 1)[-1]
+        return review("request_changes", "a placeholder") if "first draft" in code else review("approve")
+
+    def fixer(text):
+        problem = problem_in(text)
+        return {"revised_code": problem.prompt + problem.canonical_solution}
+
+    def meta_critic(text):
+        return {"wrong_findings": "[]", "missing_issues": "[]", "review_is_sound": "True"}
+
+    return {"coder": coder, "critic": critic, "fixer": fixer, "meta_critic": meta_critic}
+
+
+def test_critic_loop_run_logs_messages_and_revision_metrics(home, humaneval_problems):
+    pipelines = [{"name": "critic_loop", "params": {"execution_feedback": True, "meta_critic": True}}]
+    with FakeOpenAIServer(role_responder(_scripts(humaneval_problems))) as fake:
+        result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=20), progress=False)
+        requests = list(fake.requests)
+    child = result.children[0]
+    assert child.metrics["first_pass_at_1"] == 0.0
+    assert child.metrics["pass_at_1"] == 1.0
+    assert child.metrics["critique_success_rate"] == 1.0
+    assert child.metrics["harmful_revision_rate"] == 0.0
+    assert child.metrics["messages_per_problem"] >= 7  # assignment, code, feedback, critique, meta, fix, …
+    assert child.metrics["role.critic.calls"] == 40
+
+    # The message log is an MLflow artifact and the pool persisted every message in Chroma.
+    client = MlflowClient(tracking_uri(home))
+    log = client.download_artifacts(child.run_id, "messages.jsonl")
+    messages = [json.loads(line) for line in Path(log).read_text().splitlines()]
+    assert {m["run_id"] for m in messages} == {child.run_id}
+    assert {m["task_id"] for m in messages} == {p.task_id for p in humaneval_problems[:20]}
+    with MessagePool(ChromaPoolStore(home / "chroma")) as reopened:
+        assert len(reopened.history(run_id=child.run_id)) == len(messages)
+
+    # Hidden tests never reach a prompt: no line of any test that is not already in the
+    # problem's prompt appears in any request sent to the LM.
+    sent = "\n".join(json.dumps(r) for r in requests)
+    sent_raw = "\n".join(str(m.get("content", "")) for r in requests for m in r.get("messages", []))
+    for problem in humaneval_problems[:20]:
+        for line in problem.test.splitlines():
+            line = line.strip()
+            if len(line) >= 12 and line not in problem.prompt:
+                assert line not in sent_raw and json.dumps(line)[1:-1] not in sent, (problem.task_id, line)
