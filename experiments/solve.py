@@ -12,6 +12,7 @@ from eval.problems import Problem
 from eval.results import ProblemResult
 from eval.usage import UsageMeter, metering
 from eval.verdict import Status, Verdict
+from signatures.adapter import CodeAdapter
 
 
 def score_code(problem: Problem, code: str, timeout_s: float) -> tuple[AssembledProgram, Verdict]:
@@ -38,7 +39,7 @@ def solve_and_score(
     returns, to score the final code."""
     meter = UsageMeter()
     start = time.monotonic()
-    with dspy.context(lm=lm), metering(meter):
+    with dspy.context(lm=lm, adapter=CodeAdapter()), metering(meter):
         prediction = pipeline(
             prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
         )

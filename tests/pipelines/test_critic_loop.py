@@ -10,6 +10,7 @@ from pipelines.messages import Intent
 from pipelines.pool import MessagePool
 from pipelines.pool_context import using_pool
 from pipelines.registry import create_pipeline
+from signatures.adapter import CodeAdapter
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
 GOOD = "def add(a: int, b: int) -> int:\n    return a + b"
@@ -22,7 +23,7 @@ def _solve(scripts, tmp_path, **params):
         lm = HarnessLM("openai/fake", identity="t", cache_dir=None, api_base=fake.api_base,
                        api_key="x", temperature=0.0, max_tokens=200, num_retries=0)
         pipeline = create_pipeline(params.pop("name", "critic_loop"), **params)
-        with dspy.context(lm=lm), using_pool(pool):
+        with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
     return prediction, pool.history(thread_id=prediction.thread_id), fake.requests
 

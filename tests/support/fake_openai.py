@@ -102,7 +102,10 @@ def humaneval_responder(problems: list[Any], wrong: set[str] = frozenset()) -> R
             if problem.prompt.strip() in text:
                 wrong_body = "    return None\n"
                 body = wrong_body if problem.task_id in wrong else problem.canonical_solution
-                return chat_reply(code=problem.prompt + body)
+                code = problem.prompt + body
+                if "Your answer is `" in text:  # the harness's CodeAdapter asks for a code block
+                    return f"```python\n{code}\n```"
+                return chat_reply(code=code)
         return chat_reply(code="pass")
 
     return respond

@@ -10,7 +10,8 @@ from support.fake_openai import chat_reply
 
 RoleScript = Callable[[str], dict[str, str] | str]
 
-# Output field that identifies each role's signature in DSPy's system message.
+# Output field that identifies each role's signature in the system message (ChatAdapter's
+# "Your output fields are: …", or CodeAdapter's "Your answer is `…`").
 ROLE_MARKERS = {
     "critic": "`verdict`",
     "fixer": "`revised_code`",
@@ -22,7 +23,10 @@ ROLE_MARKERS = {
 
 def role_of(messages: list[dict[str, Any]]) -> str:
     system = str(messages[0].get("content", "")) if messages else ""
-    outputs = system.split("Your output fields are:", 1)[-1].split("All interactions", 1)[0]
+    if "Your answer is `" in system:
+        outputs = system.split("Your answer is ", 1)[1]
+    else:
+        outputs = system.split("Your output fields are:", 1)[-1].split("All interactions", 1)[0]
     for role, marker in ROLE_MARKERS.items():
         if marker in outputs:
             return role
@@ -40,6 +44,9 @@ def role_responder(scripts: dict[str, RoleScript]) -> Callable[[list[dict[str, A
         reply = scripts[role](text)
         if isinstance(reply, str):
             return reply
+        if "Your answer is `" in str(messages[0].get("content", "")):  # CodeAdapter: a code block
+            (code,) = reply.values()
+            return f"Here is the code:\n```python\n{code}\n```"
         return chat_reply(**reply)
 
     return respond
