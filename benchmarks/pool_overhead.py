@@ -12,6 +12,7 @@ measure the real one, pass any ``Workload``: a function ``(pool, task_id) -> Non
 one problem through ``pool`` — e.g. ``lambda pool, t: bind_pool(pool, pipeline)(problems[t])``.
 
     python benchmarks/pool_overhead.py --tasks 10 --lm-latency 0.2
+    python benchmarks/pool_overhead.py --critic-loop 10   # the real pipeline, same cached LM
 """
 
 from __future__ import annotations
@@ -186,6 +187,44 @@ def report(off: RunStats, on: RunStats, *, tasks: int, problem_lm_s: float) -> d
     return {"ratio": ratio, "per_message_s": per_message, "per_problem_s": per_problem, "cpu_s": extra_cpu}
 
 
+def critic_loop_on_vs_off(problems: int) -> None:
+    """The real critic loop (execution feedback on) through the runner, pool persistence off vs
+    on, both replaying one LM cache filled beforehand by the bundled model: with the LM time
+    gone, what is left is harness plus persistence, the hardest case for the target. Wall times
+    include closing the pool, i.e. waiting until every message is embedded and stored."""
+    import shutil
+
+    from experiments.api import offline_defaults, run
+
+    offline_defaults()
+    spec = {
+        "name": "pool-overhead", "dataset": {"source": "humaneval", "limit": problems},
+        "model": {"id": "local"}, "seeds": [0],
+        "pipelines": [{"name": "critic_loop", "params": {"execution_feedback": True}}],
+    }
+    with tempfile.TemporaryDirectory(prefix="pool-bench-") as tmp:
+        warm = Path(tmp) / "warm"
+        start = time.perf_counter()
+        first = run({**spec, "pool": {"persist": False}}, home=warm, progress=False)
+        lm_s = sum(r.latency_s for r in first.children[0].results)
+        print(f"warm-up with the real model: {time.perf_counter() - start:.1f} s "
+              f"({lm_s / problems:.1f} s per problem)")
+        walls = {}
+        for label, persist in (("off", False), ("on", True), ("off again", False), ("on again", True)):
+            home = Path(tmp) / label.replace(" ", "_")
+            shutil.copytree(warm / "lm_cache", home / "lm_cache")
+            start = time.perf_counter()
+            result = run({**spec, "pool": {"persist": persist}}, home=home, progress=False)
+            walls[label] = time.perf_counter() - start
+            assert result.children[0].metrics["cached_lm_calls"] == result.children[0].metrics["lm_calls"]
+            print(f"persistence {label:9s}: {walls[label]:.2f} s")
+    off = min(walls["off"], walls["off again"])
+    on = min(walls["on"], walls["on again"])
+    print(f"cached critic loop, {problems} problems: on/off = {on / off:.3f} ({(on / off - 1):+.1%}); "
+          f"extra per problem {1000 * (on - off) / problems:.0f} ms = "
+          f"{(on - off) / lm_s:.2%} of the real run's time")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=10)
@@ -196,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-seq-length", type=int, default=None, help="embedding window (default 256)")
     parser.add_argument("--cold", action="store_true", help="include loading the embedding model")
     parser.add_argument("--dir", type=Path, default=None, help="Chroma directory (default: a temp dir)")
+    parser.add_argument("--critic-loop", type=int, default=0, metavar="N",
+                        help="measure the real critic loop on N problems instead (bundled model)")
     args = parser.parse_args(argv)
+    if args.critic_loop:
+        critic_loop_on_vs_off(args.critic_loop)
+        return 0
 
     from pipelines.chroma_store import ChromaPoolStore, MiniLMEmbedder
 
