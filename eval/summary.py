@@ -29,6 +29,8 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
         "problem_latency_s": sum(r.latency_s for r in results),
     }
     metrics.update(revision_metrics(results))
+    metrics.update(consensus_metrics(results))
+    metrics.update(sample_metrics(results))
     for role, usage in _usage_by_role(results).items():
         metrics[f"role.{role}.calls"] = usage["calls"]
         metrics[f"role.{role}.tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -75,3 +77,44 @@ def _usage_by_role(results: Sequence[ProblemResult]) -> dict[str, dict[str, floa
             for key in into:
                 into[key] += usage.get(key, 0)
     return totals
+
+
+def consensus_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For debates: how often debaters converge, whether converging means being right, and
+    how often debating flips a debater's solution between correct and wrong."""
+    debates = [r for r in results if "consensus" in r.extra]
+    if not debates:
+        return {}
+    n = len(debates)
+    flips_to_wrong = flips_to_right = 0
+    for r in debates:
+        pairs = zip(r.extra.get("debaters_first_passed", []), r.extra.get("debaters_final_passed", []),
+                    strict=False)
+        for first, final in pairs:
+            flips_to_wrong += int(first and not final)
+            flips_to_right += int(final and not first)
+    final_agreement = [r.extra["agreement"][-1] for r in debates if r.extra.get("agreement")]
+    return {
+        "consensus_rate": sum(bool(r.extra["consensus"]) for r in debates) / n,
+        "consensus_correctness": sum(bool(r.extra["consensus"]) and r.passed for r in debates) / n,
+        "final_in_majority_rate": sum(bool(r.extra.get("final_in_majority")) for r in debates) / n,
+        "mean_final_agreement": sum(final_agreement) / len(final_agreement) if final_agreement else 0.0,
+        "flips_correct_to_wrong": flips_to_wrong,
+        "flips_wrong_to_correct": flips_to_right,
+    }
+
+
+def sample_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For pipelines that draw several samples: unbiased pass@k over the samples."""
+    from eval.metrics import pass_at_k
+
+    scored = [r.extra["samples_passed"] for r in results if r.extra.get("samples_passed")]
+    if not scored:
+        return {}
+    metrics: dict[str, float] = {}
+    for k in (1, 5, 10):
+        eligible = [s for s in scored if len(s) >= k]
+        if eligible:
+            total = sum(pass_at_k(len(s), sum(s), k) for s in eligible)
+            metrics[f"samples_pass_at_{k}"] = total / len(eligible)
+    return metrics

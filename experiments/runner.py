@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from eval.datasets import HUMANEVAL, load_problems
+from eval.errors import UserError
 from eval.execution import isolation_level
 from eval.problems import Problem
 from eval.results import ProblemResult, results_table
@@ -118,6 +119,23 @@ class _LazyLM:
         self._stack.close()
 
 
+BUDGET_FROM = "token_budget_from"
+
+
+def _resolve_params(spec: PipelineSpec, seed: int, finished: list[ChildRun]) -> dict[str, Any]:
+    """``token_budget_from: LABEL`` becomes ``token_budget``: that pipeline's measured tokens per
+    problem under the same seed, so an equal-compute baseline spends what it is compared to."""
+    params = dict(spec.params)
+    source = params.pop(BUDGET_FROM, None)
+    if source is None:
+        return params
+    match = next((c for c in finished if c.pipeline == source and c.seed == seed), None)
+    if match is None:
+        raise UserError(f"{BUDGET_FROM}: no finished run of '{source}' with seed {seed}")
+    params["token_budget"] = match.metrics["tokens_per_problem"]
+    return params
+
+
 def _solve_concurrently(
     solve: Callable[..., ProblemResult], pipeline: Any, problems: list[Problem], concurrency: int,
 ) -> Iterator[ProblemResult]:
@@ -142,7 +160,7 @@ def _solve_concurrently(
 def _run_child(
     tracker: Tracker, store: CheckpointStore, state: dict[str, Any], parent_id: str,
     spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
-    lazy_lm: _LazyLM, pool: MessagePool, show_progress: bool,
+    lazy_lm: _LazyLM, pool: MessagePool, show_progress: bool, finished: list[ChildRun],
 ) -> ChildRun:
     label = pipeline_spec.display_name
     child_key = f"{label}/seed={seed}"
@@ -159,7 +177,10 @@ def _run_child(
     })
     done = store.load(label, seed)
     pending = [p for p in problems if p.task_id not in done]
-    pipeline = create_pipeline(pipeline_spec.name, **pipeline_spec.params)
+    params = _resolve_params(pipeline_spec, seed, finished)
+    if params != pipeline_spec.params:
+        tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
+    pipeline = create_pipeline(pipeline_spec.name, **params)
     bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=show_progress)
     for task in problems:
         if task.task_id in done:
@@ -211,8 +232,17 @@ def run_experiment(
         spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
         cache_dir=home / "datasets",
     )
+    labels: list[str] = []
     for pipeline_spec in spec.pipelines:  # fail on a bad name/params before anything is written
-        create_pipeline(pipeline_spec.name, **pipeline_spec.params)
+        params = dict(pipeline_spec.params)
+        source = params.pop(BUDGET_FROM, None)
+        if source is not None and source not in labels:
+            raise UserError(
+                f"pipeline '{pipeline_spec.display_name}': {BUDGET_FROM} '{source}' must name a "
+                "pipeline listed before it"
+            )
+        create_pipeline(pipeline_spec.name, **params, **({"token_budget": 1.0} if source else {}))
+        labels.append(pipeline_spec.display_name)
     identity = resolve_model(spec.model)
     key = checkpoint_key(spec, identity)
     store = CheckpointStore(home / "checkpoints" / f"{spec.name}-{key}")
@@ -230,7 +260,7 @@ def run_experiment(
                 for seed in spec.seeds:
                     result.children.append(_run_child(
                         tracker, store, state, parent_id, spec, pipeline_spec, seed, problems,
-                        lazy_lm, pool, progress,
+                        lazy_lm, pool, progress, result.children,
                     ))
         except BaseException:
             tracker.finish(parent_id, "KILLED")

@@ -54,6 +54,10 @@ def solve_and_score(
             extra["first_passed"] = verdict.passed
         else:
             extra["first_passed"] = score_code(problem, first_code, timeout_s)[1].passed
+    for name, codes in (prediction.get("scored_codes") or {}).items():
+        # Per-candidate hidden-test results (debaters' solutions, vote samples): for flips,
+        # consensus correctness and pass@k. Scored here, after the pipeline has returned.
+        extra[f"{name}_passed"] = [score_code(problem, code, timeout_s)[1].passed for code in codes]
     return ProblemResult(
         task_id=problem.task_id,
         pipeline=label,

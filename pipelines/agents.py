@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import dspy
+
 from pipelines.messages import Intent, Message
 from pipelines.pool import MessagePool
 from pipelines.pool_context import current_run_id
@@ -57,7 +59,8 @@ class TaskContext:
         feedback = [m for m in self.history() if m.intent == Intent.EXECUTION_FEEDBACK]
         return feedback[-1].content if feedback else "none"
 
-    def assign(self, recipient: str) -> Message:
+    def assign(self, recipient: str | None) -> Message:
+        """Publish the task; ``recipient=None`` broadcasts it (several agents start at once)."""
         return self.publish(
             intent=Intent.TASK_ASSIGNMENT, sender=self.agent_name("orchestrator"),
             recipient=recipient, content=self.prompt, summary=f"solve {self.task_id}",
@@ -102,6 +105,14 @@ def run_until_quiet(agents: Sequence[Agent], max_rounds: int = 1000) -> int:
             break
         rounds += 1
     return rounds
+
+
+def sampling_config(index: int, temperature: float) -> dict[str, float | int]:
+    """LM settings for the ``index``-th independent sample of a call: its own seed (derived from
+    the run's seed, so runs stay reproducible) and rollout id (so the cache keeps them apart)."""
+    lm = dspy.settings.lm
+    base = int(lm.kwargs.get("seed") or 0) if lm is not None else 0
+    return {"temperature": temperature, "seed": base * 1000 + index, "rollout_id": index}
 
 
 def code_messages(history: Sequence[Message]) -> list[Message]:

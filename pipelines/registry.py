@@ -15,7 +15,10 @@ F = TypeVar("F", bound=PipelineFactory)
 
 _REGISTRY: dict[str, PipelineFactory] = {}
 # Modules whose import registers the built-in pipelines; loaded on first lookup, not at import.
-_BUILTIN_MODULES = ("pipelines.baseline", "pipelines.critic_loop", "pipelines.self_refine")
+_BUILTIN_MODULES = (
+    "pipelines.baseline", "pipelines.critic_loop", "pipelines.self_refine", "pipelines.debate",
+    "pipelines.vote",
+)
 
 
 def register_pipeline(name: str) -> Callable[[F], F]:

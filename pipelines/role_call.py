@@ -51,18 +51,21 @@ class RoleResult:
         }
 
 
-def call_role(predictor: dspy.Module, role: str, **inputs: Any) -> RoleResult:
+def call_role(
+    predictor: dspy.Module, role: str, *, config: dict[str, Any] | None = None, **inputs: Any
+) -> RoleResult:
     """Run ``predictor`` as ``role``. DSPy's adapters already retry (ChatAdapter falls back to
     JSON); if the reply is still unparseable the step is recorded as unparsed with the raw
     text, so the caller decides what that means (a coder's raw text is usually still code; a
-    critic's unparsed review must never count as an approval)."""
+    critic's unparsed review must never count as an approval). ``config`` holds LM settings for
+    this call (temperature, seed, rollout_id), e.g. to draw independent samples."""
     meter = UsageMeter(parent=current_meter())
     start = time.monotonic()
     outputs: dict[str, Any] = {}
     raw, parsed = "", True
     with metering(meter), acting_as(role):
         try:
-            outputs = dict(predictor(**inputs).items())
+            outputs = dict(predictor(**inputs, config=config or {}).items())
         except AdapterParseError as exc:
             raw, parsed = exc.lm_response or "", False
     total = meter.total()

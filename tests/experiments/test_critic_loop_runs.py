@@ -70,3 +70,36 @@ def test_critic_loop_run_logs_messages_and_revision_metrics(home, humaneval_prob
             line = line.strip()
             if len(line) >= 12 and line not in problem.prompt:
                 assert line not in sent_raw and json.dumps(line)[1:-1] not in sent, (problem.task_id, line)
+
+
+def test_default_experiment_spec_runs_all_four_pipelines(home, humaneval_problems):
+    """experiments/debate_vs_critic.yaml against a scripted endpoint (fast): every pipeline runs,
+    and vote's token budget is resolved from debate's measured tokens."""
+    import yaml
+    from support.fake_openai import chat_reply
+
+    by_prompt = {p.prompt.strip(): p for p in humaneval_problems}
+
+    def code_of(text):
+        problem = next(p for key, p in by_prompt.items() if key in text)
+        return problem.prompt + problem.canonical_solution
+
+    scripts = {
+        "coder": lambda t: {"code": code_of(t)},
+        "critic": lambda t: review("approve"),
+        "debater": lambda t: {"argument": "fine", "revised_code": code_of(t)},
+        "judge": lambda t: chat_reply(choice="1", rationale="first", merged_code=""),
+    }
+    data = yaml.safe_load(Path("experiments/debate_vs_critic.yaml").read_text())
+    data["model"] = {"id": "openai/fake", "num_retries": 0}
+    data["dataset"]["limit"] = 2
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        data["model"]["api_base"] = fake.api_base
+        result = run(data, progress=False)
+    assert [c.pipeline for c in result.children] == ["baseline", "critic_loop", "debate", "vote"]
+    assert all(c.metrics["pass_at_1"] == 1.0 for c in result.children)
+    debate, vote = result.children[2], result.children[3]
+    assert debate.metrics["consensus_rate"] == 1.0
+    params = MlflowClient(tracking_uri(home)).get_run(vote.run_id).data.params
+    assert float(params["pipeline.resolved.token_budget"]) == debate.metrics["tokens_per_problem"]
+    assert vote.metrics["tokens_per_problem"] >= debate.metrics["tokens_per_problem"] * 0.5

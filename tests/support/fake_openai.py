@@ -25,8 +25,10 @@ def chat_reply(**fields: str) -> str:
 class FakeOpenAIServer:
     """Serve ``/v1/chat/completions`` and ``/v1/models`` on 127.0.0.1 in a background thread."""
 
-    def __init__(self, responder: Responder, delay_s: float = 0.0) -> None:
+    def __init__(self, responder: Responder, delay_s: float = 0.0, *, pass_body: bool = False) -> None:
+        """``pass_body``: call ``responder(messages, body)`` so a script can read e.g. the seed."""
         self.responder = responder
+        self.pass_body = pass_body
         self.delay_s = delay_s
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -55,7 +57,7 @@ class FakeOpenAIServer:
                 if server.delay_s:
                     time.sleep(server.delay_s)
                 messages = body.get("messages", [])
-                text = server.responder(messages)
+                text = server.responder(messages, body) if server.pass_body else server.responder(messages)
                 prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
                 completion_tokens = len(text.split())
                 self._send({

@@ -13,6 +13,8 @@ RoleScript = Callable[[str], dict[str, str] | str]
 # Output field that identifies each role's signature in the system message (ChatAdapter's
 # "Your output fields are: …", or CodeAdapter's "Your answer is `…`").
 ROLE_MARKERS = {
+    "judge": "`choice`",
+    "debater": "`argument`",
     "critic": "`verdict`",
     "fixer": "`revised_code`",
     "meta_critic": "`wrong_findings`",
@@ -33,15 +35,16 @@ def role_of(messages: list[dict[str, Any]]) -> str:
     return "unknown"
 
 
-def role_responder(scripts: dict[str, RoleScript]) -> Callable[[list[dict[str, Any]]], str]:
-    """``scripts[role](full_request_text)`` returns the output fields (or a raw string)."""
+def role_responder(scripts: dict[str, RoleScript], *, with_body: bool = False) -> Callable[..., str]:
+    """``scripts[role](full_request_text)`` returns the output fields (or a raw string); with
+    ``with_body``, ``scripts[role](text, request_body)`` (for use with ``pass_body=True``)."""
 
-    def respond(messages: list[dict[str, Any]]) -> str:
+    def respond(messages: list[dict[str, Any]], body: dict[str, Any] | None = None) -> str:
         text = "\n".join(str(m.get("content", "")) for m in messages)
         if "Reply with OK." in text:
             return "OK"
         role = role_of(messages)
-        reply = scripts[role](text)
+        reply = scripts[role](text, body) if with_body else scripts[role](text)
         if isinstance(reply, str):
             return reply
         if "Your answer is `" in str(messages[0].get("content", "")):  # CodeAdapter: a code block

@@ -1,0 +1,140 @@
+"""The agents of a debate: debaters who propose and then argue in rounds with the neighbours
+their topology lets them see, and a judge who decides once the last round is in."""
+
+from __future__ import annotations
+
+import dspy
+
+from eval.assembly import assemble_program
+from pipelines.agents import Agent, TaskContext, sampling_config
+from pipelines.messages import Intent, Message
+from pipelines.role_call import call_role
+
+TOPOLOGIES = ("full", "ring", "star")
+
+
+def neighbours(index: int, count: int, topology: str) -> list[int]:
+    """Whose solutions debater ``index`` reads: everyone (full), the two adjacent debaters
+    (ring), or, in a star, the hub (debater 0) reads everyone and the others read the hub."""
+    others = [j for j in range(count) if j != index]
+    if topology == "full" or count <= 2:
+        return others
+    if topology == "ring":
+        return sorted({(index - 1) % count, (index + 1) % count})
+    if topology == "star":
+        return others if index == 0 else [0]
+    raise ValueError(f"unknown topology '{topology}'; use one of {TOPOLOGIES}")
+
+
+def debater_name(ctx: TaskContext, index: int) -> str:
+    return ctx.agent_name(f"debater{index}")
+
+
+class DebaterAgent(Agent):
+    """Proposes a solution, then each round revises it after reading its neighbours'."""
+
+    role = "debater"
+
+    def __init__(
+        self, ctx: TaskContext, index: int, count: int, *, rounds: int, topology: str,
+        proposer: dspy.Module, debater: dspy.Module, temperature: float,
+    ) -> None:
+        super().__init__(ctx)
+        self.index = index
+        self.name = debater_name(ctx, index)
+        self.rounds = rounds
+        self.proposer = proposer
+        self.debater = debater
+        self.temperature = temperature
+        self.sees = {debater_name(ctx, j) for j in neighbours(index, count, topology)}
+        self.code: str | None = None
+        self.done_rounds = 0
+        self.heard: dict[int, dict[str, Message]] = {}  # round -> neighbour -> message
+        self.listen([Intent.TASK_ASSIGNMENT, Intent.PROPOSAL, Intent.ARGUMENT])
+
+    def _config(self, round_: int) -> dict[str, float | int]:
+        return sampling_config(self.index + 100 * round_, self.temperature)
+
+    def handle(self, message: Message) -> None:
+        if message.intent == Intent.TASK_ASSIGNMENT:
+            step = call_role(self.proposer, "coder", config=self._config(0), prompt=self.ctx.prompt)
+            self.code = step.get("code") or step.raw
+            self.ctx.publish(
+                intent=Intent.PROPOSAL, sender=self.name, content=self.code, in_reply_to=message.id,
+                summary=f"debater {self.index}: initial proposal", step=step, round=0,
+                debater=self.index,
+            )
+        elif message.sender in self.sees:
+            self.heard.setdefault(int(message.metadata["round"]), {})[message.sender] = message
+        self._argue_when_ready()
+
+    def _argue_when_ready(self) -> None:
+        while (
+            self.code is not None and self.done_rounds < self.rounds
+            and len(self.heard.get(self.done_rounds, {})) == len(self.sees)
+        ):
+            others = "\n\n".join(
+                f"Debater {m.metadata['debater'] + 1} says: {m.metadata.get('argument') or '(proposal)'}\n"
+                f"```python\n{m.content}\n```"
+                for m in sorted(self.heard[self.done_rounds].values(), key=lambda m: m.metadata["debater"])
+            )
+            round_ = self.done_rounds + 1
+            step = call_role(
+                self.debater, self.role, config=self._config(round_), prompt=self.ctx.prompt,
+                own_code=self.code, others=others,
+            )
+            self.code = step.get("revised_code") or self.code
+            self.done_rounds = round_
+            argument = step.get("argument") or ("(unparsed reply)" if not step.parsed else "")
+            self.ctx.publish(
+                intent=Intent.ARGUMENT, sender=self.name, content=self.code,
+                summary=f"debater {self.index}, round {round_}: {argument[:120]}", step=step,
+                round=round_, debater=self.index, argument=argument,
+            )
+
+
+class JudgeAgent(Agent):
+    """Waits for every debater's final-round solution, then chooses (or merges) the answer."""
+
+    role = "judge"
+
+    def __init__(self, ctx: TaskContext, judge: dspy.Module, *, count: int, rounds: int) -> None:
+        super().__init__(ctx)
+        self.judge = judge
+        self.count = count
+        self.rounds = rounds
+        self.final: dict[int, Message] = {}
+        self.transcript: list[str] = []
+        self.listen([Intent.PROPOSAL, Intent.ARGUMENT])
+
+    def handle(self, message: Message) -> None:
+        round_, debater = int(message.metadata["round"]), int(message.metadata["debater"])
+        if message.intent == Intent.ARGUMENT:
+            self.transcript.append(f"Round {round_}, debater {debater + 1}: {message.metadata['argument']}")
+        if round_ == self.rounds:
+            self.final[debater] = message
+        if len(self.final) == self.count:
+            self._decide()
+
+    def _decide(self) -> None:
+        codes = [self.final[i].content for i in range(self.count)]
+        proposals = "\n\n".join(f"Solution {i + 1}:\n```python\n{c}\n```" for i, c in enumerate(codes))
+        step = call_role(
+            self.judge, self.role, prompt=self.ctx.prompt, proposals=proposals,
+            transcript="\n".join(self.transcript) or "(no debate rounds)",
+        )
+        choice = step.get("choice")
+        merged = (step.get("merged_code") or "").strip()
+        if merged and assemble_program(self.ctx.prompt, merged, self.ctx.entry_point).ok:
+            final, how = merged, "merged"
+        elif isinstance(choice, int) and 1 <= choice <= self.count:
+            final, how = codes[choice - 1], "chosen"
+        else:
+            # An unusable verdict is recorded as such; the first debater's solution stands in.
+            final, how = codes[0], "fallback"
+        self.ctx.publish(
+            intent=Intent.VERDICT, sender=self.name, content=final, step=step,
+            summary=f"judge: {how} {choice if how == 'chosen' else ''}".strip(),
+            choice=choice if how == "chosen" else None, decision=how,
+            rationale=step.get("rationale") or "",
+        )

@@ -1,0 +1,119 @@
+"""vote: k independent samples, the answer chosen by agreement on the visible examples.
+
+The equal-compute baseline for debate (CodeT-style): run every sample on the prompt's visible
+example inputs, group samples that behave identically, answer with the largest group. With
+``token_budget`` it keeps sampling until that many tokens are spent (up to ``max_samples``),
+so its cost can match another pipeline's measured tokens per problem.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from eval.behaviour import behaviour_signatures, largest_group
+from eval.usage import current_meter
+from pipelines.agents import Agent, TaskContext, run_until_quiet, sampling_config
+from pipelines.messages import Intent, Message
+from pipelines.pool_context import current_pool
+from pipelines.registry import register_pipeline
+from pipelines.role_call import call_role
+from signatures.coder import Coder
+
+
+class SamplerAgent(Agent):
+    """Draws independent samples for the task, then tells the voter it is done."""
+
+    role = "sampler"
+
+    def __init__(
+        self, ctx: TaskContext, coder: dspy.Module, *, k: int, temperature: float,
+        token_budget: float | None, max_samples: int,
+    ) -> None:
+        super().__init__(ctx)
+        self.coder, self.k, self.temperature = coder, k, temperature
+        self.token_budget, self.max_samples = token_budget, max_samples
+        self.listen([Intent.TASK_ASSIGNMENT], to_me_only=True)
+
+    def _more(self, drawn: int) -> bool:
+        if self.token_budget is None:
+            return drawn < self.k
+        meter = current_meter()
+        spent = meter.total().prompt_tokens + meter.total().completion_tokens if meter else 0
+        return drawn < self.max_samples and (drawn == 0 or spent < self.token_budget)
+
+    def handle(self, message: Message) -> None:
+        drawn = 0
+        while self._more(drawn):
+            step = call_role(
+                self.coder, "coder", config=sampling_config(drawn, self.temperature), prompt=self.ctx.prompt
+            )
+            self.ctx.publish(
+                intent=Intent.PROPOSAL, sender=self.name, content=step.get("code") or step.raw,
+                summary=f"sample {drawn + 1}", in_reply_to=message.id, step=step, sample=drawn,
+            )
+            drawn += 1
+        self.ctx.publish(intent=Intent.STATUS, sender=self.name, summary=f"{drawn} samples drawn",
+                         samples=drawn)
+
+
+class VoterAgent(Agent):
+    """Groups the samples by behaviour on the visible examples and answers with the largest group."""
+
+    role = "voter"
+
+    def __init__(self, ctx: TaskContext) -> None:
+        super().__init__(ctx)
+        self.samples: list[Message] = []
+        self.listen([Intent.PROPOSAL, Intent.STATUS])
+
+    def handle(self, message: Message) -> None:
+        if message.intent == Intent.PROPOSAL:
+            self.samples.append(message)
+            return
+        codes = [m.content for m in self.samples]
+        group = largest_group(behaviour_signatures(self.ctx.prompt, self.ctx.entry_point, codes))
+        chosen = group[0] if group else 0
+        self.ctx.publish(
+            intent=Intent.VERDICT, sender=self.name, content=codes[chosen] if codes else "",
+            summary=f"largest group: {len(group)} of {len(codes)} samples", chosen=chosen,
+            largest_group=len(group), samples=len(codes),
+        )
+
+
+@register_pipeline("vote")
+class Vote(dspy.Module):
+    """Majority vote by behaviour over independent samples (no critique, no debate)."""
+
+    def __init__(
+        self, k: int = 5, temperature: float = 0.8, token_budget: float | None = None,
+        max_samples: int = 20,
+    ) -> None:
+        super().__init__()
+        if k < 1 or max_samples < 1:
+            raise ValueError("k and max_samples must be at least 1")
+        self.k, self.temperature = k, temperature
+        self.token_budget, self.max_samples = token_budget, max_samples
+        self.coder = dspy.Predict(Coder)
+
+    def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
+        ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
+        sampler = SamplerAgent(
+            ctx, self.coder, k=self.k, temperature=self.temperature,
+            token_budget=self.token_budget, max_samples=self.max_samples,
+        )
+        agents = [sampler, VoterAgent(ctx)]
+        try:
+            ctx.assign(sampler.name)
+            run_until_quiet(agents)
+        finally:
+            for agent in agents:
+                agent.close()
+        history = ctx.history()
+        verdict = next(m for m in reversed(history) if m.intent == Intent.VERDICT)
+        samples = [m.content for m in history if m.intent == Intent.PROPOSAL]
+        return dspy.Prediction(
+            code=verdict.content, iterations=1, parsed=True, thread_id=ctx.thread_id,
+            metrics={"samples": len(samples), "largest_group": verdict.metadata["largest_group"],
+                     "messages": len(history)},
+            scored_codes={"samples": samples},
+        )

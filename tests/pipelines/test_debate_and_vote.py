@@ -1,0 +1,98 @@
+"""debate and vote with a scripted LM that reads each request's seed (real HTTP + adapters)."""
+
+import dspy
+import pytest
+from support.fake_openai import FakeOpenAIServer
+from support.role_responder import role_responder
+
+from eval.usage import UsageMeter, metering
+from experiments.lm import HarnessLM
+from pipelines.debate_agents import neighbours
+from pipelines.messages import Intent
+from pipelines.pool import MessagePool
+from pipelines.pool_context import using_pool
+from pipelines.registry import create_pipeline
+from signatures.adapter import CodeAdapter
+
+PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
+GOOD = "def add(a: int, b: int) -> int:\n    return a + b"
+BAD = "def add(a: int, b: int) -> int:\n    return a - b"
+
+
+def _run(name, scripts, **params):
+    pool = MessagePool()
+    meter = UsageMeter()
+    with FakeOpenAIServer(role_responder(scripts, with_body=True), pass_body=True) as fake:
+        lm = HarnessLM("openai/fake", identity="t", cache_dir=None, api_base=fake.api_base,
+                       api_key="x", temperature=0.0, max_tokens=200, num_retries=0, seed=7)
+        pipeline = create_pipeline(name, **params)
+        with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool), metering(meter):
+            prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
+    return prediction, pool.history(thread_id=prediction.thread_id), fake.requests, meter
+
+
+def test_topologies():
+    assert neighbours(0, 3, "full") == [1, 2]
+    assert neighbours(0, 5, "ring") == [1, 4]
+    assert neighbours(0, 4, "star") == [1, 2, 3] and neighbours(2, 4, "star") == [0]
+    with pytest.raises(ValueError):
+        neighbours(0, 3, "mesh")
+
+
+def _debate_scripts(judge_choice="2"):
+    def coder(text, body):  # debater index = seed % 100 (sampling_config: base * 1000 + index)
+        return {"code": BAD if body["seed"] % 100 == 0 else GOOD}
+
+    return {
+        "coder": coder,
+        "debater": lambda text, body: {"argument": "addition, not subtraction", "revised_code": GOOD},
+        "judge": lambda text, body: {"choice": judge_choice, "rationale": "it adds", "merged_code": ""},
+    }
+
+
+def test_debate_messages_consensus_and_scored_codes():
+    prediction, history, requests, _ = _run("debate", _debate_scripts(), debaters=3, rounds=1)
+    intents = [m.intent for m in history]
+    assert intents.count(Intent.PROPOSAL) == 3 and intents.count(Intent.ARGUMENT) == 3
+    assert intents[0] == Intent.TASK_ASSIGNMENT and intents[-1] == Intent.VERDICT
+    assert prediction.code == GOOD
+    assert prediction.metrics["agreement"] == [pytest.approx(2 / 3), 1.0]
+    assert prediction.metrics["consensus"] and prediction.metrics["final_in_majority"]
+    assert prediction.scored_codes["debaters_first"] == [BAD, GOOD, GOOD]
+    assert prediction.scored_codes["debaters_final"] == [GOOD, GOOD, GOOD]
+    seeds = sorted(r["seed"] for r in requests if "seed" in r)
+    assert len(set(seeds[:3])) == 3  # independent initial samples
+
+
+def test_ring_debater_reads_only_its_neighbours():
+    _, history, _, _ = _run("debate", _debate_scripts(), debaters=4, rounds=1, topology="ring")
+    first = next(m for m in history if m.intent == Intent.ARGUMENT and m.metadata["debater"] == 0)
+    others = first.metadata["trace"]["inputs"]["others"]
+    assert "Debater 2 says" in others and "Debater 4 says" in others
+    assert "Debater 3 says" not in others
+
+
+def test_unusable_judge_verdict_is_recorded_as_fallback():
+    prediction, history, _, _ = _run("debate", _debate_scripts(judge_choice="9"), debaters=2, rounds=0)
+    verdict = history[-1]
+    assert verdict.metadata["decision"] == "fallback"
+    assert prediction.metrics["judge_decision"] == "fallback"
+
+
+def test_vote_picks_the_largest_behaviour_group():
+    def coder(text, body):
+        return {"code": BAD if body["seed"] % 1000 in (0, 3) else GOOD}
+
+    prediction, history, _, _ = _run("vote", {"coder": coder}, k=5)
+    assert prediction.code == GOOD
+    assert prediction.metrics == {"samples": 5, "largest_group": 3, "messages": len(history)}
+    assert prediction.scored_codes["samples"] == [BAD, GOOD, GOOD, BAD, GOOD]
+
+
+def test_vote_token_budget_stops_sampling():
+    _, _, _, unbounded = _run("vote", {"coder": lambda t, b: {"code": GOOD}}, k=1)
+    per_sample = unbounded.total().prompt_tokens + unbounded.total().completion_tokens
+    prediction, _, _, meter = _run("vote", {"coder": lambda t, b: {"code": GOOD}},
+                                   token_budget=2.5 * per_sample, max_samples=10)
+    assert prediction.metrics["samples"] == 3
+    assert meter.total().calls == 3
