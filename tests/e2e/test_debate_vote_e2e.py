@@ -1,0 +1,54 @@
+"""debate and vote (and self_refine) on the real bundled model, a few HumanEval problems."""
+
+import json
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from experiments.api import run
+from experiments.tracking import tracking_uri
+from pipelines.messages import Intent
+
+pytestmark = pytest.mark.e2e
+
+
+def test_debate_and_vote_on_bundled_model(home):
+    spec = {
+        "name": "e2e-debate-vote",
+        "dataset": {"source": "humaneval", "limit": 3},
+        "model": {"id": "local", "max_tokens": 512},
+        "pipelines": [
+            {"name": "debate", "params": {"debaters": 3, "rounds": 1}},
+            {"name": "vote", "params": {"k": 3}},
+        ],
+    }
+    result = run(spec, progress=False)
+    debate, vote = result.children
+    assert len(debate.results) == len(vote.results) == 3
+    for key in ("consensus_rate", "consensus_correctness", "final_in_majority_rate",
+                "flips_correct_to_wrong", "flips_wrong_to_correct"):
+        assert key in debate.metrics, key
+    assert "samples_pass_at_1" in vote.metrics
+    for r in debate.results:
+        assert len(r.extra["debaters_first_passed"]) == len(r.extra["debaters_final_passed"]) == 3
+        assert len(r.extra["agreement"]) == 2
+    assert all(r.extra["samples"] == 3 for r in vote.results)
+
+    log = MlflowClient(tracking_uri(home)).download_artifacts(debate.run_id, "messages.jsonl")
+    intents = [json.loads(line)["intent"] for line in Path(log).read_text().splitlines()]
+    assert intents.count(Intent.PROPOSAL) == 9 and intents.count(Intent.ARGUMENT) == 9
+    assert intents.count(Intent.VERDICT) == 3
+
+
+def test_self_refine_on_bundled_model(home):
+    spec = {
+        "name": "e2e-self-refine",
+        "dataset": {"source": "humaneval", "limit": 2},
+        "model": {"id": "local", "max_tokens": 512},
+        "pipelines": [{"name": "self_refine", "params": {"max_iterations": 2}}],
+    }
+    child = run(spec, progress=False).children[0]
+    assert len(child.results) == 2
+    assert "first_pass_at_1" in child.metrics and "harmful_revision_rate" in child.metrics
+    assert all(r.extra["reviews"] >= 1 for r in child.results)
