@@ -27,6 +27,7 @@ class ProblemResult(BaseModel):
     latency_s: float = Field(default=0.0, description="Wall time to solve and score the problem.")
     final_code: str = ""
     parsed: bool = Field(default=True, description="False if some role's reply was unparseable.")
+    thread_id: str = Field(default="", description="The pool thread holding this solve's messages.")
     usage_by_role: dict[str, dict[str, float]] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Pipeline-specific per-problem metrics."

@@ -208,7 +208,9 @@ def _run_child(
     metrics["wall_time_s"] = time.monotonic() - start
     tracker.log_metrics(run_id, metrics)
     tracker.log_frame(run_id, results_table(results), "problems")
-    messages = pool.history(run_id=run_id)
+    # By thread, not by run id: problems resumed from checkpoints keep the messages of the run
+    # that solved them.
+    messages = [m for r in results if r.thread_id for m in pool.history(thread_id=r.thread_id)]
     tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
     tracker.finish(run_id)
     return ChildRun(label, seed, run_id, results, metrics)

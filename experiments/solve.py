@@ -73,6 +73,7 @@ def solve_and_score(
         latency_s=time.monotonic() - start,
         final_code=program.source,
         parsed=bool(prediction.get("parsed", True)),
+        thread_id=str(prediction.get("thread_id", "") or ""),
         usage_by_role={
             role: {
                 "calls": u.calls, "prompt_tokens": u.prompt_tokens,
