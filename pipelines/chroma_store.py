@@ -92,7 +92,9 @@ def _make_client(path: Path | None, url: str | None) -> Any:
 
     settings = Settings(anonymized_telemetry=False)
     if url is None:
-        directory = Path(path) if path is not None else _default_path()
+        if path is None:  # the data directory is the runner's business (experiments/paths.py)
+            raise ValueError("ChromaPoolStore needs a directory (path) or a Chroma server (url)")
+        directory = Path(path)
         directory.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(directory), settings=settings)
     parsed = urlparse(url if "://" in url else f"http://{url}")
@@ -106,12 +108,6 @@ def _make_client(path: Path | None, url: str | None) -> Any:
     except Exception as exc:
         raise UserError(f"cannot reach the Chroma server at {url}: {exc}; is `chroma run` up?") from exc
     return client
-
-
-def _default_path() -> Path:
-    from experiments.paths import data_dir
-
-    return data_dir() / "chroma"
 
 
 def _chroma_where(
