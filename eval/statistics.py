@@ -112,7 +112,8 @@ def _bools(frame: pd.DataFrame, column: str) -> pd.Series:
 
 
 def _list_column(frame: pd.DataFrame, column: str) -> list[np.ndarray]:
-    return [np.asarray(v, dtype=float) for v in frame[column] if v is not None and len(v)]
+    values = (v for v in frame[column] if isinstance(v, list | tuple | np.ndarray) and len(v))
+    return [np.asarray(v, dtype=float) for v in values]
 
 
 def _revision_metrics(frame: pd.DataFrame) -> dict[str, float]:
@@ -173,6 +174,7 @@ def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.
     """
     rows: list[dict[str, Any]] = []
     for label, group in frame.groupby("pipeline", sort=False):
+        group = group.dropna(axis=1, how="all")  # other pipelines' extra.* columns
         passed = _bools(group, "passed")
         low, high = wilson_interval(int(passed.sum()), len(group), confidence)
         per_seed = group.groupby("seed")["passed"].mean()
