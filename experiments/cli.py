@@ -42,6 +42,10 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--fresh", action="store_true", help="ignore earlier checkpoints")
     run.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--compare", action=argparse.BooleanOptionalAction, default=None,
+        help="end with `critiquelab compare` on the run (default: when it has 2+ pipelines)",
+    )
 
 
 def _add_compare(commands: Any) -> None:
@@ -87,6 +91,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(summary.drop(columns=["run_id"]).to_string(index=False))
     print(f"\nMLflow parent run {result.parent_run_id} (experiment {result.experiment_id}); "
           "see it with: critiquelab ui")
+    if args.compare is False or (args.compare is None and summary["pipeline"].nunique() < 2):
+        return 0
+    from experiments.compare import compare_runs
+
+    comparison = compare_runs(result.parent_run_id, home=args.home)
+    print(f"\n{comparison.markdown}\nReport: {comparison.files['html']}")
     return 0
 
 

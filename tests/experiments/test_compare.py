@@ -5,6 +5,7 @@ import json
 
 import pandas as pd
 import pytest
+import yaml
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
@@ -149,3 +150,17 @@ def test_cli_unknown_run_id_is_one_line_exit_2(home, capsys):
     assert err.startswith("critiquelab: error: unknown run id '0123456789abcdef'") and "\n" not in err
     assert main(["compare", "nope", "--home", str(home / "empty")]) == 2
     assert "no MLflow store" in capsys.readouterr().err
+
+
+def test_run_with_two_pipelines_ends_with_comparison(home, humaneval_problems, tmp_path, capsys):
+    pipelines = [{"name": "baseline", "label": "first"}, {"name": "baseline", "label": "second"}]
+    responder = humaneval_responder(humaneval_problems, wrong={"HumanEval/0"})
+    with FakeOpenAIServer(responder) as fake:
+        spec = fake_spec(fake.api_base, pipelines=pipelines, limit=3, pool={"persist": False})
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        assert main(["--home", str(home), "run", str(path), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    parent = next(line.split()[3] for line in printed.splitlines() if line.startswith("MLflow parent run"))
+    assert (home / "reports" / parent / "report.html").is_file()
+    assert "| first | 1 | 3 | 0.6667 |" in printed and "| first | second | 3 |" in printed
