@@ -253,7 +253,7 @@ def pairwise_tests(
             "pass@1_b": float(pb.mean()) if len(pb) else np.nan,
             "difference": boot.difference, "ci_low": boot.low, "ci_high": boot.high,
             "only_a": test.only_a, "only_b": test.only_b, "both": test.both, "neither": test.neither,
-            "mcnemar_p": test.pvalue,
+            "mcnemar_p": test.pvalue if len(units) else float("nan"),  # no shared problem: no test
             "bootstrap_seed": boot.seed, "bootstrap_resamples": boot.n_resamples,
         })
     return pd.DataFrame(rows)

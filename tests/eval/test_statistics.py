@@ -139,3 +139,10 @@ def test_pairwise_tests_pair_on_task_and_seed():
     assert (ac["pairs"], ac["only_a"]) == (8, 8)
     assert ac["mcnemar_p"] == pytest.approx(2 / 2**8)
     assert "0~5" in ac["pairing"]
+
+
+def test_pairwise_without_shared_problems_has_no_test():
+    frame = pd.DataFrame(_rows("a", 0, [True] * 3) + [
+        {**row, "task_id": f"U/{i}"} for i, row in enumerate(_rows("b", 0, [False] * 3))])
+    pair = pairwise_tests(frame).iloc[0]
+    assert pair["pairs"] == 0 and math.isnan(pair["mcnemar_p"]) and math.isnan(pair["difference"])
