@@ -117,7 +117,9 @@ def test_compare_explicit_runs_across_parents(home, humaneval_problems, capsys):
     children = []
     for wrong in ({"HumanEval/1"}, {"HumanEval/1", "HumanEval/2", "HumanEval/4"}):
         with FakeOpenAIServer(humaneval_responder(humaneval_problems, wrong=wrong)) as fake:
-            children.append(run(fake_spec(fake.api_base, **spec), progress=False, cache=False).children[0])
+            # fresh, no cache: a reused port must not let the second run replay the first
+            result = run(fake_spec(fake.api_base, **spec), progress=False, cache=False, fresh=True)
+            children.append(result.children[0])
 
     result = compare_runs([c.run_id for c in children], home=home, n_resamples=999)
     labels = list(result.table["pipeline"])
