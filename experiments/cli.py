@@ -42,6 +42,21 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--fresh", action="store_true", help="ignore earlier checkpoints")
     run.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--compare", action=argparse.BooleanOptionalAction, default=None,
+        help="end with `critiquelab compare` on the run (default: when it has 2+ pipelines)",
+    )
+
+
+def _add_compare(commands: Any) -> None:
+    compare = commands.add_parser("compare", help="compare pipelines: table, paired tests, plots, report")
+    compare.add_argument("runs", nargs="+", help="a parent run id (all its pipeline runs) or run ids")
+    compare.add_argument("--out", type=Path, help="report directory (default <data dir>/reports/<id>)")
+    # SUPPRESS: when not given here, the top-level --home (critiquelab --home DIR compare …) stands.
+    compare.add_argument("--home", type=Path, default=argparse.SUPPRESS, help="data directory")
+    compare.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the paired bootstrap")
+    compare.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples")
+    compare.add_argument("--no-log", action="store_true", help="do not attach the report to MLflow")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library logs")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_run(commands)
+    _add_compare(commands)
     ui = commands.add_parser("ui", help="start the MLflow UI on the local store")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)
@@ -75,6 +91,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(summary.drop(columns=["run_id"]).to_string(index=False))
     print(f"\nMLflow parent run {result.parent_run_id} (experiment {result.experiment_id}); "
           "see it with: critiquelab ui")
+    if args.compare is False or (args.compare is None and summary["pipeline"].nunique() < 2):
+        return 0
+    from experiments.compare import compare_runs
+
+    comparison = compare_runs(result.parent_run_id, home=args.home)
+    print(f"\n{comparison.markdown}\nReport: {comparison.files['html']}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from experiments.compare import compare_runs
+
+    result = compare_runs(
+        args.runs, home=args.home, out=args.out, log=not args.no_log,
+        bootstrap_seed=args.bootstrap_seed, n_resamples=args.resamples,
+    )
+    print(result.markdown)
+    logged = f"; logged to MLflow run {result.logged_run_id}" if result.logged_run_id else ""
+    print(f"Report: {result.files['html']}{logged}")
     return 0
 
 
@@ -115,7 +150,10 @@ def _cmd_pipelines(args: argparse.Namespace) -> int:
     return 0
 
 
-HANDLERS = {"run": _cmd_run, "ui": _cmd_ui, "models": _cmd_models, "pipelines": _cmd_pipelines}
+HANDLERS = {
+    "run": _cmd_run, "compare": _cmd_compare, "ui": _cmd_ui, "models": _cmd_models,
+    "pipelines": _cmd_pipelines,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

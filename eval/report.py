@@ -1,0 +1,215 @@
+"""Render a pipeline comparison: two plots, a Markdown summary and a self-contained HTML page.
+
+Rendering only: the numbers come from :mod:`eval.statistics`. The HTML embeds its images as
+base64 so it can be mailed or attached to an MLflow run and still open on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+# Columns of the Markdown table (the HTML shows every column); optional ones appear when present.
+SUMMARY_COLUMNS = (
+    "pipeline", "seeds", "problems", "pass@1", "95% CI", "seed_sd", "tokens/problem", "prompt_tokens/problem",
+    "completion_tokens/problem", "messages/problem", "iterations", "pass@1_per_1k_tokens",
+)
+BEHAVIOUR_COLUMNS = (
+    "first_pass@1", "critique_success_rate", "harmful_revision_rate", "consensus_rate",
+    "consensus_correctness", "final_in_majority_rate", "flips_correct_to_wrong", "flips_wrong_to_correct",
+    "agreement_initial", "agreement_final", "vote_agreement",
+)
+PAIR_COLUMNS = ("a", "b", "pairs", "pass@1_a", "pass@1_b", "difference", "95% CI", "only_a", "only_b",
+                "mcnemar_p")
+PASS_PLOT = "pass_at_1.png"
+COST_PLOT = "pass_vs_tokens.png"
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What the text around the tables says: which runs, how the statistics were made."""
+
+    title: str
+    runs: Sequence[tuple[str, str, int, str]]  # (label, seed, run id, parent) per child run
+    bootstrap_seed: int
+    bootstrap_resamples: int
+    confidence: float
+
+
+def _format(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) >= 10:
+            return f"{value:.0f}"
+        return f"{value:.4g}" if abs(value) < 10 else f"{value:,.1f}"
+    return str(value)
+
+
+def _with_ci(frame: pd.DataFrame, low: str = "ci_low", high: str = "ci_high") -> pd.DataFrame:
+    frame = frame.copy()
+    bounds = zip(frame[low], frame[high], strict=True)
+    frame["95% CI"] = [f"[{_format(lo)}, {_format(hi)}]" for lo, hi in bounds]
+    return frame
+
+
+def _present(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The requested columns that exist and hold at least one value."""
+    return [c for c in columns if c in frame and not frame[c].isna().all()]
+
+
+def markdown_table(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table (pandas' ``to_markdown`` needs ``tabulate``)."""
+    columns = list(columns or frame.columns)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    for _, row in frame[columns].iterrows():
+        lines.append("| " + " | ".join(_format(row[c]).replace("|", "\\|") for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def plot_pass_at_1(table: pd.DataFrame, path: Path) -> Path:
+    """pass@1 per pipeline with its Wilson interval as error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(table) + 2), 3.6))
+    try:
+        x = range(len(table))
+        errors = [table["pass@1"] - table["ci_low"], table["ci_high"] - table["pass@1"]]
+        ax.bar(x, table["pass@1"], color="#4c72b0", alpha=0.8)
+        ax.errorbar(x, table["pass@1"], yerr=errors, fmt="none", ecolor="black", capsize=5)
+        ax.set_xticks(list(x), list(table["pipeline"]), rotation=20, ha="right")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("pass@1 (95% Wilson CI)")
+        ax.set_title("pass@1 per pipeline")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_pass_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
+    """pass@1 against mean tokens per problem: the cost/quality frontier, one labelled point each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    try:
+        errors = [table["pass@1"] - table["ci_low"], table["ci_high"] - table["pass@1"]]
+        ax.errorbar(table["tokens/problem"], table["pass@1"], yerr=errors, fmt="o", capsize=4)
+        for _, row in table.iterrows():
+            ax.annotate(str(row["pipeline"]), (row["tokens/problem"], row["pass@1"]),
+                        textcoords="offset points", xytext=(6, 6))
+        ax.set_xlabel("tokens per problem (prompt + completion)")
+        ax.set_ylabel("pass@1")
+        ax.set_ylim(0, 1.05)
+        ax.set_xlim(left=0, right=max(1.0, float(table["tokens/problem"].max()) * 1.25))
+        ax.set_title("pass@1 vs cost")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _methods(context: ReportContext, seeded: bool) -> list[str]:
+    level = f"{context.confidence:.0%}"
+    notes = [
+        f"pass@1 CI: Wilson score interval ({level}) on passed/attempts.",
+        "pass@1_per_1k_tokens = pass@1 / (tokens per problem / 1000): problems solved per 1k tokens.",
+        "Pairwise: units are the problems both pipelines ran, paired by task and seed; exact McNemar "
+        "test on the discordant pairs (only_a = A passes and B fails); difference = pass@1(A) − pass@1(B) "
+        f"with a paired percentile bootstrap {level} CI ({context.bootstrap_resamples} resamples, "
+        f"seed {context.bootstrap_seed}). P-values are not corrected for multiple comparisons.",
+    ]
+    if seeded:
+        notes.append(
+            "Several seeds: every (problem, seed) is one attempt; pass@1 is pooled over seeds "
+            "(seed_sd = spread of per-seed pass@1). Attempts on the same problem are correlated, so "
+            "CIs and p-values are somewhat optimistic."
+        )
+    return notes
+
+
+def render_markdown(context: ReportContext, table: pd.DataFrame, pairs: pd.DataFrame) -> str:
+    """The summary printed in the terminal and saved as ``summary.md``."""
+    summary = _with_ci(table)
+    parts = [f"# {context.title}", "", markdown_table(summary, _present(summary, SUMMARY_COLUMNS)), ""]
+    behaviour = _present(summary, BEHAVIOUR_COLUMNS)
+    if behaviour:  # critique and debate metrics, for the pipelines that have them
+        rows = summary[summary[behaviour].notna().any(axis=1)]
+        parts += ["## Critique and consensus", "", markdown_table(rows, ["pipeline", *behaviour]), ""]
+    if len(pairs):
+        parts += ["## Paired comparisons", "", markdown_table(_with_ci(pairs), PAIR_COLUMNS), ""]
+    else:
+        parts += ["Only one pipeline: no paired comparison.", ""]
+    parts += ["## Method", ""] + [f"- {note}" for note in _methods(context, (table["seeds"] > 1).any())]
+    parts += ["", "## Runs", ""] + [f"- {label} seed {seed}: `{run}` (parent `{parent}`)"
+                                    for label, seed, run, parent in context.runs]
+    return "\n".join(parts) + "\n"
+
+
+def _image(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
+table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;
+text-align:right}th{background:#f2f2f2}td:first-child,th:first-child{text-align:left}
+img{max-width:48%;margin-right:1%}"""
+
+
+def render_html(
+    context: ReportContext, table: pd.DataFrame, pairs: pd.DataFrame, images: Sequence[Path]
+) -> str:
+    """A single HTML file: every column of both tables, both plots inline, the method notes."""
+    def frame_html(frame: pd.DataFrame) -> str:
+        shown = frame.dropna(axis=1, how="all")
+        return shown.to_html(index=False, na_rep="–", float_format=lambda v: _format(float(v)), border=0)
+
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in _methods(context, (table["seeds"] > 1).any()))
+    runs = "".join(f"<li>{html.escape(str(label))} seed {seed}: <code>{run}</code> (parent <code>{parent}"
+                   "</code>)</li>" for label, seed, run, parent in context.runs)
+    body = [
+        f"<h1>{html.escape(context.title)}</h1>", "<h2>Pipelines</h2>", frame_html(table),
+        "<div>" + "".join(_image(p, p.stem) for p in images) + "</div>",
+        "<h2>Paired comparisons</h2>",
+        frame_html(pairs) if len(pairs) else "<p>Only one pipeline: no paired comparison.</p>",
+        f"<h2>Method</h2><ul>{notes}</ul>", f"<h2>Runs</h2><ul>{runs}</ul>",
+    ]
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(context.title)}</title>"
+            f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+def write_report(
+    context: ReportContext, table: pd.DataFrame, pairs: pd.DataFrame, out: Path
+) -> tuple[dict[str, Path], str]:
+    """Write plots, ``report.html``, ``summary.md`` and the two tables as CSV into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "pass_plot": plot_pass_at_1(table, out / PASS_PLOT),
+        "cost_plot": plot_pass_vs_tokens(table, out / COST_PLOT),
+    }
+    markdown = render_markdown(context, table, pairs)
+    files["markdown"] = out / "summary.md"
+    files["markdown"].write_text(markdown)
+    files["html"] = out / "report.html"
+    files["html"].write_text(render_html(context, table, pairs, [files["pass_plot"], files["cost_plot"]]))
+    files["table"] = out / "pipelines.csv"
+    table.to_csv(files["table"], index=False)
+    files["pairs"] = out / "pairwise.csv"
+    pairs.to_csv(files["pairs"], index=False)
+    return files, markdown

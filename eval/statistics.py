@@ -1,0 +1,259 @@
+"""Statistics for comparing pipelines: pure functions over pandas/numpy.
+
+Every test statistic comes from a library (statsmodels, scipy) rather than being re-derived, so
+the numbers in a report can be checked against the reference implementation. The input is the
+per-problem table the runner logs (``problems.parquet``: one row per problem × seed, columns
+``task_id, pipeline, seed, passed, …, extra.*``), concatenated over child runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+CONFIDENCE = 0.95
+TOKENS_UNIT = 1000  # cost-normalised pass@1 is "problems solved per 1k tokens"
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Exact McNemar test on paired pass/fail: only the discordant pairs carry information."""
+
+    both: int  # both pass
+    only_a: int  # b in the usual notation: A passes, B fails
+    only_b: int  # c: B passes, A fails
+    neither: int
+    pvalue: float
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Paired bootstrap CI of ``mean(a) - mean(b)``; ``seed`` and ``n_resamples`` make it replayable."""
+
+    difference: float
+    low: float
+    high: float
+    confidence: float
+    n_resamples: int
+    seed: int
+    method: str
+
+
+def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval for a proportion: unlike the normal approximation it stays inside
+    [0, 1] and keeps its coverage at pass rates near 0 or 1 and at HumanEval-sized samples."""
+    if n <= 0:
+        return (float("nan"), float("nan"))
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
+    return float(low), float(high)
+
+
+def mcnemar_exact(a: Sequence[bool] | np.ndarray, b: Sequence[bool] | np.ndarray) -> McNemarResult:
+    """Exact (binomial) McNemar test of paired outcomes ``a[i]`` vs ``b[i]``.
+
+    Exact rather than chi-square because the number of discordant problems is usually small.
+    With no discordant pair the two pipelines are indistinguishable: p = 1.
+    """
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"paired outcomes need equal lengths; got {a.shape} and {b.shape}")
+    table = [[int(np.sum(a & b)), int(np.sum(a & ~b))], [int(np.sum(~a & b)), int(np.sum(~a & ~b))]]
+    pvalue = float(mcnemar(table, exact=True).pvalue)
+    return McNemarResult(table[0][0], table[0][1], table[1][0], table[1][1], pvalue)
+
+
+def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def paired_bootstrap(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, seed: int = 0,
+    n_resamples: int = 9999, confidence: float = CONFIDENCE, method: str = "percentile",
+) -> BootstrapResult:
+    """Bootstrap CI of the difference in means, resampling problems (pairs) with replacement.
+
+    Percentile rather than BCa by default: per-problem outcomes are 0/1, so the jackknife behind
+    BCa is often degenerate (BCa returns NaN when A and B agree everywhere), while the
+    percentile interval then correctly collapses to the single observed difference.
+    """
+    from scipy.stats import bootstrap
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"paired samples need equal 1-d shapes; got {x.shape} and {y.shape}")
+    difference = float(_mean_difference(x, y)) if len(x) else float("nan")
+    if len(x) < 2:
+        return BootstrapResult(difference, float("nan"), float("nan"), confidence, 0, seed, method)
+    result = bootstrap(
+        (x, y), _mean_difference, paired=True, vectorized=True, n_resamples=n_resamples,
+        confidence_level=confidence, method=method, rng=np.random.default_rng(seed),
+    )
+    low, high = result.confidence_interval
+    return BootstrapResult(difference, float(low), float(high), confidence, n_resamples, seed, method)
+
+
+def _rate(numerator: pd.Series, denominator: pd.Series) -> float:
+    """Share of ``denominator`` rows for which ``numerator`` holds; NaN when none qualify."""
+    total = int(denominator.sum())
+    return float((numerator & denominator).sum() / total) if total else float("nan")
+
+
+def _bools(frame: pd.DataFrame, column: str) -> pd.Series:
+    return frame[column].fillna(False).astype(bool)
+
+
+def _list_column(frame: pd.DataFrame, column: str) -> list[np.ndarray]:
+    values = (v for v in frame[column] if isinstance(v, list | tuple | np.ndarray) and len(v))
+    return [np.asarray(v, dtype=float) for v in values]
+
+
+def _revision_metrics(frame: pd.DataFrame) -> dict[str, float]:
+    """Same definitions as :func:`eval.summary.revision_metrics`, pooled over seeds."""
+    if "extra.first_passed" not in frame or frame["extra.first_passed"].isna().all():
+        return {}
+    scored = frame[frame["extra.first_passed"].notna()]
+    first, passed = _bools(scored, "extra.first_passed"), _bools(scored, "passed")
+    asked = first & False
+    if "extra.changes_requested" in scored:
+        asked = _bools(scored, "extra.changes_requested")
+    return {
+        "first_pass@1": float(first.mean()),
+        "critique_success_rate": _rate(passed, ~first & asked),
+        "harmful_revision_rate": _rate(~passed, first),
+    }
+
+
+def _consensus_metrics(frame: pd.DataFrame) -> dict[str, float]:
+    """Debate metrics. ``final_in_majority`` is rated only where a majority exists (consensus)."""
+    out: dict[str, float] = {}
+    if "extra.consensus" in frame and frame["extra.consensus"].notna().any():
+        scored = frame[frame["extra.consensus"].notna()]
+        consensus, passed = _bools(scored, "extra.consensus"), _bools(scored, "passed")
+        out["consensus_rate"] = float(consensus.mean())
+        out["consensus_correctness"] = float((consensus & passed).mean())
+        if "extra.final_in_majority" in scored:
+            out["final_in_majority_rate"] = _rate(_bools(scored, "extra.final_in_majority"), consensus)
+    if "extra.agreement" in frame:
+        rounds = _list_column(frame, "extra.agreement")
+        if rounds:
+            out["agreement_initial"] = float(np.mean([r[0] for r in rounds]))
+            out["agreement_final"] = float(np.mean([r[-1] for r in rounds]))
+    if {"extra.debaters_first_passed", "extra.debaters_final_passed"} <= set(frame):
+        pairs = frame[["extra.debaters_first_passed", "extra.debaters_final_passed"]].dropna()
+        first = np.concatenate([np.asarray(v, dtype=bool) for v in pairs.iloc[:, 0]] or [np.array([], bool)])
+        final = np.concatenate([np.asarray(v, dtype=bool) for v in pairs.iloc[:, 1]] or [np.array([], bool)])
+        if len(first) and len(first) == len(final):
+            out["flips_correct_to_wrong"] = int(np.sum(first & ~final))
+            out["flips_wrong_to_correct"] = int(np.sum(~first & final))
+            out["flip_c2w_rate"] = _rate(pd.Series(~final), pd.Series(first))
+            out["flip_w2c_rate"] = _rate(pd.Series(final), pd.Series(~first))
+    if {"extra.samples", "extra.largest_group"} <= set(frame):
+        votes = frame[["extra.samples", "extra.largest_group"]].dropna()
+        if len(votes):
+            out["vote_agreement"] = float((votes["extra.largest_group"] / votes["extra.samples"]).mean())
+    return out
+
+
+def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """One row per pipeline label: pass@1 with a Wilson CI, cost, and the pipeline's own metrics.
+
+    Several seeds are pooled: every (problem, seed) row is one attempt, so pass@1 is the share of
+    attempts passed (= the mean of per-seed pass@1 when seeds cover the same problems), the CI is
+    Wilson on the pooled counts, and ``seed_sd`` is the spread of per-seed pass@1. Costs are means
+    per attempt. ``pass@1_per_1k_tokens`` = pass@1 / (total tokens per problem / 1000), i.e.
+    problems solved per 1000 tokens spent.
+    """
+    rows: list[dict[str, Any]] = []
+    for label, group in frame.groupby("pipeline", sort=False):
+        group = group.dropna(axis=1, how="all")  # other pipelines' extra.* columns
+        passed = _bools(group, "passed")
+        low, high = wilson_interval(int(passed.sum()), len(group), confidence)
+        per_seed = group.groupby("seed")["passed"].mean()
+        tokens = float(group["total_tokens"].mean())
+        row: dict[str, Any] = {
+            "pipeline": label,
+            "seeds": len(per_seed),
+            "problems": group["task_id"].nunique(),
+            "attempts": len(group),
+            "passed": int(passed.sum()),
+            "pass@1": float(passed.mean()),
+            "ci_low": low,
+            "ci_high": high,
+            "seed_sd": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else float("nan"),
+            "prompt_tokens/problem": float(group["prompt_tokens"].mean()),
+            "completion_tokens/problem": float(group["completion_tokens"].mean()),
+            "tokens/problem": tokens,
+            "lm_calls/problem": float(group["lm_calls"].mean()) if "lm_calls" in group else float("nan"),
+            "messages/problem": float(group["messages"].mean()) if "messages" in group else float("nan"),
+            "iterations": float(group["iterations"].mean()),
+            "pass@1_per_1k_tokens": float(passed.mean()) / (tokens / TOKENS_UNIT) if tokens else float("nan"),
+        }
+        row.update(_revision_metrics(group))
+        row.update(_consensus_metrics(group))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _seed_pairing(seeds_a: list[int], seeds_b: list[int]) -> list[tuple[int, int]]:
+    """Seeds both pipelines ran are paired with themselves (same sampling seed); when none are
+    shared (runs from different experiments) seeds are paired by rank."""
+    common = sorted(set(seeds_a) & set(seeds_b))
+    if common:
+        return [(s, s) for s in common]
+    return list(zip(sorted(seeds_a), sorted(seeds_b), strict=False))
+
+
+def paired_outcomes(frame: pd.DataFrame, a: str, b: str) -> tuple[pd.DataFrame, str]:
+    """Pass/fail of pipelines ``a`` and ``b`` on the same (problem, seed) units, and how seeds
+    were paired. Only problems present in both are kept."""
+    rows_a, rows_b = frame[frame["pipeline"] == a], frame[frame["pipeline"] == b]
+    pairs = _seed_pairing(sorted(rows_a["seed"].unique()), sorted(rows_b["seed"].unique()))
+    joined = []
+    for seed_a, seed_b in pairs:
+        left = rows_a[rows_a["seed"] == seed_a][["task_id", "passed"]]
+        right = rows_b[rows_b["seed"] == seed_b][["task_id", "passed"]]
+        merged = left.merge(right, on="task_id", suffixes=("_a", "_b"))
+        merged["seed_a"], merged["seed_b"] = seed_a, seed_b
+        joined.append(merged)
+    units = pd.concat(joined, ignore_index=True) if joined else pd.DataFrame(
+        columns=["task_id", "passed_a", "passed_b", "seed_a", "seed_b"])
+    description = ", ".join(str(sa) if sa == sb else f"{sa}~{sb}" for sa, sb in pairs)
+    return units, f"task × seed ({description})"
+
+
+def pairwise_tests(
+    frame: pd.DataFrame, *, seed: int = 0, n_resamples: int = 9999, confidence: float = CONFIDENCE,
+) -> pd.DataFrame:
+    """Every pair of pipelines (in table order): exact McNemar and a paired bootstrap CI of
+    pass@1(A) − pass@1(B), both over the same paired units.
+
+    With several seeds a problem contributes one unit per seed; those units are correlated, so
+    the p-value and CI are then somewhat optimistic (noted in the report).
+    """
+    labels = list(dict.fromkeys(frame["pipeline"]))
+    rows = []
+    for a, b in combinations(labels, 2):
+        units, pairing = paired_outcomes(frame, a, b)
+        pa, pb = units["passed_a"].astype(bool).to_numpy(), units["passed_b"].astype(bool).to_numpy()
+        test = mcnemar_exact(pa, pb)
+        boot = paired_bootstrap(pa, pb, seed=seed, n_resamples=n_resamples, confidence=confidence)
+        rows.append({
+            "a": a, "b": b, "pairs": len(units), "problems": units["task_id"].nunique(),
+            "pairing": pairing,
+            "pass@1_a": float(pa.mean()) if len(pa) else np.nan,
+            "pass@1_b": float(pb.mean()) if len(pb) else np.nan,
+            "difference": boot.difference, "ci_low": boot.low, "ci_high": boot.high,
+            "only_a": test.only_a, "only_b": test.only_b, "both": test.both, "neither": test.neither,
+            "mcnemar_p": test.pvalue if len(units) else float("nan"),  # no shared problem: no test
+            "bootstrap_seed": boot.seed, "bootstrap_resamples": boot.n_resamples,
+        })
+    return pd.DataFrame(rows)

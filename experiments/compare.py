@@ -1,0 +1,247 @@
+"""Compare pipelines across MLflow runs: "debate or single critic?" as a table, tests and plots.
+
+From a notebook::
+
+    from experiments.compare import compare_runs
+    result = compare_runs("<parent run id>")        # every child run (pipeline × seed) of it
+    result = compare_runs(["<child id>", "<child id>"])  # explicit runs, possibly across parents
+    result.table, result.pairs                      # pandas DataFrames
+    print(result.markdown)                          # also in result.out_dir / "summary.md"
+
+The report is written to ``out`` (default ``<data dir>/reports/<parent id>`` or
+``reports/cmp-<hash of the run ids>``) and logged to MLflow: under ``comparison/`` of the parent
+run when one parent run was given, else to a new top-level run tagged
+``critiquelab.comparison=true`` in the first run's experiment. A new run rather than one of the
+parents because explicit ids may span parents (or be a subset of one), and writing a partial
+comparison into a parent would misdescribe that parent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.errors import UserError
+from experiments.paths import data_dir as default_data_dir
+from experiments.tracking import tracking_uri
+
+PARENT_TAG = "mlflow.parentRunId"
+COMPARISON_TAG = "critiquelab.comparison"
+ARTIFACT_PATH = "comparison"
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    """One child run (pipeline × seed) in a comparison, with the label it is reported under."""
+
+    run_id: str
+    parent_id: str
+    experiment_id: str
+    label: str
+    seed: int
+
+
+@dataclass
+class ComparisonResult:
+    """Everything a comparison produced; the files are also MLflow artifacts of ``logged_run_id``."""
+
+    table: Any  # pandas DataFrame: one row per pipeline label
+    pairs: Any  # pandas DataFrame: one row per pair of pipelines
+    problems: Any  # pandas DataFrame: the per-problem rows the statistics were computed from
+    markdown: str
+    out_dir: Path
+    files: dict[str, Path] = field(default_factory=dict)
+    runs: list[ComparedRun] = field(default_factory=list)
+    logged_run_id: str | None = None
+    bootstrap_seed: int = 0
+
+    def _repr_markdown_(self) -> str:  # Jupyter shows the summary
+        return self.markdown
+
+
+def _client(home: Path) -> Any:
+    # Per-file download progress bars are noise in a terminal report.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    from mlflow.tracking import MlflowClient
+
+    if not (home / "mlflow.db").exists():
+        raise UserError(f"no MLflow store under {home}; run an experiment first or pass --home")
+    return MlflowClient(tracking_uri(home))
+
+
+def _get_run(client: Any, run_id: str) -> Any:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_run(run_id)
+    except MlflowException as exc:
+        raise UserError(f"unknown run id '{run_id}' in {client.tracking_uri}") from exc
+
+
+def _as_compared(run: Any) -> ComparedRun:
+    params = run.data.params
+    return ComparedRun(
+        run.info.run_id, run.data.tags.get(PARENT_TAG, ""), run.info.experiment_id,
+        params["pipeline.label"], int(params.get("seed", 0)),
+    )
+
+
+def resolve_runs(client: Any, run_ids: Sequence[str]) -> list[ComparedRun]:
+    """Parent ids expand to their finished pipeline runs; pipeline run ids are taken as they are.
+
+    A label used under more than one parent is suffixed ``@<parent id[:8]>``: two experiments'
+    "baseline" may differ in model or config and must not be pooled as one pipeline.
+    """
+    found: dict[str, ComparedRun] = {}
+    for run_id in run_ids:
+        run = _get_run(client, run_id)
+        if "pipeline.label" in run.data.params:
+            found.setdefault(run.info.run_id, _as_compared(run))
+            continue
+        children = client.search_runs(
+            [run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{run.info.run_id}'",
+            max_results=10000,
+        )
+        usable = [c for c in children if c.info.status == "FINISHED" and "pipeline.label" in c.data.params]
+        if not usable:
+            raise UserError(
+                f"run '{run_id}' is neither a pipeline run nor a parent with finished pipeline runs"
+            )
+        for child in sorted(usable, key=lambda c: (c.info.start_time, c.info.run_id)):
+            found.setdefault(child.info.run_id, _as_compared(child))
+    runs = list(found.values())
+    parents_by_label: dict[str, set[str]] = {}
+    for run in runs:
+        parents_by_label.setdefault(run.label, set()).add(run.parent_id)
+    clashes = {label for label, parents in parents_by_label.items() if len(parents) > 1}
+    runs = [
+        ComparedRun(r.run_id, r.parent_id, r.experiment_id, f"{r.label}@{r.parent_id[:8]}", r.seed)
+        if r.label in clashes else r
+        for r in runs
+    ]
+    seen: set[tuple[str, int]] = set()
+    for run in runs:
+        if (run.label, run.seed) in seen:
+            raise UserError(f"two runs of pipeline '{run.label}' with seed {run.seed}; pass one of them")
+        seen.add((run.label, run.seed))
+    return runs
+
+
+def _message_counts(client: Any, run_id: str, tmp: Path) -> dict[str, int]:
+    """Messages per task from the run's message log (every pipeline publishes through the pool,
+    so this counts the same way for all of them)."""
+    try:
+        path = Path(client.download_artifacts(run_id, "messages.jsonl", str(tmp)))
+    except Exception:  # older runs have no message log
+        return {}
+    counts: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            task = json.loads(line).get("task_id", "")
+            counts[task] = counts.get(task, 0) + 1
+    return counts
+
+
+def load_problems_frame(client: Any, runs: Sequence[ComparedRun]) -> Any:
+    """The per-problem tables of ``runs`` in one frame, ``pipeline`` set to the reported label and
+    a ``messages`` column (message log, else ``extra.messages``)."""
+    import pandas as pd
+
+    frames = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for index, run in enumerate(runs):
+            target = Path(tmp) / str(index)
+            target.mkdir()
+            try:
+                path = client.download_artifacts(run.run_id, "problems.parquet", str(target))
+            except Exception as exc:
+                raise UserError(f"run '{run.run_id}' has no problems.parquet artifact") from exc
+            frame = pd.read_parquet(path)
+            frame["pipeline"], frame["seed"], frame["run_id"] = run.label, run.seed, run.run_id
+            counts = _message_counts(client, run.run_id, target)
+            if counts:
+                frame["messages"] = frame["task_id"].map(counts)
+            elif "extra.messages" in frame:
+                frame["messages"] = frame["extra.messages"]
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _default_out(
+    home: Path, run_ids: Sequence[str], runs: Sequence[ComparedRun], single_parent: bool
+) -> Path:
+    if single_parent:
+        return home / "reports" / run_ids[0]
+    digest = hashlib.sha256(",".join(sorted(r.run_id for r in runs)).encode()).hexdigest()[:12]
+    return home / "reports" / f"cmp-{digest}"
+
+
+def _log(
+    client: Any, runs: Sequence[ComparedRun], target: str | None, out: Path, tags: dict[str, str]
+) -> str:
+    """Attach the report to ``target`` (the parent run) or to a new comparison run."""
+    if target is None:
+        created = client.create_run(runs[0].experiment_id, run_name="compare",
+                                    tags={COMPARISON_TAG: "true", **tags})
+        target = str(created.info.run_id)
+        client.log_artifacts(target, str(out), ARTIFACT_PATH)
+        client.set_terminated(target)
+        return target
+    for key, value in tags.items():
+        client.set_tag(target, key, value)
+    client.log_artifacts(target, str(out), ARTIFACT_PATH)
+    return target
+
+
+def compare_runs(
+    runs: str | Sequence[str],
+    *,
+    home: Path | None = None,
+    out: Path | None = None,
+    log: bool = True,
+    bootstrap_seed: int = 0,
+    n_resamples: int = 9999,
+    confidence: float = 0.95,
+) -> ComparisonResult:
+    """Compare the pipelines of a parent run (all its children) or of explicit child run ids.
+
+    Unknown ids and runs without results are :class:`UserError`. ``log=False`` writes the files
+    but attaches nothing to MLflow.
+    """
+    from eval.report import ReportContext, write_report
+    from eval.statistics import pairwise_tests, pipeline_summary
+
+    run_ids = [runs] if isinstance(runs, str) else list(runs)
+    if not run_ids:
+        raise UserError("compare needs a parent run id or one or more pipeline run ids")
+    home = Path(home) if home else default_data_dir()
+    client = _client(home)
+    resolved = resolve_runs(client, run_ids)
+    single_parent = len(run_ids) == 1 and all(r.parent_id == run_ids[0] for r in resolved)
+    problems = load_problems_frame(client, resolved)
+    table = pipeline_summary(problems, confidence)
+    pairs = pairwise_tests(problems, seed=bootstrap_seed, n_resamples=n_resamples, confidence=confidence)
+    out = Path(out) if out else _default_out(home, run_ids, resolved, single_parent)
+    title = f"Pipeline comparison: {run_ids[0] if single_parent else f'{len(resolved)} runs'}"
+    context = ReportContext(
+        title, [(r.label, str(r.seed), r.run_id, r.parent_id or "–") for r in resolved],
+        bootstrap_seed, n_resamples, confidence,
+    )
+    files, markdown = write_report(context, table, pairs, out)
+    logged = None
+    if log:
+        tags = {
+            "compare.bootstrap_seed": str(bootstrap_seed), "compare.bootstrap_resamples": str(n_resamples),
+        }
+        if not single_parent:
+            tags["critiquelab.compared_runs"] = ",".join(r.run_id for r in resolved)[:5000]
+        logged = _log(client, resolved, run_ids[0] if single_parent else None, out, tags)
+    return ComparisonResult(
+        table, pairs, problems, markdown, out, files, list(resolved), logged, bootstrap_seed
+    )

@@ -1,0 +1,168 @@
+"""critiquelab compare: report files, tables, paired tests and MLflow artifacts, on runs written
+by the real runner (fake endpoint) and on synthetic debate-style runs written with Tracker."""
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+from support.fake_openai import FakeOpenAIServer, humaneval_responder
+from support.specs import fake_spec
+
+from eval.results import ProblemResult, results_table
+from eval.verdict import Status
+from experiments.api import run
+from experiments.cli import main
+from experiments.compare import COMPARISON_TAG, compare_runs
+from experiments.tracking import Tracker, tracking_uri
+
+TASKS = [f"T/{i}" for i in range(12)]
+
+
+def _results(label, seed, passed, tokens, **extra):
+    return [
+        ProblemResult(task_id=task, pipeline=label, seed=seed, status=Status.PASSED if p else Status.FAILED,
+                      prompt_tokens=tokens, completion_tokens=tokens // 2, lm_calls=1,
+                      extra={k: v[i] for k, v in extra.items()})
+        for i, (task, p) in enumerate(zip(TASKS, passed, strict=True))
+    ]
+
+
+def _synthetic_experiment(home):
+    """baseline, critic and debate × seeds 0, 1 under one parent: outcomes chosen so every
+    metric has a known value."""
+    tracker = Tracker(home, "synthetic")
+    parent = tracker.start_run("synthetic")
+    base = [True] * 6 + [False] * 6
+    critic = [True] * 9 + [False] * 3
+    debate = [True] * 11 + [False]
+    first = [True] * 6 + [False] * 6
+    consensus = [True] * 10 + [False] * 2
+    children = {
+        "baseline": dict(passed=base, tokens=100),
+        "critic": dict(passed=critic, tokens=400, first_passed=first, changes_requested=[True] * 12,
+                       messages=[5] * 12),
+        "debate": dict(passed=debate, tokens=1000, consensus=consensus, final_in_majority=[True] * 12,
+                       agreement=[[1 / 3, 1.0]] * 12, debaters_first_passed=[[True, False, False]] * 12,
+                       debaters_final_passed=[[True, True, False]] * 12),
+    }
+    for label, spec in children.items():
+        for seed in (0, 1):
+            run_id = tracker.start_run(f"{label}-seed{seed}", parent_id=parent)
+            tracker.log_params(run_id, {"pipeline": label, "pipeline.label": label, "seed": seed})
+            tracker.log_frame(run_id, results_table(_results(label, seed, **spec)), "problems")
+            if label == "baseline":  # two messages per problem, from the message log
+                lines = [json.dumps({"task_id": t, "run_id": run_id}) for t in TASKS for _ in (1, 2)]
+                log = "".join(line + "\n" for line in lines)
+                tracker.log_text(run_id, log, "messages.jsonl")
+            tracker.finish(run_id)
+    tracker.finish(parent)
+    return parent
+
+
+def test_compare_parent_run_writes_report_and_logs_it(home):
+    parent = _synthetic_experiment(home)
+    result = compare_runs(parent, home=home, n_resamples=999, bootstrap_seed=5)
+
+    assert result.out_dir == home / "reports" / parent
+    for key in ("html", "markdown", "pass_plot", "cost_plot"):
+        assert result.files[key].is_file() and result.files[key].stat().st_size > 0
+    html = result.files["html"].read_text()
+    assert html.count("data:image/png;base64,") == 2 and "<img" in html and "src=\"pass" not in html
+    assert result.files["markdown"].read_text() == result.markdown
+
+    table = result.table.set_index("pipeline")
+    assert list(table.index) == ["baseline", "critic", "debate"]
+    assert list(table["pass@1"]) == pytest.approx([0.5, 0.75, 11 / 12])
+    assert list(table["attempts"]) == [24, 24, 24] and list(table["problems"]) == [12, 12, 12]
+    assert table.loc["baseline", "ci_low"] < 0.5 < table.loc["baseline", "ci_high"]
+    assert table.loc["baseline", "messages/problem"] == 2.0
+    assert table.loc["critic", "messages/problem"] == 5.0
+    assert table.loc["baseline", "tokens/problem"] == 150.0
+    assert table.loc["baseline", "pass@1_per_1k_tokens"] == pytest.approx(0.5 / 0.15)
+    assert table.loc["critic", "critique_success_rate"] == pytest.approx(0.5)
+    assert table.loc["critic", "harmful_revision_rate"] == 0.0
+    assert pd.isna(table.loc["baseline", "consensus_rate"])
+    assert table.loc["debate", "consensus_rate"] == pytest.approx(10 / 12)
+    assert table.loc["debate", "consensus_correctness"] == pytest.approx(10 / 12)
+    assert table.loc["debate", "flips_wrong_to_correct"] == 24
+    assert table.loc["debate", "flips_correct_to_wrong"] == 0
+
+    pairs = result.pairs.set_index(["a", "b"])
+    assert set(pairs.index) == {("baseline", "critic"), ("baseline", "debate"), ("critic", "debate")}
+    bd = pairs.loc[("baseline", "debate")]
+    assert (bd["pairs"], bd["only_a"], bd["only_b"]) == (24, 0, 10)
+    assert bd["mcnemar_p"] == pytest.approx(2 / 2**10)
+    assert bd["difference"] == pytest.approx(0.5 - 11 / 12)
+    assert bd["ci_low"] <= bd["difference"] <= bd["ci_high"] < 0
+    assert pairs["mcnemar_p"].between(0, 1).all() and pairs[["ci_low", "ci_high"]].notna().all().all()
+    assert (pairs["bootstrap_seed"] == 5).all()
+
+    again = compare_runs(parent, home=home, n_resamples=999, bootstrap_seed=5, log=False)
+    pd.testing.assert_frame_equal(again.pairs, result.pairs)  # the seeded bootstrap replays
+
+    client = MlflowClient(tracking_uri(home))
+    assert result.logged_run_id == parent
+    logged = {a.path for a in client.list_artifacts(parent, "comparison")}
+    assert {"comparison/report.html", "comparison/summary.md", "comparison/pass_at_1.png",
+            "comparison/pass_vs_tokens.png", "comparison/pairwise.csv"} <= logged
+    assert client.get_run(parent).data.tags["compare.bootstrap_seed"] == "5"
+    assert "| debate | 2 | 12 |" in result.markdown and "Paired comparisons" in result.markdown
+
+
+def test_compare_explicit_runs_across_parents(home, humaneval_problems, capsys):
+    """Two `critiquelab run`s of `baseline` against endpoints that fail different problems."""
+    spec = dict(limit=6, pool={"persist": False})
+    children = []
+    for wrong in ({"HumanEval/1"}, {"HumanEval/1", "HumanEval/2", "HumanEval/4"}):
+        with FakeOpenAIServer(humaneval_responder(humaneval_problems, wrong=wrong)) as fake:
+            # fresh, no cache: a reused port must not let the second run replay the first
+            result = run(fake_spec(fake.api_base, **spec), progress=False, cache=False, fresh=True)
+            children.append(result.children[0])
+
+    result = compare_runs([c.run_id for c in children], home=home, n_resamples=999)
+    labels = list(result.table["pipeline"])
+    assert len(labels) == 2 and all(label.startswith("baseline@") for label in labels)  # clash resolved
+    assert list(result.table["pass@1"]) == pytest.approx([5 / 6, 3 / 6])
+    pair = result.pairs.iloc[0]
+    assert (pair["pairs"], pair["only_a"], pair["only_b"], pair["mcnemar_p"]) == (6, 2, 0, 0.5)
+    assert result.out_dir.name.startswith("cmp-")
+
+    client = MlflowClient(tracking_uri(home))
+    logged = client.get_run(result.logged_run_id)
+    assert logged.data.tags[COMPARISON_TAG] == "true"
+    assert result.logged_run_id not in {c.run_id for c in children}
+    assert {"comparison/report.html", "comparison/summary.md"} <= {
+        a.path for a in client.list_artifacts(result.logged_run_id, "comparison")}
+    assert "mlflow.parentRunId" not in logged.data.tags  # never mistaken for a pipeline run
+
+    out = home / "cli-report"
+    assert main(["compare", children[0].run_id, children[1].run_id, "--home", str(home),
+                 "--out", str(out), "--no-log", "--resamples", "199"]) == 0
+    printed = capsys.readouterr().out
+    assert "# Pipeline comparison" in printed and str(out / "report.html") in printed
+    assert (out / "report.html").is_file()
+
+
+def test_cli_unknown_run_id_is_one_line_exit_2(home, capsys):
+    _synthetic_experiment(home)
+    assert main(["--home", str(home), "compare", "0123456789abcdef"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("critiquelab: error: unknown run id '0123456789abcdef'") and "\n" not in err
+    assert main(["compare", "nope", "--home", str(home / "empty")]) == 2
+    assert "no MLflow store" in capsys.readouterr().err
+
+
+def test_run_with_two_pipelines_ends_with_comparison(home, humaneval_problems, tmp_path, capsys):
+    pipelines = [{"name": "baseline", "label": "first"}, {"name": "baseline", "label": "second"}]
+    responder = humaneval_responder(humaneval_problems, wrong={"HumanEval/0"})
+    with FakeOpenAIServer(responder) as fake:
+        spec = fake_spec(fake.api_base, pipelines=pipelines, limit=3, pool={"persist": False})
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        assert main(["--home", str(home), "run", str(path), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    parent = next(line.split()[3] for line in printed.splitlines() if line.startswith("MLflow parent run"))
+    assert (home / "reports" / parent / "report.html").is_file()
+    assert "| first | 1 | 3 | 0.6667 |" in printed and "| first | second | 3 |" in printed
