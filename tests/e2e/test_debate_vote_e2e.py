@@ -7,6 +7,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from experiments.api import run
+from experiments.compare import compare_runs
 from experiments.tracking import tracking_uri
 from pipelines.messages import Intent
 
@@ -35,10 +36,20 @@ def test_debate_and_vote_on_bundled_model(home):
         assert len(r.extra["agreement"]) == 2
     assert all(r.extra["samples"] == 3 for r in vote.results)
 
-    log = MlflowClient(tracking_uri(home)).download_artifacts(debate.run_id, "messages.jsonl")
+    client = MlflowClient(tracking_uri(home))
+    log = client.download_artifacts(debate.run_id, "messages.jsonl")
     intents = [json.loads(line)["intent"] for line in Path(log).read_text().splitlines()]
     assert intents.count(Intent.PROPOSAL) == 9 and intents.count(Intent.ARGUMENT) == 9
     assert intents.count(Intent.VERDICT) == 3
+
+    comparison = compare_runs(result.parent_run_id)
+    assert sorted(comparison.table["pipeline"]) == ["debate", "vote"]
+    assert len(comparison.pairs) == 1 and "mcnemar_p" in comparison.pairs
+    for name in ("report.html", "summary.md"):
+        assert (comparison.out_dir / name).stat().st_size > 0
+    assert len(list(comparison.out_dir.glob("*.png"))) == 2
+    logged = {a.path for a in client.list_artifacts(result.parent_run_id, "comparison")}
+    assert "comparison/report.html" in logged and "comparison/summary.md" in logged
 
 
 def test_self_refine_on_bundled_model(home):
