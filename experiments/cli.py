@@ -42,6 +42,18 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--fresh", action="store_true", help="ignore earlier checkpoints")
     run.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--prompts", type=Path, help="exported prompts (directory or program.json) to load")
+
+
+def _add_export(commands: Any) -> None:
+    export = commands.add_parser("export", help="export an optimised program's prompts")
+    export.add_argument("target", help="export directory / program.json, or an MLflow run id")
+    export.add_argument(
+        "--format", dest="formats", type=_csv, default=["json", "md", "txt"],
+        help="comma-separated: json, md, txt, mlflow (default json,md,txt)",
+    )
+    export.add_argument("--out", type=Path, help="output directory (default <home>/exports/<name>)")
+    export.add_argument("--prefix", help="Prompt Registry name prefix (default critiquelab.<pipeline>)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library logs")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_run(commands)
+    _add_export(commands)
     ui = commands.add_parser("ui", help="start the MLflow UI on the local store")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)
@@ -69,12 +82,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
         args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
         progress=not args.no_progress, model=args.model, api_base=args.api_base,
         api_key_env=args.api_key_env, dataset=args.dataset, limit=args.limit,
-        task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency,
+        task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
     )
     summary = result.summary()
     print(summary.drop(columns=["run_id"]).to_string(index=False))
     print(f"\nMLflow parent run {result.parent_run_id} (experiment {result.experiment_id}); "
           "see it with: critiquelab ui")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from experiments.api import export
+
+    result = export(args.target, formats=args.formats, out=args.out, home=args.home, prefix=args.prefix)
+    for path in result["files"]:
+        print(path)
+    for name, version in result.get("prompts", {}).items():
+        print(f"MLflow prompt {name} version {version}")
     return 0
 
 
@@ -115,7 +139,10 @@ def _cmd_pipelines(args: argparse.Namespace) -> int:
     return 0
 
 
-HANDLERS = {"run": _cmd_run, "ui": _cmd_ui, "models": _cmd_models, "pipelines": _cmd_pipelines}
+HANDLERS = {
+    "run": _cmd_run, "export": _cmd_export, "ui": _cmd_ui, "models": _cmd_models,
+    "pipelines": _cmd_pipelines,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

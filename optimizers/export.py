@@ -100,7 +100,8 @@ def export_program(
     return written
 
 
-def _state_path(path: Path) -> Path:
+def state_path(path: Path) -> Path:
+    """The ``program.json`` of an export directory (or the file itself)."""
     path = Path(path)
     state = path / STATE_FILE if path.is_dir() else path
     if not state.is_file():
@@ -115,7 +116,7 @@ def load_prompts_into(program: dspy.Module, path: Path) -> list[str]:
     take the coder of an optimised critic loop); an export that matches no predictor at all is
     an error, since then nothing would change. Returns the names loaded.
     """
-    state = json.loads(_state_path(path).read_text())
+    state = json.loads(state_path(path).read_text())
     loaded = []
     for name, predictor in program.named_predictors():
         if name in state:
@@ -129,7 +130,7 @@ def load_prompts_into(program: dspy.Module, path: Path) -> list[str]:
 
 def load_program(path: Path) -> tuple[dspy.Module, dict[str, Any]]:
     """Rebuild an exported program: the pipeline from the manifest, then its state."""
-    state = _state_path(path)
+    state = state_path(path)
     manifest_path = state.with_name(MANIFEST_FILE)
     if not manifest_path.is_file():
         raise UserError(f"{state.parent}: no {MANIFEST_FILE}; cannot tell which pipeline it is")
