@@ -147,3 +147,17 @@ def _download_program(home: Path, run_id: str) -> Path:
         return Path(client.download_artifacts(run_id, "program"))
     except Exception as exc:
         raise UserError(f"run {run_id} has no 'program' artifact (not an optimisation run?)") from exc
+
+
+def optimize(
+    spec: str | Path, *, home: Path | None = None, fresh: bool = False, cache: bool = True,
+    log: Any = None,
+) -> Any:
+    """Run (or resume) an optimisation spec; returns an ``OptimizeResult``."""
+    from experiments.optimize import run_optimization
+    from experiments.optimize_spec import load_optimize_spec
+
+    offline_defaults()
+    return run_optimization(
+        load_optimize_spec(Path(spec)), home=home, fresh=fresh, cache=cache, log=log or (lambda _: None)
+    )

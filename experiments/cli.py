@@ -45,6 +45,13 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--prompts", type=Path, help="exported prompts (directory or program.json) to load")
 
 
+def _add_optimize(commands: Any) -> None:
+    optimize = commands.add_parser("optimize", help="optimise a pipeline's prompts (YAML spec)")
+    optimize.add_argument("spec", type=Path, help="e.g. experiments/optimize_critic_loop.yaml")
+    optimize.add_argument("--fresh", action="store_true", help="ignore finished steps")
+    optimize.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
+
+
 def _add_export(commands: Any) -> None:
     export = commands.add_parser("export", help="export an optimised program's prompts")
     export.add_argument("target", help="export directory / program.json, or an MLflow run id")
@@ -65,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_run(commands)
     _add_export(commands)
+    _add_optimize(commands)
     ui = commands.add_parser("ui", help="start the MLflow UI on the local store")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)
@@ -88,6 +96,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(summary.drop(columns=["run_id"]).to_string(index=False))
     print(f"\nMLflow parent run {result.parent_run_id} (experiment {result.experiment_id}); "
           "see it with: critiquelab ui")
+    return 0
+
+
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    from experiments.api import optimize
+
+    result = optimize(args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
+                      log=lambda line: print(line, file=sys.stderr, flush=True))
+    gate = result.steps["gate"]
+    print(f"validation pass@1: baseline {gate['baseline_val']:.3f}, compiled {gate['compiled_val']:.3f}; "
+          f"kept {gate['kept']}")
+    if "test" in result.steps:
+        print(f"test pass@1 ({gate['kept']}): {result.steps['test']['pass_at_1']:.3f}")
+    print(f"MLflow parent run {result.parent_run_id}; export with: critiquelab export "
+          f"{result.steps['compile']['run_id']}")
     return 0
 
 
@@ -140,7 +163,7 @@ def _cmd_pipelines(args: argparse.Namespace) -> int:
 
 
 HANDLERS = {
-    "run": _cmd_run, "export": _cmd_export, "ui": _cmd_ui, "models": _cmd_models,
+    "run": _cmd_run, "export": _cmd_export, "optimize": _cmd_optimize, "ui": _cmd_ui, "models": _cmd_models,
     "pipelines": _cmd_pipelines,
 }
 

@@ -194,14 +194,31 @@ def compile_program(
 
 
 def evaluate(
-    program: dspy.Module, problems: Sequence[Problem], *, lm: dspy.BaseLM, timeout_s: float = 10.0
+    program: dspy.Module, problems: Sequence[Problem], *, lm: dspy.BaseLM, timeout_s: float = 10.0,
+    traces: list[RoleTrace] | None = None,
 ) -> dict[str, bool]:
-    """Hidden-test pass of ``program`` on each problem (sequential; the local LM serves one at a time)."""
+    """Hidden-test pass of ``program`` on each problem (sequential: the local LM serves one
+    request at a time). With ``traces``, the run's role calls are appended to it, labelled —
+    how an optimisation without earlier runs gets pool traces of its own train split."""
+    from optimizers.traces import TaskOutcome, label_thread
+    from pipelines.pool import MessagePool
+    from pipelines.pool_context import using_pool
+
     results: dict[str, bool] = {}
-    with dspy.context(lm=lm, adapter=CodeAdapter()):
+    with dspy.context(lm=lm, adapter=CodeAdapter()), MessagePool() as pool, using_pool(pool):
         for problem in problems:
             prediction = program(
                 prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
             )
-            results[problem.task_id] = score_code(problem, prediction.code, timeout_s)[1].passed
+            passed = score_code(problem, prediction.code, timeout_s)[1].passed
+            results[problem.task_id] = passed
+            if traces is not None:
+                first = prediction.get("first_code")
+                first_passed = (
+                    None if first is None
+                    else passed if first == prediction.code
+                    else score_code(problem, first, timeout_s)[1].passed
+                )
+                history = pool.history(thread_id=prediction.get("thread_id") or None, task_id=problem.task_id)
+                traces.extend(label_thread(history, TaskOutcome(passed, first_passed)))
     return results
