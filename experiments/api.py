@@ -40,6 +40,7 @@ def apply_overrides(
     task_ids: Sequence[str] | None = None,
     seeds: Sequence[int] | None = None,
     concurrency: int | None = None,
+    prompts: str | Path | None = None,
 ) -> dict[str, Any]:
     """Command-line overrides onto raw spec data, before validation (so they are validated too)."""
     data = {**data}
@@ -61,6 +62,8 @@ def apply_overrides(
         data["seeds"] = list(seeds)
     if concurrency is not None:
         data["concurrency"] = concurrency
+    if prompts is not None:
+        data["prompts"] = str(prompts)
     data["model"], data["dataset"] = model_data, dataset_data
     return data
 
@@ -88,3 +91,76 @@ def run(
     offline_defaults()
     experiment = load_experiment(spec, **overrides)
     return run_experiment(experiment, home=home, fresh=fresh, cache=cache, progress=progress)
+
+
+def export(
+    target: str | Path,
+    *,
+    formats: Sequence[str] = ("json", "md", "txt"),
+    out: Path | None = None,
+    home: Path | None = None,
+    prefix: str | None = None,
+) -> dict[str, Any]:
+    """Export an optimised program: ``target`` is an export directory / ``program.json``, or the
+    id of an MLflow run (in ``home``'s store) that logged one as its ``program`` artifact.
+
+    Files go to ``out`` (default: ``<home>/exports/<run id or directory name>``); ``mlflow`` in
+    ``formats`` registers one prompt per role in the Prompt Registry. Returns what was written.
+    """
+    from experiments.paths import data_dir
+    from experiments.tracking import tracking_uri
+    from optimizers.export import export_program, load_program, register_prompts
+
+    offline_defaults()
+    home = home or data_dir()
+    path, run_id = Path(target), ""
+    if not path.exists():
+        run_id, path = str(target), _download_program(home, str(target))
+    program, manifest = load_program(path)
+    name = run_id or path.resolve().name
+    out = out or home / "exports" / name
+    files = [f for f in formats if f != "mlflow"]
+    written = export_program(
+        program, out, pipeline=manifest["pipeline"], params=manifest.get("params", {}),
+        formats=files or ["json"], source=run_id or manifest.get("source", ""),
+    )
+    result: dict[str, Any] = {"files": [str(p) for p in written]}
+    if "mlflow" in formats:
+        result["prompts"] = register_prompts(
+            program, tracking_uri(home), prefix=prefix or f"critiquelab.{manifest['pipeline']}",
+            run_id=run_id or manifest.get("source", ""),
+        )
+    return result
+
+
+def _download_program(home: Path, run_id: str) -> Path:
+    from mlflow.tracking import MlflowClient
+
+    from eval.errors import UserError
+    from experiments.tracking import tracking_uri
+
+    if not (home / "mlflow.db").exists():
+        raise UserError(f"'{run_id}' is neither a path nor a run in {home} (no MLflow store there)")
+    client = MlflowClient(tracking_uri=tracking_uri(home))
+    try:
+        client.get_run(run_id)
+    except Exception as exc:
+        raise UserError(f"'{run_id}' is neither a path nor an MLflow run id in {home}") from exc
+    try:
+        return Path(client.download_artifacts(run_id, "program"))
+    except Exception as exc:
+        raise UserError(f"run {run_id} has no 'program' artifact (not an optimisation run?)") from exc
+
+
+def optimize(
+    spec: str | Path, *, home: Path | None = None, fresh: bool = False, cache: bool = True,
+    log: Any = None,
+) -> Any:
+    """Run (or resume) an optimisation spec; returns an ``OptimizeResult``."""
+    from experiments.optimize import run_optimization
+    from experiments.optimize_spec import load_optimize_spec
+
+    offline_defaults()
+    return run_optimization(
+        load_optimize_spec(Path(spec)), home=home, fresh=fresh, cache=cache, log=log or (lambda _: None)
+    )

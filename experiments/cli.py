@@ -46,6 +46,7 @@ def _add_run(commands: Any) -> None:
         "--compare", action=argparse.BooleanOptionalAction, default=None,
         help="end with `critiquelab compare` on the run (default: when it has 2+ pipelines)",
     )
+    run.add_argument("--prompts", type=Path, help="exported prompts (directory or program.json) to load")
 
 
 def _add_compare(commands: Any) -> None:
@@ -59,6 +60,24 @@ def _add_compare(commands: Any) -> None:
     compare.add_argument("--no-log", action="store_true", help="do not attach the report to MLflow")
 
 
+def _add_optimize(commands: Any) -> None:
+    optimize = commands.add_parser("optimize", help="optimise a pipeline's prompts (YAML spec)")
+    optimize.add_argument("spec", type=Path, help="e.g. experiments/optimize_critic_loop.yaml")
+    optimize.add_argument("--fresh", action="store_true", help="ignore finished steps")
+    optimize.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
+
+
+def _add_export(commands: Any) -> None:
+    export = commands.add_parser("export", help="export an optimised program's prompts")
+    export.add_argument("target", help="export directory / program.json, or an MLflow run id")
+    export.add_argument(
+        "--format", dest="formats", type=_csv, default=["json", "md", "txt"],
+        help="comma-separated: json, md, txt, mlflow (default json,md,txt)",
+    )
+    export.add_argument("--out", type=Path, help="output directory (default <home>/exports/<name>)")
+    export.add_argument("--prefix", help="Prompt Registry name prefix (default critiquelab.<pipeline>)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="critiquelab", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -68,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_run(commands)
     _add_compare(commands)
+    _add_export(commands)
+    _add_optimize(commands)
     ui = commands.add_parser("ui", help="start the MLflow UI on the local store")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)
@@ -85,7 +106,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
         progress=not args.no_progress, model=args.model, api_base=args.api_base,
         api_key_env=args.api_key_env, dataset=args.dataset, limit=args.limit,
-        task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency,
+        task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
     )
     summary = result.summary()
     print(summary.drop(columns=["run_id"]).to_string(index=False))
@@ -110,6 +131,32 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     print(result.markdown)
     logged = f"; logged to MLflow run {result.logged_run_id}" if result.logged_run_id else ""
     print(f"Report: {result.files['html']}{logged}")
+    return 0
+
+
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    from experiments.api import optimize
+
+    result = optimize(args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
+                      log=lambda line: print(line, file=sys.stderr, flush=True))
+    gate = result.steps["gate"]
+    print(f"validation pass@1: baseline {gate['baseline_val']:.3f}, compiled {gate['compiled_val']:.3f}; "
+          f"kept {gate['kept']}")
+    if "test" in result.steps:
+        print(f"test pass@1 ({gate['kept']}): {result.steps['test']['pass_at_1']:.3f}")
+    print(f"MLflow parent run {result.parent_run_id}; export with: critiquelab export "
+          f"{result.steps['compile']['run_id']}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from experiments.api import export
+
+    result = export(args.target, formats=args.formats, out=args.out, home=args.home, prefix=args.prefix)
+    for path in result["files"]:
+        print(path)
+    for name, version in result.get("prompts", {}).items():
+        print(f"MLflow prompt {name} version {version}")
     return 0
 
 
@@ -151,7 +198,8 @@ def _cmd_pipelines(args: argparse.Namespace) -> int:
 
 
 HANDLERS = {
-    "run": _cmd_run, "compare": _cmd_compare, "ui": _cmd_ui, "models": _cmd_models,
+    "run": _cmd_run, "compare": _cmd_compare, "export": _cmd_export, "optimize": _cmd_optimize,
+    "ui": _cmd_ui, "models": _cmd_models,
     "pipelines": _cmd_pipelines,
 }
 

@@ -83,6 +83,25 @@ def _dataset_fingerprint(spec: ExperimentSpec) -> str:
     return str(path.resolve())
 
 
+def _prompts_fingerprint(spec: ExperimentSpec) -> str | None:
+    """Loaded prompts change every result, so their content is part of the checkpoint key."""
+    if not spec.prompts:
+        return None
+    from optimizers.export import state_path
+
+    return hashlib.sha256(state_path(Path(spec.prompts)).read_bytes()).hexdigest()
+
+
+def make_pipeline(spec: ExperimentSpec, name: str, params: dict[str, Any]) -> Any:
+    """A registered pipeline, with the spec's exported prompts loaded into it if it names any."""
+    pipeline = create_pipeline(name, **params)
+    if spec.prompts:
+        from optimizers.export import load_prompts_into
+
+        load_prompts_into(pipeline, Path(spec.prompts))
+    return pipeline
+
+
 def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity) -> str:
     """What determines a problem's result; the subset (limit, task ids) and concurrency do not,
     so a larger run reuses a smaller run's finished problems."""
@@ -93,6 +112,7 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity) -> str:
         "model_identity": identity.cache_identity,
         "pipelines": [p.model_dump() for p in spec.pipelines],
         "execution": spec.execution.model_dump(),
+        "prompts": _prompts_fingerprint(spec),
         "code": code_fingerprint(),
     }
     blob = json.dumps(material, sort_keys=True, default=str)
@@ -180,7 +200,7 @@ def _run_child(
     params = _resolve_params(pipeline_spec, seed, finished)
     if params != pipeline_spec.params:
         tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
-    pipeline = create_pipeline(pipeline_spec.name, **params)
+    pipeline = make_pipeline(spec, pipeline_spec.name, params)
     bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=show_progress)
     for task in problems:
         if task.task_id in done:
@@ -243,7 +263,7 @@ def run_experiment(
                 f"pipeline '{pipeline_spec.display_name}': {BUDGET_FROM} '{source}' must name a "
                 "pipeline listed before it"
             )
-        create_pipeline(pipeline_spec.name, **params, **({"token_budget": 1.0} if source else {}))
+        make_pipeline(spec, pipeline_spec.name, {**params, **({"token_budget": 1.0} if source else {})})
         labels.append(pipeline_spec.display_name)
     identity = resolve_model(spec.model)
     key = checkpoint_key(spec, identity)
@@ -309,4 +329,8 @@ def _open_parent_run(
     })
     config = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
     tracker.log_text(parent_id, config, "config.yaml")
+    if spec.prompts:
+        from optimizers.export import state_path
+
+        tracker.log_text(parent_id, state_path(Path(spec.prompts)).read_text(), "prompts/program.json")
     return state, parent_id

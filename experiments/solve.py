@@ -6,24 +6,11 @@ import time
 
 import dspy
 
-from eval.assembly import AssembledProgram, assemble_program
-from eval.execution import run_program
 from eval.problems import Problem
 from eval.results import ProblemResult
+from eval.scoring import score_code
 from eval.usage import UsageMeter, metering
-from eval.verdict import Status, Verdict
 from signatures.adapter import CodeAdapter
-
-
-def score_code(problem: Problem, code: str, timeout_s: float) -> tuple[AssembledProgram, Verdict]:
-    """Assemble a reply into a program and run the hidden test on it."""
-    program = assemble_program(problem.prompt, code, problem.entry_point)
-    if not program.ok:
-        return program, Verdict(status=Status.FAILED, reason="syntax", detail=program.syntax_error or "")
-    verdict = run_program(
-        program.source, problem.test, problem.entry_point, timeout_s=timeout_s, prompt=problem.prompt
-    )
-    return program, verdict
 
 
 def solve_and_score(

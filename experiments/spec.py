@@ -94,6 +94,11 @@ class ExperimentSpec(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
     pool: PoolSpec = Field(default_factory=PoolSpec)
+    prompts: str | None = Field(
+        default=None,
+        description="An exported program (`critiquelab export` directory or its program.json) whose "
+        "prompts are loaded into each pipeline, role by role, before running.",
+    )
     concurrency: int = Field(
         default=1, ge=1, le=64,
         description="Problems solved at once. The local server answers one request at a time, "

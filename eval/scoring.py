@@ -1,0 +1,24 @@
+"""Score a reply on a problem's hidden test.
+
+Lives in ``eval`` (not ``experiments``) because both the runner and the optimisers score code:
+the optimisers' metrics are "does the hidden test pass", and ``optimizers`` must not import
+``experiments``.
+"""
+
+from __future__ import annotations
+
+from eval.assembly import AssembledProgram, assemble_program
+from eval.execution import run_program
+from eval.problems import Problem
+from eval.verdict import Status, Verdict
+
+
+def score_code(problem: Problem, code: str, timeout_s: float) -> tuple[AssembledProgram, Verdict]:
+    """Assemble a reply into a program and run the hidden test on it."""
+    program = assemble_program(problem.prompt, code, problem.entry_point)
+    if not program.ok:
+        return program, Verdict(status=Status.FAILED, reason="syntax", detail=program.syntax_error or "")
+    verdict = run_program(
+        program.source, problem.test, problem.entry_point, timeout_s=timeout_s, prompt=problem.prompt
+    )
+    return program, verdict

@@ -1,0 +1,238 @@
+"""The optimisation loop behind ``critiquelab optimize SPEC.yaml``.
+
+Steps, each its own MLflow child run under one parent run, each result saved under
+``<home>/optimize/<name>-<key>/steps/`` so a re-run (after a kill, or just again) skips the
+steps already finished:
+
+1. the seeded train/val/test split (logged on the parent as params and ``split.json``).
+2. ``baseline_val``: the unoptimised pipeline on the validation split.
+3. ``compile``: traces (from earlier runs, or by running on the train split) → DSPy compile;
+   the program is exported and logged as the ``program`` artifact (``critiquelab export RUN``).
+4. ``compiled_val``: the compiled program on the validation split.
+5. gate: the compiled program is kept only if its validation score does not drop.
+6. ``test``: the kept program on the held-out test split (never used above; checked).
+
+The parent run carries the progression as step metrics (``val_pass_at_1`` at step 0 for the
+baseline, 1 for the compiled program) and the kept program as its ``program`` artifact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.datasets import load_problems
+from experiments.optimize_spec import OptimizeSpec
+from experiments.paths import data_dir as default_data_dir
+from experiments.provenance import code_fingerprint, git_commit
+from experiments.provision import resolve_model, serve_model
+from experiments.tracking import Tracker, flatten
+
+
+@dataclass
+class OptimizeResult:
+    parent_run_id: str
+    split: dict[str, Any]
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> str:
+        return str(self.steps["gate"]["kept"])
+
+    @property
+    def program_dir(self) -> Path:
+        return Path(self.steps["gate"]["program_dir"])
+
+
+class _Steps:
+    """Finished steps on disk: a step whose file exists is not run again."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        (directory / "steps").mkdir(parents=True, exist_ok=True)
+
+    def _path(self, name: str) -> Path:
+        return self.directory / "steps" / f"{name}.json"
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        path = self._path(name)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def put(self, name: str, value: dict[str, Any]) -> dict[str, Any]:
+        tmp = self._path(name).with_suffix(".tmp")
+        tmp.write_text(json.dumps(value, indent=2, sort_keys=True))
+        tmp.replace(self._path(name))
+        return value
+
+
+def _key(spec: OptimizeSpec) -> str:
+    blob = json.dumps({"spec": spec.model_dump(mode="json"), "code": code_fingerprint()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _mean(scores: dict[str, bool]) -> float:
+    return sum(scores.values()) / len(scores) if scores else float("nan")
+
+
+def run_optimization(
+    spec: OptimizeSpec, *, home: Path | None = None, fresh: bool = False, cache: bool = True,
+    log: Callable[[str], None] = lambda _: None,
+) -> OptimizeResult:
+    """Run (or resume) the optimisation ``spec`` describes; see the module docstring."""
+    from optimizers.compile import CompileConfig, compile_program, evaluate
+    from optimizers.export import export_program, load_program
+    from optimizers.splits import make_split
+    from pipelines.registry import create_pipeline
+
+    home = home or default_data_dir()
+    problems = load_problems(
+        spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
+        cache_dir=home / "datasets",
+    )
+    by_id = {p.task_id: p for p in problems}
+    create_pipeline(spec.pipeline.name, **spec.pipeline.params)  # bad name/params: fail first
+    split = make_split(by_id, spec.split)
+    split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
+    directory = home / "optimize" / f"{spec.name}-{_key(spec)}"
+    if fresh and directory.exists():
+        directory.rename(directory.with_name(f"{directory.name}.old-{int(time.time())}"))
+    steps = _Steps(directory)
+    tracker = Tracker(home, spec.name)
+    parent = _parent_run(tracker, steps, spec, split)
+    result = OptimizeResult(parent, split.as_dict())
+    timeout = spec.execution.timeout_s
+
+    with contextlib.ExitStack() as stack:
+        lms: dict[str, Any] = {}
+
+        def lm(which: str) -> Any:
+            if which not in lms:
+                model = spec.model if which == "task" or spec.teacher is None else spec.teacher
+                lms[which] = stack.enter_context(serve_model(resolve_model(model), model, home, cache=cache))
+            return lms[which]
+
+        def step(name: str, run: Callable[[str], dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+            done = steps.get(name)
+            if done is not None:
+                log(f"{name}: already done (run {done['run_id']})")
+                result.steps[name] = done
+                return done
+            log(f"{name}: running")
+            run_id = tracker.start_run(name, parent_id=parent)
+            tracker.log_params(run_id, params)
+            try:
+                value = {"run_id": run_id, **run(run_id)}
+            except BaseException:
+                tracker.finish(run_id, "KILLED")
+                raise
+            tracker.log_metrics(run_id, {k: v for k, v in value.items() if isinstance(v, float)})
+            tracker.finish(run_id)
+            result.steps[name] = steps.put(name, value)
+            return value
+
+        def scored(ids: tuple[str, ...], program_dir: str | None) -> Callable[[str], dict[str, Any]]:
+            def run(run_id: str) -> dict[str, Any]:
+                program = (
+                    load_program(Path(program_dir))[0] if program_dir
+                    else create_pipeline(spec.pipeline.name, **spec.pipeline.params)
+                )
+                scores = evaluate(program, [by_id[i] for i in ids], lm=lm("task"), timeout_s=timeout)
+                tracker.log_text(run_id, json.dumps(scores, indent=2), "scores.json")
+                return {"pass_at_1": _mean(scores), "scores": scores}
+            return run
+
+        base = step("baseline_val", scored(split.val, None), {"split": "val", "program": "baseline"})
+
+        def compile_step(run_id: str) -> dict[str, Any]:
+            traces: list[Any] = []
+            if spec.optimizer.name == "traces":
+                traces = _traces(spec, home, split.train, by_id, lm, timeout)
+            config = CompileConfig(spec.optimizer.name, dict(spec.optimizer.params), timeout, spec.split.seed)
+            metrics: dict[str, float] = {}
+            compiled = compile_program(
+                create_pipeline(spec.pipeline.name, **spec.pipeline.params), config,
+                train=[by_id[i] for i in split.train], val=[by_id[i] for i in split.val],
+                task_lm=lm("task"), teacher_lm=lm("teacher") if spec.teacher else None,
+                traces=traces, progress=lambda k, v: metrics.__setitem__(k, v),
+            )
+            out = directory / "program"
+            export_program(compiled, out, pipeline=spec.pipeline.name, params=spec.pipeline.params,
+                           source=run_id)
+            tracker.client.log_artifacts(run_id, str(out), "program")
+            demos = sum(len(p.demos) for _, p in compiled.named_predictors())
+            return {"program_dir": str(out), "traces": float(len(traces)), "demos": float(demos), **metrics}
+
+        compiled = step("compile", compile_step, {
+            "optimizer": spec.optimizer.name, **flatten(spec.optimizer.params, "optimizer.params."),
+        })
+        cand = step("compiled_val", scored(split.val, compiled["program_dir"]),
+                    {"split": "val", "program": "compiled"})
+        gate = steps.get("gate")
+        if gate is None:
+            # Keep the compiled program unless validation drops (no val split: nothing to gate on).
+            keep = not split.val or cand["pass_at_1"] >= base["pass_at_1"]
+            gate = {
+                "kept": "compiled" if keep else "baseline",
+                "program_dir": compiled["program_dir"] if keep else "",
+                "baseline_val": base["pass_at_1"], "compiled_val": cand["pass_at_1"],
+            }
+            tracker.log_metrics(parent, {"val_pass_at_1": base["pass_at_1"]}, step=0)
+            tracker.log_metrics(parent, {"val_pass_at_1": cand["pass_at_1"]}, step=1)
+            tracker.set_tags(parent, {"critiquelab.kept": gate["kept"]})
+            if keep:
+                tracker.client.log_artifacts(parent, gate["program_dir"], "program")
+            steps.put("gate", gate)
+        result.steps["gate"] = gate
+        if split.test:
+            split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
+            test = step("test", scored(split.test, gate["program_dir"] or None),
+                        {"split": "test", "program": gate["kept"]})
+            tracker.log_metrics(parent, {"test_pass_at_1": test["pass_at_1"]})
+    tracker.finish(parent)
+    return result
+
+
+def _traces(
+    spec: OptimizeSpec, home: Path, train: tuple[str, ...], by_id: dict[str, Any],
+    lm: Callable[[str], Any], timeout: float,
+) -> list[Any]:
+    """Pool traces of the train split: from the runs the spec names, else from running the
+    (teacher-free) pipeline on the train split now."""
+    from optimizers.compile import evaluate
+    from optimizers.traces import collect_from_home
+    from pipelines.registry import create_pipeline
+
+    if spec.traces.run_ids or spec.traces.experiment:
+        return collect_from_home(
+            home, run_ids=spec.traces.run_ids, experiment=spec.traces.experiment,
+            pipeline=spec.pipeline.name if spec.traces.experiment else None, task_ids=train,
+        )
+    traces: list[Any] = []
+    program = create_pipeline(spec.pipeline.name, **spec.pipeline.params)
+    evaluate(program, [by_id[i] for i in train], lm=lm("task"), timeout_s=timeout, traces=traces)
+    return traces
+
+
+def _parent_run(tracker: Tracker, steps: _Steps, spec: OptimizeSpec, split: Any) -> str:
+    """The parent run of this configuration: reopened on a re-run, created the first time."""
+    parent = (steps.get("parent") or {}).get("run_id")
+    if parent:
+        with contextlib.suppress(Exception):  # deleted, or from another store: start afresh
+            tracker.reopen(parent)
+            return str(parent)
+    parent = tracker.start_run(spec.name, tags={"critiquelab.kind": "optimize"})
+    steps.put("parent", {"run_id": parent})
+    sizes = f"{len(split.train)}/{len(split.val)}/{len(split.test)}"
+    tracker.log_params(parent, {
+        **flatten(spec.model_dump(mode="json"), "config."),
+        "split.fingerprint": split.fingerprint, "split.sizes": sizes,
+    })
+    tracker.set_tags(parent, {"git_commit": git_commit()})
+    tracker.log_text(parent, json.dumps(split.as_dict(), indent=2), "split.json")
+    return parent

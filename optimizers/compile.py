@@ -1,0 +1,224 @@
+"""DSPy compilation of a registered pipeline (a ``dspy.Module``; DSPy finds its predictors).
+
+Optimisers:
+
+* ``traces``: few-shot demos straight from successful pool traces of earlier runs (no LM call):
+  each predictor gets up to ``k`` demos of its role whose output passed / whose verdict was right.
+* ``bootstrap``: ``dspy.BootstrapFewShot`` — runs the (teacher) pipeline on the train split and
+  keeps the role calls of runs whose final code passes the hidden tests.
+* ``mipro``: ``dspy.MIPROv2`` (``auto: light`` by default) with the teacher as prompt model.
+* ``gepa``: ``dspy.GEPA`` with a feedback metric built from the sandbox verdict (failed
+  assertion, exception, timeout) and the teacher as reflection LM.
+
+Every optimiser returns a new program and never mutates its input (it works on a deep copy).
+The metric needs the hidden tests, so it holds the problems in a closure keyed by ``task_id``;
+the examples the optimisers see (and may turn into demos) carry only the prompt, entry point
+and task id. Feedback text for GEPA has hidden-test lines redacted, because GEPA's reflection
+LM writes instructions from it: a test line there would leak into a prompt.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
+
+from eval.problems import Problem
+from eval.scoring import score_code
+from eval.verdict import Verdict
+from optimizers.traces import RoleTrace
+from signatures.adapter import CodeAdapter
+
+OPTIMIZERS = ("traces", "bootstrap", "mipro", "gepa")
+
+
+def problem_examples(problems: Iterable[Problem]) -> list[dspy.Example]:
+    """Pipeline-level examples: what a pipeline's ``forward`` takes, and nothing hidden."""
+    return [
+        dspy.Example(prompt=p.prompt, entry_point=p.entry_point, task_id=p.task_id).with_inputs(
+            "prompt", "entry_point", "task_id"
+        )
+        for p in problems
+    ]
+
+
+def _hidden_lines(problem: Problem, min_len: int = 8) -> list[str]:
+    return sorted(
+        {line.strip() for line in problem.test.splitlines()
+         if len(line.strip()) >= min_len and line.strip() not in problem.prompt},
+        key=len, reverse=True,
+    )
+
+
+def feedback_text(problem: Problem, verdict: Verdict) -> str:
+    """The sandbox verdict as text a reflection LM can learn from, hidden-test lines redacted."""
+    if verdict.passed:
+        return "The final code passes the hidden tests."
+    detail = verdict.detail
+    for line in _hidden_lines(problem):
+        detail = detail.replace(line, "<hidden test>")
+    what = {
+        "assertion": "a hidden test assertion failed",
+        "timeout": "it timed out (infinite loop or too slow)",
+        "syntax": "the code does not compile",
+        "exception": "it raised an exception",
+    }.get(verdict.reason, verdict.reason or str(verdict.status))
+    return f"The final code fails the hidden tests: {what}. {detail}".strip()
+
+
+@dataclass
+class PassMetric:
+    """Hidden-test pass (1.0/0.0) of a prediction's final code; usable by every DSPy optimiser,
+    and as GEPA's feedback metric (then it returns score and feedback)."""
+
+    problems: Mapping[str, Problem]
+    timeout_s: float = 10.0
+    calls: list[tuple[str, bool]] = field(default_factory=list)
+
+    def verdict(self, example: Any, prediction: Any) -> tuple[Problem, Verdict]:
+        problem = self.problems[example.task_id]
+        _, verdict = score_code(problem, getattr(prediction, "code", "") or "", self.timeout_s)
+        self.calls.append((problem.task_id, verdict.passed))
+        return problem, verdict
+
+    def __call__(self, example: Any, prediction: Any, trace: Any = None) -> float:
+        return 1.0 if self.verdict(example, prediction)[1].passed else 0.0
+
+    def with_feedback(
+        self, gold: Any, pred: Any, trace: Any = None, pred_name: str | None = None,
+        pred_trace: Any = None, *args: Any, **kwargs: Any,
+    ) -> dspy.Prediction:
+        problem, verdict = self.verdict(gold, pred)
+        return dspy.Prediction(score=1.0 if verdict.passed else 0.0, feedback=feedback_text(problem, verdict))
+
+
+def role_of_predictor(name: str) -> str:
+    """``critic`` for ``critic``, ``critic.predict`` or ``debaters.0.critic``: the role a
+    predictor plays is its attribute name in the pipeline."""
+    parts = [p for p in name.split(".") if p not in ("predict",) and not p.isdigit()]
+    return parts[-1] if parts else name
+
+
+def demo_from_trace(trace: RoleTrace, signature: type[dspy.Signature]) -> dspy.Example | None:
+    """A demo with exactly the signature's fields, or None if the trace lacks one of them."""
+    values = {**trace.inputs, **trace.outputs}
+    if any(name not in values for name in signature.fields):
+        return None
+    return dspy.Example(**{name: values[name] for name in signature.fields})
+
+
+def attach_trace_demos(
+    program: dspy.Module, traces: Sequence[RoleTrace], *, k: int = 3, seed: int = 0
+) -> dspy.Module:
+    """A copy of ``program`` whose predictors carry up to ``k`` demos each, drawn (seeded) from
+    the successful traces of their role. Predictors without such traces keep their demos."""
+    compiled = program.deepcopy()
+    rng = random.Random(seed)
+    for name, predictor in compiled.named_predictors():
+        role = role_of_predictor(name)
+        demos = [
+            d for d in (demo_from_trace(t, predictor.signature) for t in traces
+                        if t.role == role and t.success)
+            if d is not None
+        ]
+        unique = list({repr(sorted(d.items())): d for d in demos}.values())
+        if unique:
+            predictor.demos = rng.sample(unique, min(k, len(unique)))
+    return compiled
+
+
+@dataclass
+class CompileConfig:
+    """Which optimiser and its parameters, and the LMs: ``task_lm`` runs the pipeline,
+    ``teacher_lm`` bootstraps demos / proposes instructions / reflects (default: the task LM)."""
+
+    optimizer: str = "bootstrap"
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 10.0
+    seed: int = 0
+
+
+def compile_program(
+    program: dspy.Module,
+    config: CompileConfig,
+    *,
+    train: Sequence[Problem],
+    val: Sequence[Problem] = (),
+    task_lm: dspy.BaseLM | None = None,
+    teacher_lm: dspy.BaseLM | None = None,
+    traces: Sequence[RoleTrace] = (),
+    progress: Callable[[str, float], None] | None = None,
+) -> dspy.Module:
+    """Optimise a copy of ``program`` on ``train`` (``val`` for optimisers that select on it)."""
+    if config.optimizer not in OPTIMIZERS:
+        from eval.errors import UserError
+
+        raise UserError(f"unknown optimizer '{config.optimizer}'; one of {', '.join(OPTIMIZERS)}")
+    params = dict(config.params)
+    if config.optimizer == "traces":
+        return attach_trace_demos(program, traces, k=int(params.get("k", 3)), seed=config.seed)
+    student = program.deepcopy()
+    metric = PassMetric({p.task_id: p for p in [*train, *val]}, config.timeout_s)
+    trainset, valset = problem_examples(train), problem_examples(val) or None
+    teacher = teacher_lm or task_lm
+    with dspy.context(lm=task_lm, adapter=CodeAdapter()):
+        if config.optimizer == "bootstrap":
+            optimizer = dspy.BootstrapFewShot(
+                metric=metric, max_bootstrapped_demos=int(params.get("max_bootstrapped_demos", 2)),
+                max_labeled_demos=0,  # problem-level examples are not role demos
+                max_rounds=int(params.get("max_rounds", 1)),
+                teacher_settings={"lm": teacher} if teacher_lm is not None else {},
+            )
+            compiled = optimizer.compile(student, trainset=trainset)
+        elif config.optimizer == "mipro":
+            optimizer = dspy.MIPROv2(
+                metric=metric, prompt_model=teacher, task_model=task_lm,
+                auto=params.get("auto", "light"),
+                max_bootstrapped_demos=int(params.get("max_bootstrapped_demos", 2)), max_labeled_demos=0,
+                num_threads=int(params.get("num_threads", 1)), seed=config.seed,
+            )
+            compiled = optimizer.compile(student, trainset=trainset, valset=valset)
+        else:
+            optimizer = dspy.GEPA(
+                metric=metric.with_feedback, reflection_lm=teacher, auto=params.get("auto"),
+                max_metric_calls=params.get("max_metric_calls", None if params.get("auto") else 50),
+                num_threads=int(params.get("num_threads", 1)), seed=config.seed,
+            )
+            compiled = optimizer.compile(student, trainset=trainset, valset=valset)
+    if progress is not None and metric.calls:
+        progress("train_metric_mean", sum(p for _, p in metric.calls) / len(metric.calls))
+    return compiled
+
+
+def evaluate(
+    program: dspy.Module, problems: Sequence[Problem], *, lm: dspy.BaseLM, timeout_s: float = 10.0,
+    traces: list[RoleTrace] | None = None,
+) -> dict[str, bool]:
+    """Hidden-test pass of ``program`` on each problem (sequential: the local LM serves one
+    request at a time). With ``traces``, the run's role calls are appended to it, labelled —
+    how an optimisation without earlier runs gets pool traces of its own train split."""
+    from optimizers.traces import TaskOutcome, label_thread
+    from pipelines.pool import MessagePool
+    from pipelines.pool_context import using_pool
+
+    results: dict[str, bool] = {}
+    with dspy.context(lm=lm, adapter=CodeAdapter()), MessagePool() as pool, using_pool(pool):
+        for problem in problems:
+            prediction = program(
+                prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
+            )
+            passed = score_code(problem, prediction.code, timeout_s)[1].passed
+            results[problem.task_id] = passed
+            if traces is not None:
+                first = prediction.get("first_code")
+                first_passed = (
+                    None if first is None
+                    else passed if first == prediction.code
+                    else score_code(problem, first, timeout_s)[1].passed
+                )
+                history = pool.history(thread_id=prediction.get("thread_id") or None, task_id=problem.task_id)
+                traces.extend(label_thread(history, TaskOutcome(passed, first_passed)))
+    return results

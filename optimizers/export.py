@@ -1,0 +1,171 @@
+"""Export optimised prompts in forms people read and tools reuse, and import them back.
+
+An export directory holds:
+
+* ``program.json`` — the DSPy state (``program.save``): per predictor its instruction, field
+  descriptions and demos. This is what ``critiquelab run --prompts`` loads back.
+* ``manifest.json`` — the pipeline name and constructor params (a state file alone cannot
+  rebuild its program), the roles, and the run it came from.
+* ``prompts.md`` / ``prompts.txt`` — per role, the exact messages the LM receives, rendered
+  through :class:`~signatures.adapter.CodeAdapter` (the adapter runs use), with ``{name}``
+  placeholders where the inputs go. Rendering through the real adapter is the point: a prompt
+  re-typed by hand from the instruction would not be the prompt that was measured.
+
+Round trip: a program exported and loaded back sends byte-identical LM requests (the test
+checks it against the fake server). Demos are stored as JSON data; a bootstrapped demo whose
+values were pydantic objects (a critic's findings) renders the same either way, which the
+round-trip test covers. Exporting does not modify the program.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from eval.errors import UserError
+from pipelines.registry import create_pipeline
+from signatures.adapter import CodeAdapter
+
+STATE_FILE = "program.json"
+MANIFEST_FILE = "manifest.json"
+FORMATS = ("json", "md", "txt", "mlflow")
+
+
+def render_messages(predictor: Any, adapter: Any | None = None) -> list[dict[str, str]]:
+    """The messages ``predictor`` sends, with ``{input}`` placeholders for its inputs."""
+    adapter = adapter or CodeAdapter()
+    inputs = {name: "{" + name + "}" for name in predictor.signature.input_fields}
+    demos = [dict(d) for d in predictor.demos]
+    return adapter.format(predictor.signature, demos, inputs)
+
+
+def role_prompts(program: dspy.Module) -> dict[str, list[dict[str, str]]]:
+    """``{predictor name: messages}`` for every predictor of ``program``."""
+    return {name: render_messages(p) for name, p in program.named_predictors()}
+
+
+def to_markdown(prompts: Mapping[str, list[dict[str, str]]], title: str) -> str:
+    lines = [f"# {title}", ""]
+    for role, messages in prompts.items():
+        lines += [f"## {role}", ""]
+        for i, message in enumerate(messages, start=1):
+            lines += [f"### {i}. {message['role']}", "", "````text", message["content"], "````", ""]
+    return "\n".join(lines)
+
+
+def to_text(prompts: Mapping[str, list[dict[str, str]]]) -> str:
+    parts = []
+    for role, messages in prompts.items():
+        parts.append(f"===== {role} =====")
+        for message in messages:
+            parts.append(f"----- {message['role']} -----\n{message['content']}")
+    return "\n".join(parts) + "\n"
+
+
+def export_program(
+    program: dspy.Module,
+    out_dir: Path,
+    *,
+    pipeline: str,
+    params: Mapping[str, Any] | None = None,
+    formats: Iterable[str] = ("json", "md", "txt"),
+    source: str = "",
+) -> list[Path]:
+    """Write ``program`` to ``out_dir`` in ``formats`` (``mlflow`` is :func:`register_prompts`)."""
+    formats = set(formats)
+    unknown = formats - set(FORMATS)
+    if unknown:
+        raise UserError(f"unknown export format(s) {sorted(unknown)}; one of {', '.join(FORMATS)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    # The state and manifest are always written: they are what every other format is made from.
+    program.save(str(out_dir / STATE_FILE))
+    manifest = {
+        "pipeline": pipeline, "params": dict(params or {}), "source": source,
+        "roles": [name for name, _ in program.named_predictors()],
+    }
+    (out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    written += [out_dir / STATE_FILE, out_dir / MANIFEST_FILE]
+    prompts = role_prompts(program) if formats & {"md", "txt"} else {}
+    if "md" in formats:
+        (out_dir / "prompts.md").write_text(to_markdown(prompts, f"{pipeline} prompts {source}".strip()))
+        written.append(out_dir / "prompts.md")
+    if "txt" in formats:
+        (out_dir / "prompts.txt").write_text(to_text(prompts))
+        written.append(out_dir / "prompts.txt")
+    return written
+
+
+def state_path(path: Path) -> Path:
+    """The ``program.json`` of an export directory (or the file itself)."""
+    path = Path(path)
+    state = path / STATE_FILE if path.is_dir() else path
+    if not state.is_file():
+        raise UserError(f"{path}: no exported program ({STATE_FILE}) there")
+    return state
+
+
+def load_prompts_into(program: dspy.Module, path: Path) -> list[str]:
+    """Load exported prompts into ``program`` (in place), predictor by predictor.
+
+    Predictors of ``program`` that the export has no state for keep theirs (a baseline can
+    take the coder of an optimised critic loop); an export that matches no predictor at all is
+    an error, since then nothing would change. Returns the names loaded.
+    """
+    state = json.loads(state_path(path).read_text())
+    loaded = []
+    for name, predictor in program.named_predictors():
+        if name in state:
+            predictor.load_state(state[name])
+            loaded.append(name)
+    if not loaded:
+        roles = sorted(k for k in state if k != "metadata")
+        raise UserError(f"{path}: its prompts ({', '.join(roles)}) match no role of this pipeline")
+    return loaded
+
+
+def load_program(path: Path) -> tuple[dspy.Module, dict[str, Any]]:
+    """Rebuild an exported program: the pipeline from the manifest, then its state."""
+    state = state_path(path)
+    manifest_path = state.with_name(MANIFEST_FILE)
+    if not manifest_path.is_file():
+        raise UserError(f"{state.parent}: no {MANIFEST_FILE}; cannot tell which pipeline it is")
+    manifest = json.loads(manifest_path.read_text())
+    program = create_pipeline(manifest["pipeline"], **manifest.get("params", {}))
+    load_prompts_into(program, state)
+    return program, manifest
+
+
+def _mlflow_template(messages: list[dict[str, str]], inputs: Iterable[str]) -> list[dict[str, str]]:
+    """MLflow's variables are ``{{name}}``; turn our ``{name}`` placeholders into them."""
+    out = []
+    for message in messages:
+        content = message["content"]
+        for name in inputs:
+            content = content.replace("{" + name + "}", "{{" + name + "}}")
+        out.append({"role": message["role"], "content": content})
+    return out
+
+
+def register_prompts(
+    program: dspy.Module, tracking_uri: str, *, prefix: str, run_id: str = "", message: str = ""
+) -> dict[str, int]:
+    """One MLflow Prompt Registry prompt per role (``{prefix}.{role}``), a new version per call,
+    tagged with the run it came from. Returns ``{prompt name: version}``."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    versions = {}
+    for name, predictor in program.named_predictors():
+        template = _mlflow_template(render_messages(predictor), predictor.signature.input_fields)
+        prompt_name = f"{prefix}.{name}".replace("/", "_")
+        version = client.register_prompt(
+            name=prompt_name, template=template, commit_message=message or f"export of {run_id or prefix}",
+            tags={"critiquelab.run_id": run_id, "critiquelab.role": name},
+        )
+        versions[prompt_name] = int(version.version)
+    return versions

@@ -1,0 +1,90 @@
+"""A fixed, seeded train/validation/test split of problem ids.
+
+Why fixed and seeded: an optimised program is only evidence of anything when it is scored on
+problems it never saw while being optimised. The split is a pure function of the problem ids
+and the seed (ids are sorted first, so dataset order does not matter), logged with every
+optimisation, and :meth:`Split.check_scoring` refuses to score on train/validation problems
+unless the caller explicitly allows the overlap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from eval.errors import UserError
+
+
+class SplitOverlapError(UserError):
+    """Scoring an optimised program on problems it was trained or validated on."""
+
+
+class SplitSpec(BaseModel):
+    """How to split: fractions (or counts, when ≥ 1) of train and validation; the rest is test."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = Field(default=0, description="Seed of the shuffle; the split is a function of it.")
+    train: float = Field(default=0.5, gt=0, description="Fraction (< 1) or count (≥ 1) for train.")
+    val: float = Field(default=0.25, ge=0, description="Fraction (< 1) or count (≥ 1) for validation.")
+    allow_overlap: bool = Field(
+        default=False, description="Allow scoring on train/validation problems (reported as such)."
+    )
+
+    @model_validator(mode="after")
+    def _fractions_fit(self) -> SplitSpec:
+        if self.train < 1 and self.val < 1 and self.train + self.val > 1:
+            raise ValueError("train + val fractions must not exceed 1")
+        return self
+
+
+@dataclass(frozen=True)
+class Split:
+    """Disjoint train/val/test problem ids."""
+
+    seed: int
+    train: tuple[str, ...]
+    val: tuple[str, ...]
+    test: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"seed": self.seed, "train": list(self.train), "val": list(self.val), "test": list(self.test)}
+
+    @property
+    def fingerprint(self) -> str:
+        """Short hash of the split, for MLflow params and checkpoint keys."""
+        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:12]
+
+    def check_scoring(self, task_ids: Iterable[str], *, allow_overlap: bool = False) -> None:
+        """Raise :class:`SplitOverlapError` if any of ``task_ids`` is a train or validation problem."""
+        seen = set(self.train) | set(self.val)
+        overlap = sorted(set(task_ids) & seen)
+        if overlap and not allow_overlap:
+            shown = ", ".join(overlap[:5]) + (" …" if len(overlap) > 5 else "")
+            raise SplitOverlapError(
+                f"{len(overlap)} problem(s) to score were used to optimise the program ({shown}); "
+                "score on the test split, or set allow_overlap: true"
+            )
+
+
+def _count(amount: float, total: int) -> int:
+    return min(total, int(amount) if amount >= 1 else round(amount * total))
+
+
+def make_split(task_ids: Iterable[str], spec: SplitSpec | None = None) -> Split:
+    """Split ``task_ids`` by ``spec``. Same ids and seed ⇒ same split, whatever their order."""
+    spec = spec or SplitSpec()
+    ids = sorted(set(task_ids))
+    random.Random(spec.seed).shuffle(ids)
+    n_train = _count(spec.train, len(ids))
+    n_val = min(_count(spec.val, len(ids)), len(ids) - n_train)
+    if n_train == 0:
+        raise UserError(f"split: {len(ids)} problems leave no training problem (train={spec.train})")
+    return Split(
+        spec.seed, tuple(ids[:n_train]), tuple(ids[n_train:n_train + n_val]), tuple(ids[n_train + n_val:])
+    )
