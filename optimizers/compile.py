@@ -53,13 +53,19 @@ def _hidden_lines(problem: Problem, min_len: int = 8) -> list[str]:
     )
 
 
+def redact_hidden_tests(problem: Problem, text: str) -> str:
+    """``text`` with every hidden-test line of ``problem`` (not already in its prompt) replaced
+    by ``<hidden test>``: anything an LM writes prompts from must not quote the hidden tests."""
+    for line in _hidden_lines(problem):
+        text = text.replace(line, "<hidden test>")
+    return text
+
+
 def feedback_text(problem: Problem, verdict: Verdict) -> str:
     """The sandbox verdict as text a reflection LM can learn from, hidden-test lines redacted."""
     if verdict.passed:
         return "The final code passes the hidden tests."
-    detail = verdict.detail
-    for line in _hidden_lines(problem):
-        detail = detail.replace(line, "<hidden test>")
+    detail = redact_hidden_tests(problem, verdict.detail)
     what = {
         "assertion": "a hidden test assertion failed",
         "timeout": "it timed out (infinite loop or too slow)",
