@@ -6,17 +6,33 @@ model could not be the backward engine, and a run's settings would not be what w
 This engine sends exactly the configured model, temperature and max tokens to the configured
 base URL, and caches replies on disk keyed by SHA-256 of (endpoint identity, request) so a
 re-run of a refinement step costs no LM calls.
+
+Importing ``textgrad`` creates ``$TEXTGRAD_LOG_DIR`` (default ``./logs/``, i.e. wherever the
+process runs) and logs every prompt there; :func:`import_textgrad` points it at a temporary
+directory first, unless the user chose one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from textgrad.engine import EngineLM
+
+def import_textgrad() -> Any:
+    """``import textgrad``, with its prompt log outside the working directory."""
+    os.environ.setdefault("TEXTGRAD_LOG_DIR", str(Path(tempfile.gettempdir()) / "critiquelab-textgrad-logs"))
+    import textgrad
+
+    return textgrad
+
+
+import_textgrad()
+from textgrad.engine import EngineLM  # noqa: E402  (after the log directory is set)
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful, creative, and smart assistant."
 
@@ -132,4 +148,4 @@ def engine_from_lm(lm: Any, *, cache_dir: Path | None = None, **overrides: Any) 
     return OpenAICompatibleEngine(model, **settings)
 
 
-__all__ = ["OpenAICompatibleEngine", "engine_from_lm"]
+__all__ = ["OpenAICompatibleEngine", "engine_from_lm", "import_textgrad"]
