@@ -1,0 +1,264 @@
+"""TextGrad refinement of one role's instruction, gated on the validation split.
+
+Why: demos (``optimizers.compile``) teach by example, but a role's instruction (its signature's
+docstring) is what every call reads first. TextGrad treats that instruction as a trainable
+text variable: the program runs on each training problem with the current instruction, an
+evaluation LM reads what happened — the role's own outputs, the critic's reviews from the run's
+pool messages, and the hidden-test verdict — and its critique is back-propagated as a textual
+gradient; ``TGD`` rewrites the instruction from it. A rewrite is only worth keeping if it does
+not make the program worse on problems it was not refined on, so the result is gated: the new
+instruction is kept only if validation pass@1 does not drop.
+
+Hidden tests never reach the engine: verdict details are redacted exactly as GEPA's feedback
+is (:func:`optimizers.compile.feedback_text`), the whole feedback text is redacted again, and
+every request the engine receives is checked with :func:`optimizers.traces.assert_no_hidden_tests`
+before it is sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import dspy
+
+from eval.problems import Problem
+
+if TYPE_CHECKING:
+    from textgrad.engine import EngineLM
+
+EVALUATION_INSTRUCTION = (
+    "Below is the instruction given to one role of a multi-agent Python code generator, and "
+    "what happened when the generator ran on one programming problem with it: the role's "
+    "output, the critic's reviews, and the hidden-test result of the final code. Criticise the "
+    "instruction: which general weakness of it could have led to this outcome, and what should "
+    "it say instead? Be concise."
+)
+CONSTRAINTS = [
+    "The instruction must stay general: never mention a specific problem, function name, input or test.",
+    "Keep it a short instruction to the role, in the second person.",
+]
+MAX_FIELD_CHARS = 1500
+
+
+@dataclass
+class RefineResult:
+    """The (possibly) refined program and the evidence for keeping or rejecting it."""
+
+    program: dspy.Module
+    role: str
+    instruction_before: str
+    instruction_after: str  # the candidate TextGrad produced (kept or not)
+    kept: bool
+    val_before: float
+    val_after: float
+    val_scores_after: dict[str, bool] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def role_predictors(program: dspy.Module, role: str) -> list[Any]:
+    """The predictors of ``program`` that play ``role`` (by attribute name, as compile does)."""
+    from optimizers.compile import role_of_predictor
+
+    return [p for name, p in program.named_predictors() if role_of_predictor(name) == role]
+
+
+def instruction_of(program: dspy.Module, role: str) -> str:
+    found = role_predictors(program, role)
+    if not found:
+        from eval.errors import UserError
+
+        roles = sorted({n.split(".")[-1] for n, _ in program.named_predictors()})
+        raise UserError(f"the program has no '{role}' role to refine; roles: {', '.join(roles)}")
+    return str(found[0].signature.instructions)
+
+
+def with_instruction(program: dspy.Module, role: str, text: str) -> dspy.Module:
+    """A deep copy of ``program`` whose ``role`` predictors carry instruction ``text``."""
+    copy = program.deepcopy()
+    for predictor in role_predictors(copy, role):
+        predictor.signature = predictor.signature.with_instructions(text)
+    return copy
+
+
+def _clip(text: str, limit: int = MAX_FIELD_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + " […]"
+
+
+def _review_text(content: str) -> str:
+    try:
+        review = json.loads(content)
+    except (TypeError, ValueError):
+        return _clip(content, 400)
+    lines = [f"{review.get('verdict', '?')}: {review.get('summary', '')}".strip()]
+    for finding in review.get("findings") or []:
+        fix = f" (suggestion: {finding.get('suggestion')})" if finding.get("suggestion") else ""
+        lines.append(f"  - {finding.get('description', '')}{fix}")
+    return "\n".join(lines)
+
+
+@dataclass
+class RunOutcome:
+    """One training run: whether it passed, whether anything went wrong, and what to learn from."""
+
+    task_id: str
+    passed: bool
+    needs_work: bool
+    feedback: str
+
+
+def run_and_explain(
+    program: dspy.Module, problems: Sequence[Problem], role: str, *, lm: dspy.BaseLM, timeout_s: float,
+) -> list[RunOutcome]:
+    """Run ``program`` on each problem and describe what happened from the role's point of view:
+    its outputs, the critic's reviews (pool messages) and the redacted hidden-test verdict."""
+    from eval.scoring import score_code
+    from optimizers.compile import feedback_text, redact_hidden_tests
+    from optimizers.traces import assert_no_hidden_tests, label_thread
+    from pipelines.messages import Intent
+    from pipelines.pool import MessagePool
+    from pipelines.pool_context import using_pool
+    from signatures.adapter import CodeAdapter
+
+    outcomes = []
+    with dspy.context(lm=lm, adapter=CodeAdapter()), MessagePool() as pool, using_pool(pool):
+        for problem in problems:
+            prediction = program(
+                prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
+            )
+            verdict = score_code(problem, prediction.code or "", timeout_s)[1]
+            history = pool.history(thread_id=prediction.get("thread_id") or None, task_id=problem.task_id)
+            calls = [t for t in label_thread(history, None) if t.role == role]
+            reviews = [m for m in history if m.intent == Intent.CRITIQUE]
+            parts = [f"Problem statement:\n{_clip(problem.prompt)}"]
+            for i, call in enumerate(calls, start=1):
+                outputs = "\n".join(f"{k}: {v}" for k, v in call.outputs.items())
+                parts.append(f"Output of the {role} role (call {i} of {len(calls)}):\n{_clip(outputs)}")
+            if not calls:
+                parts.append(f"The {role} role produced no parsed output in this run.")
+            if reviews:
+                rendered = "\n".join(_review_text(m.content) for m in reviews)
+                parts.append(f"Critic reviews, in order:\n{rendered}")
+            parts.append(f"Hidden-test result: {feedback_text(problem, verdict)}")
+            text = redact_hidden_tests(problem, "\n\n".join(parts))
+            assert_no_hidden_tests([{"feedback": text}], [problem])
+            changes = any(m.metadata.get("verdict") not in (None, "approve") for m in reviews)
+            outcomes.append(RunOutcome(problem.task_id, verdict.passed, not verdict.passed or changes, text))
+    return outcomes
+
+
+def guarded_engine(engine: EngineLM, problems: Sequence[Problem]) -> EngineLM:
+    """``engine`` behind a check that no hidden-test line of ``problems`` is in any request."""
+    from optimizers.textgrad_engine import EngineLM
+    from optimizers.traces import assert_no_hidden_tests
+
+    class Guarded(EngineLM):
+        model_string = getattr(engine, "model_string", "guarded")
+
+        def generate(self, prompt: Any, system_prompt: str | None = None, **kwargs: Any) -> str:
+            assert_no_hidden_tests([{"system": system_prompt or "", "prompt": str(prompt)}], problems)
+            return str(engine(prompt, system_prompt=system_prompt, **kwargs))
+
+        def __call__(self, prompt: Any, **kwargs: Any) -> str:
+            return self.generate(prompt, **kwargs)
+
+    return Guarded()
+
+
+def _mean(scores: dict[str, bool]) -> float:
+    return sum(scores.values()) / len(scores) if scores else float("nan")
+
+
+def refine_instruction(
+    program: dspy.Module,
+    role: str,
+    problems_train: Sequence[Problem],
+    problems_val: Sequence[Problem],
+    *,
+    task_lm: dspy.BaseLM,
+    engine: EngineLM,
+    steps: int = 2,
+    timeout_s: float = 10.0,
+    val_before: float | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> RefineResult:
+    """Refine ``role``'s instruction of a copy of ``program`` with TextGrad for ``steps`` steps on
+    ``problems_train``, then gate it on ``problems_val`` (see the module docstring).
+
+    Each step runs the program with the current instruction on the training problems; only runs
+    with something to learn from (final code fails, or the critic asked for changes) become
+    losses, and a step with none stops early. ``val_before``: the program's validation pass@1 if
+    already known (the optimisation loop has it), else it is measured here. An optimiser reply
+    without the new-instruction tags is recorded in ``history`` and the instruction is left as
+    it was — small models often miss the format, and that is no reason to abort.
+    """
+    from optimizers.compile import evaluate
+    from optimizers.textgrad_engine import import_textgrad
+
+    tg = import_textgrad()
+
+    base = program.deepcopy()
+    before = instruction_of(base, role)
+    guarded = guarded_engine(engine, [*problems_train, *problems_val])
+    instruction = tg.Variable(
+        before, requires_grad=True,
+        role_description=f"instruction (system prompt) to the {role} role of a multi-agent code generator",
+    )
+    loss_fn = tg.loss.MultiFieldEvaluation(
+        tg.Variable(EVALUATION_INSTRUCTION, requires_grad=False, role_description="evaluation instruction"),
+        role_descriptions=[
+            instruction.get_role_description(), "what happened in one run with this instruction",
+        ],
+        engine=guarded,
+    )
+    optimizer = tg.TGD(parameters=[instruction], engine=guarded, constraints=CONSTRAINTS)
+    history: list[dict[str, Any]] = []
+    for step in range(steps):
+        outcomes = run_and_explain(with_instruction(base, role, instruction.value), problems_train, role,
+                                   lm=task_lm, timeout_s=timeout_s)
+        record: dict[str, Any] = {
+            "step": step, "train_pass_at_1": _mean({o.task_id: o.passed for o in outcomes}),
+            "losses": sum(o.needs_work for o in outcomes), "updated": False,
+        }
+        history.append(record)
+        learn = [o for o in outcomes if o.needs_work]
+        if not learn:
+            progress(f"refine step {step}: nothing to learn from on the train split; stopping")
+            break
+        losses = [
+            loss_fn([instruction, tg.Variable(o.feedback, requires_grad=False, role_description="run")])
+            for o in learn
+        ]
+        total = losses[0] if len(losses) == 1 else tg.sum(losses)
+        optimizer.zero_grad()
+        total.backward(guarded)
+        previous = instruction.value
+        try:
+            optimizer.step()
+        except IndexError as exc:  # the optimiser LM's reply had no <IMPROVED_VARIABLE> tags
+            instruction.set_value(previous)
+            record["error"] = str(exc)[:500]
+        record["updated"] = instruction.value != previous
+        progress(f"refine step {step}: {record['losses']} losses, updated={record['updated']}")
+
+    after = instruction.value
+    if val_before is None:
+        val_before = _mean(evaluate(base, problems_val, lm=task_lm, timeout_s=timeout_s))
+    if after == before:
+        return RefineResult(base, role, before, after, False, val_before, val_before, history=history)
+    candidate = with_instruction(base, role, after)
+    scores = evaluate(candidate, problems_val, lm=task_lm, timeout_s=timeout_s)
+    val_after = _mean(scores)
+    # Keep unless validation drops (no validation split: nothing to gate on, as in compile).
+    kept = not problems_val or val_after >= val_before
+    return RefineResult(
+        candidate if kept else base, role, before, after, kept, val_before, val_after, scores, history,
+    )
+
+
+__all__ = [
+    "RefineResult", "guarded_engine", "instruction_of", "refine_instruction", "role_predictors",
+    "run_and_explain", "with_instruction",
+]

@@ -1,0 +1,117 @@
+"""TextGrad refinement of a role's instruction: scripted task LM and TextGrad engine (both fake
+OpenAI-compatible servers); the validation gate keeps or rejects the new instruction."""
+
+import json
+
+import pytest
+from conftest import HOPELESS, critic_loop_scripts
+from support.fake_openai import FakeOpenAIServer
+from support.role_responder import role_responder
+
+from optimizers.refine import instruction_of, refine_instruction
+from optimizers.textgrad_engine import OpenAICompatibleEngine
+from optimizers.traces import assert_no_hidden_tests
+from pipelines.registry import create_pipeline
+
+SLOPPY = "Answer as fast as possible, a stub body is fine."
+CAREFUL = "Implement the function completely and handle every edge case the docstring implies."
+
+
+def task_scripts(problems):
+    """The critic loop of conftest, but the coder follows its instruction: under SLOPPY it
+    writes a stub the (scripted) critic approves, so the final code fails. The fixer's attempt at
+    HOPELESS raises an error quoting its hidden test, so the verdict detail (and the code) hold
+    a hidden-test line the feedback must redact."""
+    scripts = critic_loop_scripts(problems)
+    by_prompt = {p.prompt.strip(): p for p in problems}
+
+    def fixer(text):
+        problem = next(p for key, p in by_prompt.items() if key in text)
+        if problem.task_id == HOPELESS:
+            return {"revised_code": problem.prompt + f"    raise ValueError({secret_of(problem)!r})\n"}
+        return scripts["fixer"](text)
+
+    def coder(text):
+        problem = next(p for key, p in by_prompt.items() if key in text)
+        if SLOPPY in text:
+            return {"code": problem.prompt + "    return None\n"}
+        if problem.task_id == HOPELESS:
+            return {"code": problem.prompt + "    return 'first draft'\n"}
+        return {"code": problem.prompt + problem.canonical_solution}
+
+    return {**scripts, "coder": coder, "fixer": fixer}
+
+
+def secret_of(problem):
+    return next(line.strip() for line in problem.test.splitlines() if "assert" in line)
+
+
+def engine_responder(new_instruction):
+    """TGD's update request gets the new instruction in its tags; evaluations and gradients get
+    a critique."""
+
+    def respond(messages):
+        text = "\n".join(str(m.get("content", "")) for m in messages)
+        if "<IMPROVED_VARIABLE>" in text:
+            return f"<IMPROVED_VARIABLE>{new_instruction}</IMPROVED_VARIABLE>"
+        return "The instruction does not insist on handling the failing case; say so explicitly."
+
+    return respond
+
+
+def _split(problems):
+    by_id = {p.task_id: p for p in problems}
+    train = [by_id[HOPELESS], by_id["HumanEval/0"]]
+    val = [by_id["HumanEval/1"], by_id["HumanEval/3"]]
+    return train, val
+
+
+def _refine(problems, make_lm, new_instruction, steps=1):
+    train, val = _split(problems)
+    program = create_pipeline("critic_loop", max_iterations=2)
+    before = instruction_of(program, "coder")
+    with FakeOpenAIServer(role_responder(task_scripts(problems))) as task, \
+            FakeOpenAIServer(engine_responder(new_instruction)) as tg_server:
+        engine = OpenAICompatibleEngine("tg-model", base_url=tg_server.api_base, api_key="k",
+                                        temperature=0.4, max_tokens=256)
+        result = refine_instruction(program, "coder", train, val, task_lm=make_lm(task.api_base),
+                                    engine=engine, steps=steps)
+    assert instruction_of(program, "coder") == before  # the input program is untouched
+    return program, before, result, tg_server.requests
+
+
+def test_refinement_that_lowers_validation_is_rejected(humaneval_problems, make_lm):
+    program, before, result, _ = _refine(humaneval_problems, make_lm, SLOPPY)
+    assert result.instruction_after == SLOPPY and result.history[0]["updated"]
+    assert (result.val_before, result.val_after) == (1.0, 0.0)
+    assert result.kept is False
+    assert instruction_of(result.program, "coder") == before
+    assert result.program is not program
+
+
+def test_refinement_that_keeps_validation_is_kept_and_leaves_other_roles(humaneval_problems, make_lm):
+    program, before, result, requests = _refine(humaneval_problems, make_lm, CAREFUL, steps=2)
+    assert result.kept is True and result.val_after >= result.val_before == 1.0
+    assert instruction_of(result.program, "coder") == CAREFUL != before
+    assert instruction_of(result.program, "critic") == instruction_of(program, "critic")
+    assert [h["step"] for h in result.history] == [0, 1]  # HOPELESS still fails: both steps learn
+    assert result.history[0]["losses"] == 1  # only the run with something to learn from
+    # The engine got the configured settings, the run's critic review and the verdict — and
+    # never a hidden-test line.
+    assert {(r["model"], r["temperature"], r["max_tokens"]) for r in requests} == {("tg-model", 0.4, 256)}
+    sent = [{"body": json.dumps(r["messages"])} for r in requests]
+    assert any("request_changes" in s["body"] and "ValueError: <hidden test>" in s["body"] for s in sent)
+    assert_no_hidden_tests(sent, humaneval_problems)
+
+
+def test_hidden_test_line_in_a_request_is_refused(humaneval_problems, make_lm):
+    from optimizers.refine import guarded_engine
+
+    problem = next(p for p in humaneval_problems if p.task_id == HOPELESS)
+    secret = secret_of(problem)
+    with FakeOpenAIServer(lambda messages: "ok") as fake:
+        guarded = guarded_engine(OpenAICompatibleEngine("m", base_url=fake.api_base), [problem])
+        assert guarded("harmless") == "ok"
+        with pytest.raises(AssertionError, match="hidden test"):
+            guarded(f"look: {secret}")
+        assert fake.completions == 1
