@@ -10,6 +10,8 @@ steps already finished:
    the program is exported and logged as the ``program`` artifact (``critiquelab export RUN``).
 4. ``compiled_val``: the compiled program on the validation split.
 5. gate: the compiled program is kept only if its validation score does not drop.
+5b. ``refine`` (optional, spec ``refine:``): TextGrad refines one role's instruction of the kept
+   program (``optimizers.refine``), kept only if validation does not drop.
 6. ``test``: the kept program on the held-out test split (never used above; checked).
 
 The parent run carries the progression as step metrics (``val_pass_at_1`` at step 0 for the
@@ -43,10 +45,14 @@ class OptimizeResult:
 
     @property
     def kept(self) -> str:
+        if self.steps.get("refine", {}).get("kept"):
+            return "refined"
         return str(self.steps["gate"]["kept"])
 
     @property
     def program_dir(self) -> Path:
+        if self.steps.get("refine", {}).get("kept"):
+            return Path(self.steps["refine"]["program_dir"])
         return Path(self.steps["gate"]["program_dir"])
 
 
@@ -112,8 +118,12 @@ def run_optimization(
         lms: dict[str, Any] = {}
 
         def lm(which: str) -> Any:
+            if which == "refine" and (spec.refine is None or spec.refine.model is None):
+                return lm("teacher" if spec.teacher else "task")  # reuse that LM (and server)
             if which not in lms:
                 model = spec.model if which == "task" or spec.teacher is None else spec.teacher
+                if which == "refine" and spec.refine is not None and spec.refine.model is not None:
+                    model = spec.refine.model
                 lms[which] = stack.enter_context(serve_model(resolve_model(model), model, home, cache=cache))
             return lms[which]
 
@@ -189,13 +199,58 @@ def run_optimization(
                 tracker.client.log_artifacts(parent, gate["program_dir"], "program")
             steps.put("gate", gate)
         result.steps["gate"] = gate
+        kept_dir, kept = gate["program_dir"], gate["kept"]
+        if spec.refine is not None:
+            engine_cache = home / "textgrad_cache" if cache else None
+            refined = step("refine", lambda run_id: _refine(
+                spec, directory, split, by_id, gate, lm, tracker, parent, run_id, log, engine_cache,
+            ), {"role": spec.refine.role, "steps": spec.refine.steps, "program": gate["kept"]})
+            if refined["kept"]:
+                kept_dir, kept = refined["program_dir"], "refined"
         if split.test:
             split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
-            test = step("test", scored(split.test, gate["program_dir"] or None),
-                        {"split": "test", "program": gate["kept"]})
+            test = step("test", scored(split.test, kept_dir or None), {"split": "test", "program": kept})
             tracker.log_metrics(parent, {"test_pass_at_1": test["pass_at_1"]})
     tracker.finish(parent)
     return result
+
+
+def _refine(
+    spec: OptimizeSpec, directory: Path, split: Any, by_id: dict[str, Any], gate: dict[str, Any],
+    lm: Callable[[str], Any], tracker: Tracker, parent: str, run_id: str,
+    log: Callable[[str], None], engine_cache: Path | None,
+) -> dict[str, Any]:
+    """The ``refine`` step: TextGrad on the gate's program; logs the gate and both instructions."""
+    from optimizers.export import export_program, load_program
+    from optimizers.refine import refine_instruction
+    from optimizers.textgrad_engine import engine_from_lm
+    from pipelines.registry import create_pipeline
+
+    assert spec.refine is not None
+    program = (load_program(Path(gate["program_dir"]))[0] if gate["program_dir"]
+               else create_pipeline(spec.pipeline.name, **spec.pipeline.params))
+    engine = engine_from_lm(lm("refine"), cache_dir=engine_cache)
+    refined = refine_instruction(
+        program, spec.refine.role, [by_id[i] for i in split.train], [by_id[i] for i in split.val],
+        task_lm=lm("task"), engine=engine, steps=spec.refine.steps, timeout_s=spec.execution.timeout_s,
+        val_before=gate["compiled_val"] if gate["kept"] == "compiled" else gate["baseline_val"],
+        progress=log,
+    )
+    tracker.log_text(run_id, refined.instruction_before, "instruction_before.txt")
+    tracker.log_text(run_id, refined.instruction_after, "instruction_after.txt")
+    tracker.log_text(run_id, json.dumps(refined.history, indent=2), "history.json")
+    tracker.log_metrics(run_id, {"kept": float(refined.kept)})
+    tracker.log_metrics(parent, {"val_pass_at_1": refined.val_after}, step=2)
+    out = ""
+    if refined.kept:
+        out = str(directory / "program-refined")
+        export_program(refined.program, Path(out), pipeline=spec.pipeline.name, params=spec.pipeline.params,
+                       source=run_id)
+        tracker.client.log_artifacts(run_id, out, "program")
+        tracker.client.log_artifacts(parent, out, "program")
+        tracker.set_tags(parent, {"critiquelab.kept": "refined"})
+    return {"kept": refined.kept, "program_dir": out, "val_before": refined.val_before,
+            "val_after": refined.val_after, "instruction_after": refined.instruction_after}
 
 
 def _traces(

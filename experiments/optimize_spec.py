@@ -39,6 +39,15 @@ class TraceSource(_Strict):
     experiment: str | None = Field(default=None, description="…or every finished child run of it.")
 
 
+class RefineSpec(_Strict):
+    role: str = Field(default="coder", description="The role whose instruction TextGrad refines.")
+    steps: int = Field(default=2, ge=1, description="TextGrad steps over the train split.")
+    model: ModelSpec | None = Field(
+        default=None, description="TextGrad engine (evaluation, gradients, updates); default: the "
+        "teacher, else the task model.",
+    )
+
+
 class OptimizeSpec(_Strict):
     name: str = Field(min_length=1, description="MLflow experiment name of the optimisation.")
     description: str = ""
@@ -55,6 +64,11 @@ class OptimizeSpec(_Strict):
         default_factory=TraceSource,
         description="Where 'traces' finds pool traces; with none, the pipeline runs on the train "
         "split first and its own traces are used.",
+    )
+    refine: RefineSpec | None = Field(
+        default=None,
+        description="After the gate, refine one role's instruction of the kept program with TextGrad "
+        "(kept only if validation does not drop).",
     )
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
 
