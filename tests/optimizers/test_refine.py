@@ -2,6 +2,7 @@
 OpenAI-compatible servers); the validation gate keeps or rejects the new instruction."""
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import HOPELESS, critic_loop_scripts
@@ -115,3 +116,57 @@ def test_hidden_test_line_in_a_request_is_refused(humaneval_problems, make_lm):
         with pytest.raises(AssertionError, match="hidden test"):
             guarded(f"look: {secret}")
         assert fake.completions == 1
+
+
+def test_optimize_loop_runs_refine_as_a_logged_resumable_step(tmp_path, home, humaneval_problems):
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    from experiments.api import optimize
+    from experiments.tracking import tracking_uri
+    from optimizers.export import load_program
+
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as task, \
+            FakeOpenAIServer(engine_responder(CAREFUL)) as tg_server:
+        fake = {"id": "openai/fake", "num_retries": 0}
+        spec = {
+            "name": "refine-test",
+            "pipeline": {"name": "critic_loop", "params": {"max_iterations": 2}},
+            "optimizer": {"name": "traces"},
+            "split": {"seed": 1, "train": 2, "val": 2},
+            "dataset": {"source": "humaneval", "limit": 5},
+            "model": {**fake, "api_base": task.api_base},
+            "refine": {"role": "coder", "steps": 1,
+                       "model": {**fake, "api_base": tg_server.api_base, "temperature": 0.5,
+                                 "max_tokens": 99}},
+        }
+        path = tmp_path / "opt.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        result = optimize(path, home=home)
+        calls = (task.completions, tg_server.completions)
+        again = optimize(path, home=home, cache=False)
+        assert (task.completions, tg_server.completions) == calls  # finished steps are not re-run
+    # Every engine request (the serving preflight aside) carries the configured settings.
+    engine_requests = [r for r in tg_server.requests if "Reply with OK." not in json.dumps(r)]
+    assert engine_requests and all(
+        (r["model"], r["temperature"], r["max_tokens"]) == ("fake", 0.5, 99) for r in engine_requests
+    )
+    refine = result.steps["refine"]
+    assert refine["kept"] is True and result.kept == "refined" and again.steps == result.steps
+    assert refine["val_after"] >= refine["val_before"]
+    program, _ = load_program(result.program_dir)
+    assert instruction_of(program, "coder") == CAREFUL
+    assert set(result.steps["test"]["scores"]) == set(result.split["test"])
+
+    client = MlflowClient(tracking_uri(home))
+    run = client.get_run(refine["run_id"])
+    assert run.info.run_name == "refine" and run.data.metrics["kept"] == 1.0
+    assert {"val_before", "val_after"} <= set(run.data.metrics)
+    artifacts = {a.path for a in client.list_artifacts(refine["run_id"])}
+    assert {"instruction_before.txt", "instruction_after.txt", "program"} <= artifacts
+    after = client.download_artifacts(refine["run_id"], "instruction_after.txt", str(tmp_path))
+    assert Path(after).read_text() == CAREFUL
+    history = client.get_metric_history(result.parent_run_id, "val_pass_at_1")
+    assert sorted(m.step for m in history) == [0, 1, 2]
+    assert client.get_run(result.parent_run_id).data.tags["critiquelab.kept"] == "refined"
+    assert client.get_run(result.steps["test"]["run_id"]).data.params["program"] == "refined"
