@@ -191,8 +191,9 @@ def refine_instruction(
     with something to learn from (final code fails, or the critic asked for changes) become
     losses, and a step with none stops early. ``val_before``: the program's validation pass@1 if
     already known (the optimisation loop has it), else it is measured here. An optimiser reply
-    without the new-instruction tags is recorded in ``history`` and the instruction is left as
-    it was — small models often miss the format, and that is no reason to abort.
+    without the new-instruction tags (or with an empty one) is recorded in ``history`` and the
+    instruction is left as it was — small models often miss the format, and that is no reason
+    to abort.
     """
     from optimizers.compile import evaluate
     from optimizers.textgrad_engine import import_textgrad
@@ -240,6 +241,9 @@ def refine_instruction(
         except IndexError as exc:  # the optimiser LM's reply had no <IMPROVED_VARIABLE> tags
             instruction.set_value(previous)
             record["error"] = str(exc)[:500]
+        if not instruction.value.strip():  # tags with nothing between them: no instruction at all
+            instruction.set_value(previous)
+            record["error"] = "the optimiser proposed an empty instruction"
         record["updated"] = instruction.value != previous
         progress(f"refine step {step}: {record['losses']} losses, updated={record['updated']}")
 

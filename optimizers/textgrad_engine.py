@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +41,7 @@ class OpenAICompatibleEngine(EngineLM):
 
     ``identity`` names the endpoint in the cache key (default ``<model>@<base_url>``); pass a
     stable one when the URL is not (the bundled server's port changes every run). The API key
-    is never part of the key. ``on_request`` sees every (system prompt, prompt) before it is
-    sent — how callers check that nothing secret reaches the engine.
+    is never part of the key.
     """
 
     def __init__(
@@ -58,7 +56,6 @@ class OpenAICompatibleEngine(EngineLM):
         identity: str | None = None,
         timeout_s: float = 600.0,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
-        on_request: Callable[[str, str], None] | None = None,
     ) -> None:
         self.model_string = model
         self.base_url = base_url
@@ -69,7 +66,6 @@ class OpenAICompatibleEngine(EngineLM):
         self.identity = identity or f"{model}@{base_url or 'default'}"
         self.timeout_s = timeout_s
         self.system_prompt = system_prompt
-        self.on_request = on_request
         self.calls = 0  # requests actually sent (cache hits excluded)
         self._client: Any = None
 
@@ -109,8 +105,6 @@ class OpenAICompatibleEngine(EngineLM):
         configured settings are what every request carries."""
         if not isinstance(content, str):
             raise TypeError("OpenAICompatibleEngine takes text prompts only")
-        if self.on_request is not None:
-            self.on_request(system_prompt or self.system_prompt, content)
         body = self.request(content, system_prompt)
         path = self._cache_path(self.cache_key(body))
         if path is not None and path.is_file():

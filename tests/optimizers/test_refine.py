@@ -105,6 +105,22 @@ def test_refinement_that_keeps_validation_is_kept_and_leaves_other_roles(humanev
     assert_no_hidden_tests(sent, humaneval_problems)
 
 
+@pytest.mark.parametrize("reply", ["Sure! Here is a better instruction: be careful.",
+                                   "<IMPROVED_VARIABLE>  </IMPROVED_VARIABLE>"])
+def test_unusable_optimiser_reply_leaves_the_instruction(humaneval_problems, make_lm, reply):
+    train, val = _split(humaneval_problems)
+    program = create_pipeline("critic_loop", max_iterations=2)
+    with FakeOpenAIServer(role_responder(task_scripts(humaneval_problems))) as task, \
+            FakeOpenAIServer(lambda messages: reply) as tg_server:
+        engine = OpenAICompatibleEngine("tg-model", base_url=tg_server.api_base)
+        result = refine_instruction(program, "coder", train, val, task_lm=make_lm(task.api_base),
+                                    engine=engine, steps=1, val_before=0.5)
+        assert task.completions == 6  # the train runs only: an unchanged instruction is not re-validated
+    assert result.history[0]["error"] and not result.history[0]["updated"]
+    assert result.kept is False and result.instruction_after == result.instruction_before
+    assert (result.val_before, result.val_after) == (0.5, 0.5)
+
+
 def test_hidden_test_line_in_a_request_is_refused(humaneval_problems, make_lm):
     from optimizers.refine import guarded_engine
 
