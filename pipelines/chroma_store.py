@@ -1,10 +1,16 @@
 """ChromaDB persistence for the message pool, written off the agents' hot path.
 
-Why a background writer: embedding a message (MiniLM on CPU) and writing it to Chroma costs
-tens of milliseconds, and agents publish between LM calls. ``add`` only appends to a queue; one
-daemon thread batches what has accumulated, embeds it and upserts it. ``flush`` waits for the
-queue to drain, ``close`` flushes and stops the thread, and an ``atexit`` hook (holding only a
-weak reference) flushes whatever a caller forgot to close on a normal interpreter exit.
+Why a background writer: writing to Chroma costs milliseconds and embedding a message (MiniLM
+on CPU) 30–70 ms, and agents publish between LM calls. ``add`` only appends to a queue; one
+daemon thread batches what has accumulated and upserts it. ``flush`` waits for the queue to
+drain, ``close`` flushes and stops the thread, and an ``atexit`` hook (holding only a weak
+reference) flushes whatever a caller forgot to close on a normal interpreter exit.
+
+Persist now, index lazily: a record is first written with a placeholder vector and
+``_indexed: False`` — cheap, and durable at once — and the writer embeds records when it has
+nothing else to write. ``flush``/``close`` wait only for the durable write, so a run never waits
+for embeddings (measured: waiting for them made a cached critic-loop run 2.5× slower); ``search``
+first embeds whatever is still unindexed, including records an earlier process left unindexed.
 
 chromadb and sentence-transformers are imported inside functions: importing this module must
 stay cheap for code that never persists anything.
@@ -30,6 +36,8 @@ from pipelines.pool_store import check_where, from_record, sort_messages, to_rec
 log = logging.getLogger(__name__)
 
 DEFAULT_COLLECTION = "critiquelab_messages"
+INDEXED_KEY = "_indexed"  # Chroma metadata flag: False while the record has a placeholder vector
+INDEX_BATCH = 8
 Embedder = Callable[[list[str]], list[list[float]]]
 
 
@@ -45,6 +53,8 @@ class MiniLMEmbedder:
     on the 2-core dev box under LLM load). ``max_seq_length=128`` roughly halves that, at the
     price of search seeing only the summary and the start of the content.
     """
+
+    dimension = 384  # all-MiniLM-L6-v2's output size: known without loading the model
 
     def __init__(
         self, *, torch_threads: int | None = 1, device: str = "cpu", max_seq_length: int | None = None
@@ -159,6 +169,9 @@ class ChromaPoolStore:
         self._cond = threading.Condition()
         self._unwritten = 0  # queued or being written
         self._failures: list[tuple[int, BaseException]] = []
+        self._to_index: deque[str] = deque()  # written with a placeholder vector, not yet embedded
+        self._index_lock = threading.Lock()
+        self._placeholder: list[float] | None = None
         self._closed = False
         self._stopping = False
         self._writer = threading.Thread(target=self._run, name=f"pool-writer-{collection}", daemon=True)
@@ -188,11 +201,24 @@ class ChromaPoolStore:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._stopping:
+                while not self._queue and not self._stopping and not self._to_index:
                     self._cond.wait()
                 if not self._queue:
-                    return
-                batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._batch_size))]
+                    if self._stopping:
+                        return
+                    index_now = True
+                else:
+                    index_now = False
+                    batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._batch_size))]
+            if index_now:  # idle: embed what was written with a placeholder
+                try:
+                    # Small batches: close() may have to wait for the one in progress.
+                    self._index_some(INDEX_BATCH)
+                except Exception as exc:  # search() catches up later; never kill the writer
+                    log.warning("message pool: embedding deferred: %s", exc)
+                    with self._cond:
+                        self._cond.wait(1.0)
+                continue
             error = self._write_with_retry(batch)
             with self._cond:
                 if error is not None:
@@ -213,10 +239,54 @@ class ChromaPoolStore:
 
     def _write(self, batch: Sequence[Message]) -> None:
         ids, documents, metadatas = zip(*(to_record(m) for m in batch), strict=True)
-        embeddings = self._embed(list(documents))
-        self._collection.upsert(
-            ids=list(ids), documents=list(documents), metadatas=list(metadatas), embeddings=embeddings
+        placeholder = self._placeholder_vector()
+        self._open_collection().upsert(
+            ids=list(ids), documents=list(documents),
+            metadatas=[{**m, INDEXED_KEY: False} for m in metadatas],
+            embeddings=[placeholder] * len(ids),
         )
+        with self._cond:
+            self._to_index.extend(ids)
+            self._cond.notify_all()
+
+    def _placeholder_vector(self) -> list[float]:
+        """A fixed unit vector of the embedder's dimension (cosine space rejects zero vectors)."""
+        if self._placeholder is None:
+            dimension = getattr(self._embed, "dimension", None) or len(self._embed(["dimension probe"])[0])
+            self._placeholder = [1.0] + [0.0] * (dimension - 1)
+        return self._placeholder
+
+    def _index_some(self, limit: int) -> int:
+        """Embed up to ``limit`` records written by this store that are still unindexed."""
+        with self._index_lock:
+            with self._cond:
+                ids = [self._to_index.popleft() for _ in range(min(limit, len(self._to_index)))]
+            if ids:
+                self._index_ids(ids)
+            return len(ids)
+
+    def _index_ids(self, ids: list[str]) -> None:
+        collection = self._open_collection()
+        found = collection.get(ids=ids, include=["documents", "metadatas"])
+        if not found["ids"]:
+            return
+        collection.update(
+            ids=found["ids"],
+            embeddings=self._embed(list(found["documents"])),
+            metadatas=[{**m, INDEXED_KEY: True} for m in found["metadatas"]],
+        )
+
+    def _catch_up_index(self) -> None:
+        """Embed every unindexed record: this store's backlog and earlier processes' leftovers."""
+        while self._index_some(self._batch_size):
+            pass
+        with self._index_lock:
+            collection = self._open_collection()
+            while True:
+                stale = collection.get(where={INDEXED_KEY: False}, limit=self._batch_size, include=[])
+                if not stale["ids"]:
+                    return
+                self._index_ids(list(stale["ids"]))
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -241,8 +311,10 @@ class ChromaPoolStore:
         )
 
     def search(self, text: str, *, where: Mapping[str, Any] | None = None, k: int = 5) -> list[Message]:
-        """The ``k`` most similar messages, best first. Flushes first so nothing published is missed."""
+        """The ``k`` most similar messages, best first. Flushes and embeds whatever is still
+        unindexed first, so nothing published is missed."""
         self.flush()
+        self._catch_up_index()
         if k <= 0:
             return []
         [query] = self._embed([text])

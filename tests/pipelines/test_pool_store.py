@@ -233,3 +233,28 @@ def test_http_client_against_a_local_chroma_server(tmp_path: Path, hash_embedder
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+class _SizedSlowEmbedder(HashEmbedder):
+    dimension = 8  # lets the store write placeholders without calling the (slow) model
+
+
+def test_close_does_not_wait_for_embeddings_and_search_catches_up(tmp_path: Path) -> None:
+    slow = _SizedSlowEmbedder(delay=1.0)
+    topics = ["sorting a list of numbers", "parsing dates from strings", "checking if a number is prime"]
+    start = time.monotonic()
+    with MessagePool(ChromaPoolStore(tmp_path, embedder=slow)) as pool:
+        for i in range(24):
+            pool.publish(make_message(summary=topics[i % 3], content=f"variant {i}"))
+    closing = time.monotonic() - start
+    # Embedding all 24 would take 3 batches × 1 s; close waits at most for the one in progress.
+    assert closing < 2.6
+    fast = _SizedSlowEmbedder()
+    with MessagePool(ChromaPoolStore(tmp_path, embedder=fast)) as reopened:
+        assert len(reopened.history()) == 24  # durable without embeddings
+        # The hash embedder matches exact documents only: the nearest record to a document's own
+        # text is that record, which holds only if the unindexed records were embedded first
+        # (with placeholder vectors every record would tie).
+        for i in (2, 13, 23):
+            [hit] = reopened.search(f"{topics[i % 3]}\n\nvariant {i}", k=1)
+            assert hit.content == f"variant {i}"
