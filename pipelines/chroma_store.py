@@ -7,10 +7,11 @@ drain, ``close`` flushes and stops the thread, and an ``atexit`` hook (holding o
 reference) flushes whatever a caller forgot to close on a normal interpreter exit.
 
 Persist now, index lazily: a record is first written with a placeholder vector and
-``_indexed: False`` — cheap, and durable at once — and the writer embeds records when it has
-nothing else to write. ``flush``/``close`` wait only for the durable write, so a run never waits
-for embeddings (measured: waiting for them made a cached critic-loop run 2.5× slower); ``search``
-first embeds whatever is still unindexed, including records an earlier process left unindexed.
+``_indexed: False`` — cheap, and durable at once — and the writer embeds records once the pool
+has been quiet for a moment (with a real model, during LM calls). ``flush``/``close`` wait only
+for the durable write, so a run never waits for embeddings (measured: waiting for them made a
+cached critic-loop run 2.5× slower); ``search`` first embeds whatever is still unindexed,
+including records an earlier process left unindexed.
 
 chromadb and sentence-transformers are imported inside functions: importing this module must
 stay cheap for code that never persists anything.
@@ -22,6 +23,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 DEFAULT_COLLECTION = "critiquelab_messages"
 INDEXED_KEY = "_indexed"  # Chroma metadata flag: False while the record has a placeholder vector
 INDEX_BATCH = 8
+# Embed only after the pool has been quiet this long: during LM calls, not between agent steps.
+QUIET_S = 0.5
 Embedder = Callable[[list[str]], list[list[float]]]
 
 
@@ -172,6 +176,7 @@ class ChromaPoolStore:
         self._to_index: deque[str] = deque()  # written with a placeholder vector, not yet embedded
         self._index_lock = threading.Lock()
         self._placeholder: list[float] | None = None
+        self._last_add = 0.0
         self._closed = False
         self._stopping = False
         self._writer = threading.Thread(target=self._run, name=f"pool-writer-{collection}", daemon=True)
@@ -194,6 +199,7 @@ class ChromaPoolStore:
                 raise RuntimeError("ChromaPoolStore is closed")
             self._queue.append(message)
             self._unwritten += 1
+            self._last_add = time.monotonic()
             self._cond.notify_all()
 
     # --- writer thread ----------------------------------------------------------------------
@@ -206,6 +212,10 @@ class ChromaPoolStore:
                 if not self._queue:
                     if self._stopping:
                         return
+                    quiet_for = time.monotonic() - self._last_add
+                    if quiet_for < QUIET_S:  # agents are busy publishing: do not compete for CPU
+                        self._cond.wait(QUIET_S - quiet_for)
+                        continue
                     index_now = True
                 else:
                     index_now = False
