@@ -42,6 +42,7 @@ INDEXED_KEY = "_indexed"  # Chroma metadata flag: False while the record has a p
 INDEX_BATCH = 8
 # Embed only after the pool has been quiet this long: during LM calls, not between agent steps.
 QUIET_S = 0.5
+LINGER_S = 0.25
 Embedder = Callable[[list[str]], list[list[float]]]
 
 
@@ -177,6 +178,7 @@ class ChromaPoolStore:
         self._index_lock = threading.Lock()
         self._placeholder: list[float] | None = None
         self._last_add = 0.0
+        self._flushing = 0  # callers waiting in flush(): the writer must not linger
         self._closed = False
         self._stopping = False
         self._writer = threading.Thread(target=self._run, name=f"pool-writer-{collection}", daemon=True)
@@ -218,6 +220,14 @@ class ChromaPoolStore:
                         continue
                     index_now = True
                 else:
+                    # Linger briefly so several messages share one upsert (each has a fixed cost);
+                    # flush() and close() cut the wait short.
+                    deadline = time.monotonic() + LINGER_S
+                    while (
+                        len(self._queue) < self._batch_size and not self._stopping and not self._flushing
+                        and (remaining := deadline - time.monotonic()) > 0
+                    ):
+                        self._cond.wait(remaining)
                     index_now = False
                     batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._batch_size))]
             if index_now:  # idle: embed what was written with a placeholder
@@ -366,7 +376,13 @@ class ChromaPoolStore:
         with self._cond:
             if threading.current_thread() is self._writer:
                 return
-            if not self._cond.wait_for(lambda: self._unwritten == 0, timeout):
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                drained = self._cond.wait_for(lambda: self._unwritten == 0, timeout)
+            finally:
+                self._flushing -= 1
+            if not drained:
                 raise TimeoutError(
                     f"message pool: {self._unwritten} messages still unwritten after {timeout}s"
                 )
