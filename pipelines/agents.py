@@ -3,6 +3,7 @@ the result. Agents never call each other; a pipeline is agents reacting to messa
 
 from __future__ import annotations
 
+import abc
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ class TaskContext:
         )
 
 
-class Agent:
+class Agent(abc.ABC):
     """Base class: subscribe in ``__init__`` and implement :meth:`handle`."""
 
     role = "agent"
@@ -82,8 +83,9 @@ class Agent:
             self.name, intents=list(intents), thread_id=self.ctx.thread_id, to_me_only=to_me_only
         )
 
+    @abc.abstractmethod
     def handle(self, message: Message) -> None:
-        raise NotImplementedError
+        """React to one delivered message (usually: call a role, publish the result)."""
 
     def close(self) -> None:
         self.ctx.pool.unsubscribe(self.name)

@@ -13,11 +13,12 @@ from typing import Any
 import dspy
 
 from eval.behaviour import behaviour_signatures, largest_group
-from pipelines.agents import Agent, TaskContext, run_until_quiet
+from pipelines.agents import Agent, TaskContext
 from pipelines.debate_agents import TOPOLOGIES, DebaterAgent, JudgeAgent
 from pipelines.messages import Intent, Message
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
+from pipelines.threads import converse
 from signatures.coder import Coder
 from signatures.debater import Debater
 from signatures.judge import Judge
@@ -78,13 +79,7 @@ class Debate(dspy.Module):
             for i in range(self.debaters)
         ]
         agents.append(JudgeAgent(ctx, self.judge, count=self.debaters, rounds=self.rounds))
-        try:
-            ctx.assign(None)  # broadcast: every debater starts
-            run_until_quiet(agents)
-        finally:
-            for agent in agents:
-                agent.close()
-        history = ctx.history()
+        history = converse(ctx, agents, None)  # broadcast: every debater starts
         final, by_round, metrics = debate_metrics(prompt, entry_point, history, self.debaters, self.rounds)
         return dspy.Prediction(
             code=final, iterations=self.rounds, parsed=metrics["unparsed_steps"] == 0,

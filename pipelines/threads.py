@@ -43,15 +43,22 @@ def thread_outcome(history: list[Message]) -> dict[str, Any]:
     }
 
 
-def run_thread(ctx: TaskContext, agents: Sequence[Agent]) -> dspy.Prediction:
-    """Assign the task to the first agent, let the agents react until quiet, and return the
-    final code (with the first version and loop metrics) as a Prediction."""
+def converse(ctx: TaskContext, agents: Sequence[Agent], recipient: str | None) -> list[Message]:
+    """Assign the task (``recipient=None`` broadcasts it), let the agents react until nobody has
+    anything pending, unsubscribe them, and return the thread's messages."""
     try:
-        ctx.assign(agents[0].name)
+        ctx.assign(recipient)
         run_until_quiet(agents)
     finally:
         for agent in agents:
             agent.close()
+    return ctx.history()
+
+
+def run_thread(ctx: TaskContext, agents: Sequence[Agent]) -> dspy.Prediction:
+    """Assign the task to the first agent, let the agents react until quiet, and return the
+    final code (with the first version and loop metrics) as a Prediction."""
+    converse(ctx, agents, agents[0].name)
     outcome = thread_outcome(ctx.history())
     return dspy.Prediction(
         code=outcome["final_code"], first_code=outcome["first_code"],

@@ -12,11 +12,12 @@ import dspy
 
 from eval.behaviour import behaviour_signatures, largest_group
 from eval.usage import current_meter
-from pipelines.agents import Agent, TaskContext, run_until_quiet, sampling_config
+from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.messages import Intent, Message
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
 from pipelines.role_call import call_role
+from pipelines.threads import converse
 from signatures.coder import Coder
 
 
@@ -101,14 +102,7 @@ class Vote(dspy.Module):
             ctx, self.coder, k=self.k, temperature=self.temperature,
             token_budget=self.token_budget, max_samples=self.max_samples,
         )
-        agents = [sampler, VoterAgent(ctx)]
-        try:
-            ctx.assign(sampler.name)
-            run_until_quiet(agents)
-        finally:
-            for agent in agents:
-                agent.close()
-        history = ctx.history()
+        history = converse(ctx, [sampler, VoterAgent(ctx)], sampler.name)
         verdict = next(m for m in reversed(history) if m.intent == Intent.VERDICT)
         samples = [m.content for m in history if m.intent == Intent.PROPOSAL]
         return dspy.Prediction(
