@@ -142,8 +142,10 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     gate = result.steps["gate"]
     print(f"validation pass@1: baseline {gate['baseline_val']:.3f}, compiled {gate['compiled_val']:.3f}; "
           f"kept {gate['kept']}")
-    if "test" in result.steps:
-        print(f"test pass@1 ({gate['kept']}): {result.steps['test']['pass_at_1']:.3f}")
+    test = result.steps.get("test")
+    if test:
+        print(f"held-out test pass@1: unoptimised {test['unoptimised_pass_at_1']:.3f}, "
+              f"kept ({result.kept}) {test['pass_at_1']:.3f}\n\n{test['comparison']}")
     print(f"MLflow parent run {result.parent_run_id}; export with: critiquelab export "
           f"{result.steps['compile']['run_id']}")
     return 0

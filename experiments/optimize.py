@@ -12,7 +12,8 @@ steps already finished:
 5. gate: the compiled program is kept only if its validation score does not drop.
 5b. ``refine`` (optional, spec ``refine:``): TextGrad refines one role's instruction of the kept
    program (``optimizers.refine``), kept only if validation does not drop.
-6. ``test``: the kept program on the held-out test split (never used above; checked).
+6. ``test``: the kept program and the unoptimised pipeline side by side on the held-out test
+   split (never used above; checked), as one experiment run with ``compare``'s paired statistics.
 
 The parent run carries the progression as step metrics (``val_pass_at_1`` at step 0 for the
 baseline, 1 for the compiled program) and the kept program as its ``program`` artifact.
@@ -209,8 +210,13 @@ def run_optimization(
                 kept_dir, kept = refined["program_dir"], "refined"
         if split.test:
             split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
-            test = step("test", scored(split.test, kept_dir or None), {"split": "test", "program": kept})
-            tracker.log_metrics(parent, {"test_pass_at_1": test["pass_at_1"]})
+            test = step("test", lambda run_id: _paired_test(
+                spec, split.test, kept_dir, kept, home, cache, tracker, run_id, log,
+            ), {"split": "test", "program": kept})
+            tracker.log_metrics(parent, {
+                "test_pass_at_1": test["pass_at_1"], "test_pass_at_1_unoptimised": test["unoptimised_pass_at_1"],
+            })
+            tracker.log_text(parent, test["comparison"], "test_comparison.md")
     tracker.finish(parent)
     return result
 
@@ -251,6 +257,46 @@ def _refine(
         tracker.set_tags(parent, {"critiquelab.kept": "refined"})
     return {"kept": refined.kept, "program_dir": out, "val_before": refined.val_before,
             "val_after": refined.val_after, "instruction_after": refined.instruction_after}
+
+
+def _paired_test(
+    spec: OptimizeSpec, test_ids: tuple[str, ...], kept_dir: str, kept: str, home: Path, cache: bool,
+    tracker: Tracker, run_id: str, log: Callable[[str], None],
+) -> dict[str, Any]:
+    """The held-out verdict: the unoptimised pipeline and the kept program side by side in one
+    experiment run (same problems, model and seed), then ``compare``'s paired statistics — the
+    same table researchers read for any two pipelines."""
+    from experiments.compare import compare_runs
+    from experiments.runner import run_experiment
+    from experiments.spec import ExperimentSpec, PipelineSpec
+
+    name, params = spec.pipeline.name, dict(spec.pipeline.params)
+    unoptimised = spec.pipeline.display_name
+    pipelines = [PipelineSpec(name=name, label=unoptimised, params=params)]
+    if kept_dir:  # the gate kept an optimised program: pair it with the unoptimised one
+        pipelines.append(PipelineSpec(name=name, label=f"{unoptimised}+{kept}", params=params, prompts=kept_dir))
+    experiment = ExperimentSpec(
+        name=f"{spec.name}-test", description=f"held-out test split of optimisation {spec.name}",
+        dataset=spec.dataset.model_copy(update={"task_ids": list(test_ids)}), model=spec.model,
+        pipelines=pipelines, execution=spec.execution,
+    )
+    log(f"test: {' vs '.join(p.display_name for p in pipelines)} on {len(test_ids)} held-out problems")
+    result = run_experiment(experiment, home=home, cache=cache, progress=False)
+    by_label = {child.pipeline: child for child in result.children}
+    rates = {label: child.metrics["pass_at_1"] for label, child in by_label.items()}
+    comparison = ""
+    if len(pipelines) > 1:
+        comparison = compare_runs(result.parent_run_id, home=home).markdown
+    else:
+        comparison = f"Only the unoptimised pipeline was kept: pass@1 {rates[unoptimised]:.4f}.\n"
+    tracker.log_text(run_id, comparison, "comparison.md")
+    tracker.set_tags(run_id, {"critiquelab.test_run": result.parent_run_id})
+    final = pipelines[-1].display_name
+    scores = {r.task_id: r.passed for r in by_label[final].results}
+    return {
+        "pass_at_1": rates[final], "unoptimised_pass_at_1": rates[unoptimised], "scores": scores,
+        "experiment_run_id": result.parent_run_id, "comparison": comparison,
+    }
 
 
 def _traces(

@@ -83,22 +83,30 @@ def _dataset_fingerprint(spec: ExperimentSpec) -> str:
     return str(path.resolve())
 
 
-def _prompts_fingerprint(spec: ExperimentSpec) -> str | None:
+def prompts_of(spec: ExperimentSpec, pipeline_spec: PipelineSpec) -> str | None:
+    """The exported prompts a pipeline runs with: its own, else the experiment's."""
+    return pipeline_spec.prompts or spec.prompts
+
+
+def _prompts_fingerprint(spec: ExperimentSpec) -> dict[str, str] | None:
     """Loaded prompts change every result, so their content is part of the checkpoint key."""
-    if not spec.prompts:
-        return None
     from optimizers.export import state_path
 
-    return hashlib.sha256(state_path(Path(spec.prompts)).read_bytes()).hexdigest()
+    sources = {p.display_name: prompts_of(spec, p) for p in spec.pipelines}
+    found = {
+        label: hashlib.sha256(state_path(Path(source)).read_bytes()).hexdigest()
+        for label, source in sources.items() if source
+    }
+    return found or None
 
 
-def make_pipeline(spec: ExperimentSpec, name: str, params: dict[str, Any]) -> Any:
-    """A registered pipeline, with the spec's exported prompts loaded into it if it names any."""
+def make_pipeline(name: str, params: dict[str, Any], prompts: str | None = None) -> Any:
+    """A registered pipeline, with exported prompts loaded into it if ``prompts`` names any."""
     pipeline = create_pipeline(name, **params)
-    if spec.prompts:
+    if prompts:
         from optimizers.export import load_prompts_into
 
-        load_prompts_into(pipeline, Path(spec.prompts))
+        load_prompts_into(pipeline, Path(prompts))
     return pipeline
 
 
@@ -200,7 +208,7 @@ def _run_child(
     params = _resolve_params(pipeline_spec, seed, finished)
     if params != pipeline_spec.params:
         tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
-    pipeline = make_pipeline(spec, pipeline_spec.name, params)
+    pipeline = make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec))
     bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=show_progress)
     for task in problems:
         if task.task_id in done:
@@ -263,7 +271,10 @@ def run_experiment(
                 f"pipeline '{pipeline_spec.display_name}': {BUDGET_FROM} '{source}' must name a "
                 "pipeline listed before it"
             )
-        make_pipeline(spec, pipeline_spec.name, {**params, **({"token_budget": 1.0} if source else {})})
+        make_pipeline(
+            pipeline_spec.name, {**params, **({"token_budget": 1.0} if source else {})},
+            prompts_of(spec, pipeline_spec),
+        )
         labels.append(pipeline_spec.display_name)
     identity = resolve_model(spec.model)
     key = checkpoint_key(spec, identity)
@@ -329,8 +340,12 @@ def _open_parent_run(
     })
     config = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
     tracker.log_text(parent_id, config, "config.yaml")
-    if spec.prompts:
-        from optimizers.export import state_path
+    from optimizers.export import state_path
 
+    if spec.prompts:
         tracker.log_text(parent_id, state_path(Path(spec.prompts)).read_text(), "prompts/program.json")
+    for pipeline_spec in spec.pipelines:
+        if pipeline_spec.prompts:
+            tracker.log_text(parent_id, state_path(Path(pipeline_spec.prompts)).read_text(),
+                             f"prompts/{pipeline_spec.display_name}/program.json")
     return state, parent_id

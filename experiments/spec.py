@@ -64,6 +64,11 @@ class PipelineSpec(_Strict):
     params: dict[str, Any] = Field(
         default_factory=dict, description="Keyword arguments of the pipeline's constructor."
     )
+    prompts: str | None = Field(
+        default=None,
+        description="Exported prompts for this pipeline only (overrides the experiment's `prompts`), "
+        "so one experiment can pair a pipeline with and without optimised prompts.",
+    )
 
     @property
     def display_name(self) -> str:

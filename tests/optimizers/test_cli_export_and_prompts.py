@@ -47,3 +47,21 @@ def test_run_with_prompts_sends_the_exported_instruction(tmp_path, home, humanev
     coder_requests = [r for r in with_prompts if "Your answer is" in r]
     assert len(coder_requests) == 2 and all(TUNED in r for r in coder_requests)
     assert plain and not any(TUNED in r for r in plain)
+
+
+def test_prompts_per_pipeline_pair_a_pipeline_with_and_without_them(tmp_path, home, humaneval_problems):
+    _export_tuned(tmp_path / "prog")
+    pipelines = [
+        {"name": "baseline", "label": "plain"},
+        {"name": "baseline", "label": "tuned", "prompts": str(tmp_path / "prog")},
+    ]
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec(fake.api_base, limit=2, pipelines=pipelines,
+                                                 pool={"persist": False})))
+        assert main(["run", str(spec), "--no-progress", "--no-compare"]) == 0
+        requests = [json.dumps(r["messages"]) for r in fake.requests if "messages" in r]
+    requests = [r for r in requests if "Reply with OK." not in r]  # the endpoint pre-flight
+    # The runner finishes one pipeline before the next: plain's two requests, then tuned's.
+    assert len(requests) == 2 * 2
+    assert not any(TUNED in r for r in requests[:2]) and all(TUNED in r for r in requests[2:])

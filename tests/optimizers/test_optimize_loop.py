@@ -41,7 +41,16 @@ def test_optimize_runs_every_step_logs_them_and_resumes(tmp_path, home, humaneva
     assert (len(split["train"]), len(split["val"]), len(split["test"])) == (3, 2, 2)
     assert not set(split["test"]) & (set(split["train"]) | set(split["val"]))
     assert set(result.steps) == {"baseline_val", "compile", "compiled_val", "gate", "test"}
-    assert set(result.steps["test"]["scores"]) == set(split["test"])
+    test = result.steps["test"]
+    assert set(test["scores"]) == set(split["test"])
+    # The held-out test is one experiment run pairing unoptimised and kept program, with compare's table.
+    test_children = {c.label: c for c in _children(home, test["experiment_run_id"])}
+    expected = {"critic_loop", f"critic_loop+{result.kept}"} if result.kept != "baseline" else {"critic_loop"}
+    assert set(test_children) == expected
+    for child in test_children.values():
+        assert {r.task_id for r in child.results} == set(split["test"])
+    if result.kept != "baseline":
+        assert "McNemar" in test["comparison"] and f"critic_loop+{result.kept}" in test["comparison"]
     assert result.steps["compile"]["demos"] > 0
     assert result.kept in ("compiled", "baseline")
     assert again.parent_run_id == result.parent_run_id and again.steps == result.steps
@@ -65,6 +74,28 @@ def test_optimize_runs_every_step_logs_them_and_resumes(tmp_path, home, humaneva
     assert state["coder"]["demos"]
     held_out = [p for p in humaneval_problems if p.task_id in split["test"]]
     assert held_out and not any(json.dumps(p.prompt)[1:-1] in json.dumps(state) for p in held_out)
+
+
+def _children(home, parent_run_id):
+    from dataclasses import dataclass
+
+    import pandas as pd
+
+    @dataclass
+    class Child:
+        label: str
+        results: list
+
+    client = MlflowClient(tracking_uri(home))
+    parent = client.get_run(parent_run_id)
+    runs = client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'"
+    )
+    children = []
+    for run in runs:
+        frame = pd.read_parquet(client.download_artifacts(run.info.run_id, "problems.parquet"))
+        children.append(Child(run.data.params["pipeline.label"], list(frame.itertuples())))
+    return children
 
 
 def test_optimize_spec_errors_are_one_line(tmp_path, home, capsys):
