@@ -164,7 +164,8 @@ def run_optimization(
             traces: list[Any] = []
             if spec.optimizer.name == "traces":
                 traces = _traces(spec, home, split.train, by_id, lm, timeout)
-            config = CompileConfig(spec.optimizer.name, dict(spec.optimizer.params), timeout, spec.split.seed)
+            config = CompileConfig(spec.optimizer.name, dict(spec.optimizer.params), timeout, spec.split.seed,
+                                   log_dir=directory / "optimizer_state")
             metrics: dict[str, float] = {}
             compiled = compile_program(
                 create_pipeline(spec.pipeline.name, **spec.pipeline.params), config,
@@ -205,7 +206,8 @@ def run_optimization(
             engine_cache = home / "textgrad_cache" if cache else None
             refined = step("refine", lambda run_id: _refine(
                 spec, directory, split, by_id, gate, lm, tracker, parent, run_id, log, engine_cache,
-            ), {"role": spec.refine.role, "steps": spec.refine.steps, "program": gate["kept"]})
+            ), {"role": spec.refine.role, "steps": spec.refine.steps, "batch_size": spec.refine.batch_size,
+                "program": gate["kept"]})
             if refined["kept"]:
                 kept_dir, kept = refined["program_dir"], "refined"
         if split.test:
@@ -214,7 +216,8 @@ def run_optimization(
                 spec, split.test, kept_dir, kept, home, cache, tracker, run_id, log,
             ), {"split": "test", "program": kept})
             tracker.log_metrics(parent, {
-                "test_pass_at_1": test["pass_at_1"], "test_pass_at_1_unoptimised": test["unoptimised_pass_at_1"],
+                "test_pass_at_1": test["pass_at_1"],
+                "test_pass_at_1_unoptimised": test["unoptimised_pass_at_1"],
             })
             tracker.log_text(parent, test["comparison"], "test_comparison.md")
     tracker.finish(parent)
@@ -238,7 +241,8 @@ def _refine(
     engine = engine_from_lm(lm("refine"), cache_dir=engine_cache)
     refined = refine_instruction(
         program, spec.refine.role, [by_id[i] for i in split.train], [by_id[i] for i in split.val],
-        task_lm=lm("task"), engine=engine, steps=spec.refine.steps, timeout_s=spec.execution.timeout_s,
+        task_lm=lm("task"), engine=engine, steps=spec.refine.steps, batch_size=spec.refine.batch_size,
+        seed=spec.split.seed, timeout_s=spec.execution.timeout_s,
         val_before=gate["compiled_val"] if gate["kept"] == "compiled" else gate["baseline_val"],
         progress=log,
     )
@@ -274,7 +278,9 @@ def _paired_test(
     unoptimised = spec.pipeline.display_name
     pipelines = [PipelineSpec(name=name, label=unoptimised, params=params)]
     if kept_dir:  # the gate kept an optimised program: pair it with the unoptimised one
-        pipelines.append(PipelineSpec(name=name, label=f"{unoptimised}+{kept}", params=params, prompts=kept_dir))
+        pipelines.append(
+            PipelineSpec(name=name, label=f"{unoptimised}+{kept}", params=params, prompts=kept_dir)
+        )
     experiment = ExperimentSpec(
         name=f"{spec.name}-test", description=f"held-out test split of optimisation {spec.name}",
         dataset=spec.dataset.model_copy(update={"task_ids": list(test_ids)}), model=spec.model,

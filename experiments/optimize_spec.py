@@ -42,6 +42,9 @@ class TraceSource(_Strict):
 class RefineSpec(_Strict):
     role: str = Field(default="coder", description="The role whose instruction TextGrad refines.")
     steps: int = Field(default=2, ge=1, description="TextGrad steps over the train split.")
+    batch_size: int | None = Field(
+        default=4, ge=1, description="Train problems per step (a seeded minibatch); null: all of them.",
+    )
     model: ModelSpec | None = Field(
         default=None, description="TextGrad engine (evaluation, gradients, updates); default: the "
         "teacher, else the task model.",

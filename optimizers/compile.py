@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -145,6 +146,7 @@ class CompileConfig:
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 10.0
     seed: int = 0
+    log_dir: Path | None = None  # GEPA's state, so a killed optimisation resumes where it stopped
 
 
 def compile_program(
@@ -180,23 +182,42 @@ def compile_program(
             )
             compiled = optimizer.compile(student, trainset=trainset)
         elif config.optimizer == "mipro":
-            optimizer = dspy.MIPROv2(
-                metric=metric, prompt_model=teacher, task_model=task_lm,
-                auto=params.get("auto", "light"),
-                max_bootstrapped_demos=int(params.get("max_bootstrapped_demos", 2)), max_labeled_demos=0,
-                num_threads=int(params.get("num_threads", 1)), seed=config.seed,
-            )
-            compiled = optimizer.compile(student, trainset=trainset, valset=valset)
+            compiled = _mipro(student, params, metric, trainset, valset, task_lm, teacher, config.seed)
         else:
             optimizer = dspy.GEPA(
                 metric=metric.with_feedback, reflection_lm=teacher, auto=params.get("auto"),
                 max_metric_calls=params.get("max_metric_calls", None if params.get("auto") else 50),
+                reflection_minibatch_size=int(params.get("reflection_minibatch_size", 3)),
                 num_threads=int(params.get("num_threads", 1)), seed=config.seed,
+                # GEPA saves its state here after every iteration and resumes from it when rerun.
+                log_dir=str(config.log_dir) if config.log_dir else None,
             )
             compiled = optimizer.compile(student, trainset=trainset, valset=valset)
     if progress is not None and metric.calls:
         progress("train_metric_mean", sum(p for _, p in metric.calls) / len(metric.calls))
     return compiled
+
+
+def _mipro(
+    student: dspy.Module, params: dict[str, Any], metric: PassMetric, trainset: list[dspy.Example],
+    valset: list[dspy.Example] | None, task_lm: dspy.BaseLM | None, teacher: dspy.BaseLM | None, seed: int,
+) -> dspy.Module:
+    """MIPROv2 with ``auto`` (light/medium/heavy), or with ``auto: null`` and explicit
+    ``num_candidates``/``num_trials`` — the cheap setting for a local model."""
+    auto = params.get("auto", "light")
+    optimizer = dspy.MIPROv2(
+        metric=metric, prompt_model=teacher, task_model=task_lm, auto=auto,
+        num_candidates=None if auto else int(params.get("num_candidates", 3)),
+        max_bootstrapped_demos=int(params.get("max_bootstrapped_demos", 2)), max_labeled_demos=0,
+        num_threads=int(params.get("num_threads", 1)), seed=seed,
+    )
+    options: dict[str, Any] = {}
+    if not auto:  # DSPy's default minibatch (35) would exceed a small validation split
+        size = len(valset or trainset)
+        minibatch_size = min(int(params.get("minibatch_size", 35)), size)
+        options = {"num_trials": int(params.get("num_trials", 4)), "minibatch": minibatch_size < size,
+                   "minibatch_size": minibatch_size}
+    return optimizer.compile(student, trainset=trainset, valset=valset, **options)
 
 
 def evaluate(

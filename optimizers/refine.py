@@ -18,6 +18,7 @@ before it is sent.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -180,6 +181,8 @@ def refine_instruction(
     task_lm: dspy.BaseLM,
     engine: EngineLM,
     steps: int = 2,
+    batch_size: int | None = None,
+    seed: int = 0,
     timeout_s: float = 10.0,
     val_before: float | None = None,
     progress: Callable[[str], None] = lambda _: None,
@@ -187,7 +190,9 @@ def refine_instruction(
     """Refine ``role``'s instruction of a copy of ``program`` with TextGrad for ``steps`` steps on
     ``problems_train``, then gate it on ``problems_val`` (see the module docstring).
 
-    Each step runs the program with the current instruction on the training problems; only runs
+    Each step runs the program with the current instruction on the training problems (a seeded
+    minibatch of ``batch_size`` of them, as in TextGrad's prompt-optimisation recipe, or all of
+    them when ``batch_size`` is None); only runs
     with something to learn from (final code fails, or the critic asked for changes) become
     losses, and a step with none stops early. ``val_before``: the program's validation pass@1 if
     already known (the optimisation loop has it), else it is measured here. An optimiser reply
@@ -216,11 +221,16 @@ def refine_instruction(
     )
     optimizer = tg.TGD(parameters=[instruction], engine=guarded, constraints=CONSTRAINTS)
     history: list[dict[str, Any]] = []
+    rng = random.Random(seed)
     for step in range(steps):
-        outcomes = run_and_explain(with_instruction(base, role, instruction.value), problems_train, role,
+        batch = list(problems_train)
+        if batch_size is not None and batch_size < len(batch):
+            batch = rng.sample(batch, batch_size)
+        outcomes = run_and_explain(with_instruction(base, role, instruction.value), batch, role,
                                    lm=task_lm, timeout_s=timeout_s)
         record: dict[str, Any] = {
-            "step": step, "train_pass_at_1": _mean({o.task_id: o.passed for o in outcomes}),
+            "step": step, "problems": [p.task_id for p in batch],
+            "train_pass_at_1": _mean({o.task_id: o.passed for o in outcomes}),
             "losses": sum(o.needs_work for o in outcomes), "updated": False,
         }
         history.append(record)

@@ -67,7 +67,7 @@ def _split(problems):
     return train, val
 
 
-def _refine(problems, make_lm, new_instruction, steps=1):
+def _refine(problems, make_lm, new_instruction, steps=1, **options):
     train, val = _split(problems)
     program = create_pipeline("critic_loop", max_iterations=2)
     before = instruction_of(program, "coder")
@@ -76,7 +76,7 @@ def _refine(problems, make_lm, new_instruction, steps=1):
         engine = OpenAICompatibleEngine("tg-model", base_url=tg_server.api_base, api_key="k",
                                         temperature=0.4, max_tokens=256)
         result = refine_instruction(program, "coder", train, val, task_lm=make_lm(task.api_base),
-                                    engine=engine, steps=steps)
+                                    engine=engine, steps=steps, **options)
     assert instruction_of(program, "coder") == before  # the input program is untouched
     return program, before, result, tg_server.requests
 
@@ -103,6 +103,15 @@ def test_refinement_that_keeps_validation_is_kept_and_leaves_other_roles(humanev
     sent = [{"body": json.dumps(r["messages"])} for r in requests]
     assert any("request_changes" in s["body"] and "ValueError: <hidden test>" in s["body"] for s in sent)
     assert_no_hidden_tests(sent, humaneval_problems)
+
+
+def test_each_step_learns_from_a_seeded_minibatch_of_the_train_split(humaneval_problems, make_lm):
+    train_ids = {p.task_id for p in _split(humaneval_problems)[0]}
+    runs = [_refine(humaneval_problems, make_lm, CAREFUL, steps=2, batch_size=1, seed=seed)[2].history
+            for seed in (3, 3)]
+    assert runs[0] == runs[1]  # same seed, same minibatches
+    for record in runs[0]:
+        assert len(record["problems"]) == 1 and set(record["problems"]) <= train_ids
 
 
 @pytest.mark.parametrize("reply", ["Sure! Here is a better instruction: be careful.",

@@ -1,0 +1,97 @@
+"""MIPROv2 and GEPA compile a pipeline through the real DSPy optimisers against a scripted LM.
+
+The scripted coder only writes correct code when its instruction contains ``CAREFUL``, and the
+scripted prompt/reflection model proposes an instruction that does. An optimiser that works
+therefore ends with that instruction; one that ignored its proposals, or mutated its input,
+fails. Every request the proposers receive is checked for hidden-test lines.
+"""
+
+import json
+import re
+
+import pytest
+from support.fake_openai import FakeOpenAIServer, chat_reply
+from support.role_responder import role_responder
+
+from optimizers.compile import CompileConfig, compile_program
+from optimizers.refine import instruction_of
+from optimizers.traces import assert_no_hidden_tests
+from pipelines.registry import create_pipeline
+
+CAREFUL = "Be CAREFUL to read the whole docstring and handle every case it describes."
+
+
+def _problem_in(problems, text):
+    return next(p for p in problems if p.prompt.strip() in text)
+
+
+def _coder(problems):
+    def coder(text):
+        problem = _problem_in(problems, text)
+        body = problem.canonical_solution if CAREFUL in text else "    return 'first draft'\n"
+        return {"code": problem.prompt + body}
+
+    return coder
+
+
+def _proposer(text):
+    """Answers whatever an optimiser's proposer asks — MIPROv2's dataset and program summaries
+    and ``proposed_instruction``, GEPA's ``new_instruction`` — in the format it asks for."""
+    outputs = text.split("Your output fields are:", 1)[1].split("All interactions", 1)[0]
+    fields = re.findall(r"\d+\. `(\w+)`", outputs)
+    answer = {f: CAREFUL if "instruction" in f else "Python functions from docstrings." for f in fields}
+    # GEPA's proposer talks through DSPy's JSONAdapter; MIPROv2's through the context's adapter.
+    return json.dumps(answer) if "Outputs will be a JSON object" in text else answer
+
+
+def _requests_text(server):
+    return [{"body": json.dumps(r.get("messages", ""))} for r in server.requests]
+
+
+def _split(problems):
+    return problems[:3], problems[3:5]
+
+
+def test_mipro_adopts_the_proposed_instruction_that_scores_better(humaneval_problems, make_lm):
+    train, val = _split(humaneval_problems)
+    program = create_pipeline("baseline")
+    before = instruction_of(program, "coder")
+    scripts = {"coder": _coder(humaneval_problems), "unknown": _proposer}
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        config = CompileConfig("mipro", {"auto": None, "num_candidates": 2, "num_trials": 3,
+                                         "max_bootstrapped_demos": 0})
+        compiled = compile_program(program, config, train=train, val=val, task_lm=make_lm(fake.api_base))
+    assert instruction_of(program, "coder") == before  # the input is untouched
+    assert CAREFUL in instruction_of(compiled, "coder")
+    proposals = [r for r in fake.requests if "proposed_instruction" in json.dumps(r.get("messages"))]
+    assert proposals, "MIPROv2 never asked the prompt model for an instruction"
+    assert_no_hidden_tests(_requests_text(fake), humaneval_problems)
+
+
+def test_gepa_reflects_on_sandbox_feedback_and_keeps_the_better_instruction(
+    humaneval_problems, make_lm, tmp_path
+):
+    train, val = _split(humaneval_problems)
+    program = create_pipeline("baseline")
+    before = instruction_of(program, "coder")
+    with FakeOpenAIServer(role_responder({"coder": _coder(humaneval_problems)})) as task, \
+            FakeOpenAIServer(role_responder({"unknown": _proposer})) as reflection:
+        config = CompileConfig("gepa", {"max_metric_calls": 20}, log_dir=tmp_path / "gepa")
+        compiled = compile_program(program, config, train=train, val=val, task_lm=make_lm(task.api_base),
+                                   teacher_lm=make_lm(reflection.api_base))
+    assert instruction_of(program, "coder") == before
+    assert instruction_of(compiled, "coder") == CAREFUL
+    sent = _requests_text(reflection)
+    assert sent and any("hidden test assertion failed" in s["body"] for s in sent)
+    assert_no_hidden_tests(sent, humaneval_problems)
+    assert any((tmp_path / "gepa").iterdir())  # state to resume from
+
+
+@pytest.mark.parametrize("params", [{"auto": "extreme"}])
+def test_bad_mipro_settings_fail_before_any_lm_call(humaneval_problems, make_lm, params):
+    train, val = _split(humaneval_problems)
+    with FakeOpenAIServer(lambda messages: chat_reply(code="x")) as fake:
+        with pytest.raises(ValueError, match="auto"):
+            compile_program(create_pipeline("baseline"), CompileConfig("mipro", params), train=train, val=val,
+                            task_lm=make_lm(fake.api_base))
+        assert fake.completions == 0
