@@ -4,7 +4,6 @@ the result. Agents never call each other; a pipeline is agents reacting to messa
 from __future__ import annotations
 
 import abc
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +24,15 @@ class TaskContext:
     task_id: str
     prompt: str
     entry_point: str
-    thread_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    thread_id: str = ""  # default: a fresh id minted by the pool
     run_id: str = field(default_factory=current_run_id)
     # Every message of this thread passes through publish(), so the thread's history is kept
     # here too: reading it back from a persisted pool would cost a store query per step.
     _log: list[Message] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.thread_id:
+            self.thread_id = self.pool.new_thread_id()
 
     def agent_name(self, role: str) -> str:
         # Agent names are unique per thread, so concurrent tasks never share a queue.

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -103,11 +104,21 @@ class MessagePool:
         self._log: list[Message] = []  # this session's messages, in publish order
         self._subscriptions: dict[str, list[Subscription]] = {}
         self._inboxes: dict[str, _Inbox] = {}
+        self._new_threads: set[str] = set()  # minted by new_thread_id(): no earlier session has them
         self._closed = False
 
     @property
     def store(self) -> PoolStore | None:
         return self._store
+
+    def new_thread_id(self) -> str:
+        """A fresh thread id. Reads filtered to such a thread are answered from memory: a
+        thread minted in this session cannot have messages from an earlier one, so the store
+        is not asked (a store read costs milliseconds; the runner reads every thread back)."""
+        thread_id = uuid.uuid4().hex
+        with self._lock:
+            self._new_threads.add(thread_id)
+        return thread_id
 
     # --- publishing ---------------------------------------------------------------------------
 
@@ -249,7 +260,8 @@ class MessagePool:
         filters = check_where(where)
         with self._lock:
             found = {m.id: m for m in self._log if matches(m, filters, since, until)}
-        if self._store is not None:
+            session_only = filters.get("thread_id") in self._new_threads
+        if self._store is not None and not session_only:
             for message in self._store.get(filters, since=since, until=until):
                 found.setdefault(message.id, message)  # this session's copy wins
         ordered = sort_messages(found.values())

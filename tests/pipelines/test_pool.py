@@ -243,12 +243,13 @@ class ListStore:
 
     def __init__(self, earlier: list[Message]):
         self.records = [to_record(m) for m in earlier]
-        self.flushed = self.closed = 0
+        self.flushed = self.closed = self.reads = 0
 
     def add(self, message: Message) -> None:
         self.records.append(to_record(message))
 
     def get(self, where: Any = None, *, since: float | None = None, until: float | None = None) -> list:
+        self.reads += 1
         messages = [from_record(*r) for r in self.records]
         return sort_messages(m for m in messages if matches(m, where or {}, since, until))
 
@@ -274,6 +275,21 @@ def test_reads_merge_earlier_sessions_from_the_store_without_duplicates() -> Non
     pool.close()
     pool.close()
     assert store.closed == 1 and store.flushed == 0
+
+
+def test_a_thread_minted_by_the_pool_is_read_from_memory_other_threads_from_the_store() -> None:
+    earlier_pool = MessagePool()
+    old = earlier_pool.publish(make_message(thread_id="resumed", summary="old"))
+    store = ListStore([old])
+    pool = MessagePool(store)
+    fresh = pool.new_thread_id()
+    assert fresh != pool.new_thread_id()
+    pool.publish(make_message(thread_id=fresh, summary="new"))
+    pool.publish(make_message(thread_id="resumed", summary="continued"))
+    assert [m.summary for m in pool.history(thread_id=fresh)] == ["new"]
+    assert store.reads == 0  # no earlier session can have written to a thread minted now
+    assert [m.summary for m in pool.history(thread_id="resumed")] == ["old", "continued"]
+    assert store.reads == 1
 
 
 def test_record_round_trip_keeps_every_field() -> None:

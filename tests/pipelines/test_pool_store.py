@@ -193,6 +193,27 @@ def test_pending_messages_are_written_on_a_normal_exit_without_close(tmp_path: P
     store.close()
 
 
+def test_unusable_directory_is_a_user_error_at_once(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(UserError, match="cannot create the message store directory"):
+        ChromaPoolStore(blocker / "chroma")
+
+
+def test_a_store_that_cannot_open_fails_flush_and_reads_instead_of_losing_silently(tmp_path: Path) -> None:
+    (tmp_path / "chroma.sqlite3").write_bytes(b"this is not a sqlite database" * 100)
+    store = ChromaPoolStore(tmp_path, embedder=HashEmbedder())  # the client opens in the background
+    store.add(make_message())
+    with pytest.raises(Exception) as raised:
+        store.flush(timeout=30)
+    assert not isinstance(raised.value, TimeoutError)
+    with pytest.raises(type(raised.value)):
+        store.get()
+    with pytest.raises(type(raised.value)):
+        store.close()
+    store.close()  # idempotent
+
+
 def test_bad_server_url_and_ambiguous_arguments_are_user_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not both"):
         ChromaPoolStore(tmp_path, url="http://localhost:1")
