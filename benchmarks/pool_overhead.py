@@ -13,6 +13,7 @@ one problem through ``pool`` — e.g. ``lambda pool, t: bind_pool(pool, pipeline
 
     python benchmarks/pool_overhead.py --tasks 10 --lm-latency 0.2
     python benchmarks/pool_overhead.py --critic-loop 10   # the real pipeline, same cached LM
+    python benchmarks/pool_overhead.py --critic-loop 40 --lm-cache HOME/lm_cache --problem-lm-s 17
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -187,13 +189,15 @@ def report(off: RunStats, on: RunStats, *, tasks: int, problem_lm_s: float) -> d
     return {"ratio": ratio, "per_message_s": per_message, "per_problem_s": per_problem, "cpu_s": extra_cpu}
 
 
-def critic_loop_on_vs_off(problems: int) -> None:
+def critic_loop_on_vs_off(
+    problems: int, lm_cache: Path | None = None, problem_lm_s: float = 12.0, repeats: int = 5
+) -> None:
     """The real critic loop (execution feedback on) through the runner, pool persistence off vs
     on, both replaying one LM cache filled beforehand by the bundled model: with the LM time
     gone, what is left is harness plus persistence, the hardest case for the target. Wall times
-    include closing the pool, i.e. waiting until every message is embedded and stored."""
-    import shutil
-
+    include closing the pool, i.e. waiting until every message is stored. ``lm_cache``: an LM
+    cache directory (``<home>/lm_cache``) that already holds these problems' calls, instead of
+    the warm-up; then the real run's time is taken as ``problem_lm_s`` per problem."""
     from experiments.api import offline_defaults, run
 
     offline_defaults()
@@ -204,19 +208,28 @@ def critic_loop_on_vs_off(problems: int) -> None:
     }
     with tempfile.TemporaryDirectory(prefix="pool-bench-") as tmp:
         warm = Path(tmp) / "warm"
-        start = time.perf_counter()
-        first = run({**spec, "pool": {"persist": False}}, home=warm, progress=False)
-        lm_s = sum(r.latency_s for r in first.children[0].results)
-        print(f"warm-up with the real model: {time.perf_counter() - start:.1f} s "
-              f"({lm_s / problems:.1f} s per problem)")
+        if lm_cache is not None:
+            _copy_cache(lm_cache, warm / "lm_cache")
+            lm_s = problem_lm_s * problems
+        else:
+            start = time.perf_counter()
+            first = run({**spec, "pool": {"persist": False}}, home=warm, progress=False)
+            lm_s = sum(r.latency_s for r in first.children[0].results)
+            print(f"warm-up with the real model: {time.perf_counter() - start:.1f} s "
+                  f"({lm_s / problems:.1f} s per problem)")
         import chromadb  # noqa: F401  (a one-off import per process, like loading any library)
 
+        # The first run in a process pays one-off warm-up (lazy imports, caches) whatever the
+        # setting: run it once, persistence off, and discard it. Chroma's own start-up is still
+        # counted: it happens in every persistence-on run (the store's child process).
+        _copy_cache(warm / "lm_cache", Path(tmp) / "warmup" / "lm_cache")
+        run({**spec, "pool": {"persist": False}}, home=Path(tmp) / "warmup", progress=False)
         # Alternate on/off (order effects are large on a shared machine) and compare medians.
         walls: dict[bool, list[float]] = {True: [], False: []}
-        for repeat in range(3):
+        for repeat in range(repeats):
             for persist in (True, False) if repeat % 2 == 0 else (False, True):
                 home = Path(tmp) / f"run{repeat}-{'on' if persist else 'off'}"
-                shutil.copytree(warm / "lm_cache", home / "lm_cache")
+                _copy_cache(warm / "lm_cache", home / "lm_cache")
                 start = time.perf_counter()
                 result = run({**spec, "pool": {"persist": persist}}, home=home, progress=False)
                 walls[persist].append(time.perf_counter() - start)
@@ -224,10 +237,19 @@ def critic_loop_on_vs_off(problems: int) -> None:
                 assert metrics["cached_lm_calls"] == metrics["lm_calls"]
                 print(f"persistence {'on ' if persist else 'off'}: {walls[persist][-1]:.2f} s")
     on, off = statistics.median(walls[True]), statistics.median(walls[False])
-    print(f"cached critic loop, {problems} problems, medians of 3: on/off = {on / off:.3f} "
+    print(f"cached critic loop, {problems} problems, medians of {repeats}: on/off = {on / off:.3f} "
           f"({(on / off - 1):+.1%}); "
           f"extra per problem {1000 * (on - off) / problems:.0f} ms = "
           f"{(on - off) / lm_s:.2%} of the real run's time")
+
+
+def _copy_cache(source: Path, target: Path) -> None:
+    """Copy an LM cache (a diskcache directory) consistently, even while another run writes it."""
+    import sqlite3
+
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("cache.db*"))
+    with sqlite3.connect(source / "cache.db") as src, sqlite3.connect(target / "cache.db") as dst:
+        src.backup(dst)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,9 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="Chroma directory (default: a temp dir)")
     parser.add_argument("--critic-loop", type=int, default=0, metavar="N",
                         help="measure the real critic loop on N problems instead (bundled model)")
+    parser.add_argument("--repeats", type=int, default=5, help="with --critic-loop: on/off pairs")
+    parser.add_argument("--lm-cache", type=Path, default=None,
+                        help="with --critic-loop: an LM cache holding the calls (skips the warm-up)")
     args = parser.parse_args(argv)
     if args.critic_loop:
-        critic_loop_on_vs_off(args.critic_loop)
+        critic_loop_on_vs_off(args.critic_loop, args.lm_cache, args.problem_lm_s, args.repeats)
         return 0
 
     from pipelines.chroma_store import ChromaPoolStore, MiniLMEmbedder

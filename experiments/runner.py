@@ -307,11 +307,11 @@ def _open_pool(spec: ExperimentSpec, home: Path) -> MessagePool:
     """The experiment's message pool; closing it flushes every message to the store."""
     if not spec.pool.persist:
         return MessagePool()
-    from pipelines.chroma_store import ChromaPoolStore
+    from pipelines.chroma_process import ChromaProcessStore  # Chroma in a child: off the agents' CPU
 
     if spec.pool.chroma_url:
-        return MessagePool(ChromaPoolStore(url=spec.pool.chroma_url))
-    return MessagePool(ChromaPoolStore(home / "chroma"))
+        return MessagePool(ChromaProcessStore(url=spec.pool.chroma_url))
+    return MessagePool(ChromaProcessStore(home / "chroma"))
 
 
 def _open_parent_run(

@@ -7,11 +7,11 @@ drain, ``close`` flushes and stops the thread, and an ``atexit`` hook (holding o
 reference) flushes whatever a caller forgot to close on a normal interpreter exit.
 
 Persist now, index lazily: a record is first written with a placeholder vector and
-``_indexed: False`` — cheap, and durable at once — and the writer embeds records once the pool
-has been quiet for a moment (with a real model, during LM calls). ``flush``/``close`` wait only
-for the durable write, so a run never waits for embeddings (measured: waiting for them made a
-cached critic-loop run 2.5× slower); ``search`` first embeds whatever is still unindexed,
-including records an earlier process left unindexed.
+``_indexed: False`` — cheap, and durable at once — and an indexer thread embeds records once
+the pool has been quiet for a moment (with a real model, during LM calls). ``flush``/``close``
+wait only for the durable write, never for a model load or an embedding (measured: waiting for
+them made a cached critic-loop run 2.5× slower); ``search`` first embeds whatever is still
+unindexed, including records an earlier process left unindexed.
 
 chromadb and sentence-transformers are imported inside functions: importing this module must
 stay cheap for code that never persists anything.
@@ -192,13 +192,18 @@ class ChromaPoolStore:
         self._unwritten = 0  # queued or being written
         self._failures: list[tuple[int, BaseException]] = []
         self._to_index: deque[str] = deque()  # written with a placeholder vector, not yet embedded
-        self._index_lock = threading.Lock()
+        self._index_lock = threading.Lock()  # one indexing pass at a time (indexer or search)
+        self._chroma_lock = threading.Lock()  # held by the indexer around its Chroma calls
+        self._index_closed = False
         self._placeholder: list[float] | None = None
         self._last_add = 0.0
         self._flushing = 0  # callers waiting in flush(): the writer must not linger
         self._closed = False
         self._stopping = False
         self._writer = threading.Thread(target=self._run, name=f"pool-writer-{collection}", daemon=True)
+        self._indexer = threading.Thread(
+            target=self._index_in_quiet_moments, name=f"pool-indexer-{collection}", daemon=True
+        )
         self._writer.start()
         ref = weakref.ref(self)
 
@@ -240,6 +245,7 @@ class ChromaPoolStore:
             self._ready.set()
 
     def _run(self) -> None:
+        """The writer thread: opens the client if that is still to do, then writes batches."""
         if not self._ready.is_set():
             try:
                 self._open(self._directory, None)
@@ -248,44 +254,54 @@ class ChromaPoolStore:
                 with self._cond:
                     self._cond.notify_all()
                 return
+        self._indexer.start()
         while True:
             with self._cond:
-                while not self._queue and not self._stopping and not self._to_index:
+                while not self._queue and not self._stopping:
                     self._cond.wait()
                 if not self._queue:
-                    if self._stopping:
-                        return
-                    quiet_for = time.monotonic() - self._last_add
-                    if quiet_for < QUIET_S:  # agents are busy publishing: do not compete for CPU
-                        self._cond.wait(QUIET_S - quiet_for)
-                        continue
-                    index_now = True
-                else:
-                    # Linger briefly so several messages share one upsert (each has a fixed cost);
-                    # flush() and close() cut the wait short.
-                    deadline = time.monotonic() + LINGER_S
-                    while (
-                        len(self._queue) < self._batch_size and not self._stopping and not self._flushing
-                        and (remaining := deadline - time.monotonic()) > 0
-                    ):
-                        self._cond.wait(remaining)
-                    index_now = False
-                    batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._batch_size))]
-            if index_now:  # idle: embed what was written with a placeholder
-                try:
-                    # Small batches: close() may have to wait for the one in progress.
-                    self._index_some(INDEX_BATCH)
-                except Exception as exc:  # search() catches up later; never kill the writer
-                    log.warning("message pool: embedding deferred: %s", exc)
-                    with self._cond:
-                        self._cond.wait(1.0)
-                continue
+                    return  # stopping, and everything is written
+                # Linger briefly so several messages share one upsert (each has a fixed cost);
+                # flush() and close() cut the wait short.
+                deadline = time.monotonic() + LINGER_S
+                while (
+                    len(self._queue) < self._batch_size and not self._stopping and not self._flushing
+                    and (remaining := deadline - time.monotonic()) > 0
+                ):
+                    self._cond.wait(remaining)
+                batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._batch_size))]
             error = self._write_with_retry(batch)
             with self._cond:
                 if error is not None:
                     self._failures.append((len(batch), error))
                 self._unwritten -= len(batch)
                 self._cond.notify_all()
+
+    def _index_in_quiet_moments(self) -> None:
+        """The indexer thread: embeds written records once the pool has been quiet for a moment.
+
+        It is never joined: ``close`` only waits for a Chroma call in flight (under
+        ``_chroma_lock``), not for a model load or an embedding, and records left unindexed
+        are caught up by the next ``search``."""
+        while True:
+            with self._cond:
+                while not self._to_index and not self._index_closed:
+                    self._cond.wait()
+                if self._index_closed:
+                    return
+                quiet_for = time.monotonic() - self._last_add
+                if quiet_for < QUIET_S:  # agents are busy publishing: do not compete for CPU
+                    self._cond.wait(QUIET_S - quiet_for)
+                    continue
+            try:
+                # Small batches: a search catching up waits for the one in progress.
+                self._index_some(INDEX_BATCH)
+            except Exception as exc:  # search() catches up later; never kill the indexer
+                if self._index_closed:
+                    return
+                log.warning("message pool: embedding deferred: %s", exc)
+                with self._cond:
+                    self._cond.wait(1.0)
 
     def _write_with_retry(self, batch: list[Message]) -> BaseException | None:
         error: BaseException | None = None
@@ -328,14 +344,20 @@ class ChromaPoolStore:
 
     def _index_ids(self, ids: list[str]) -> None:
         collection = self._open_collection()
-        found = collection.get(ids=ids, include=["documents", "metadatas"])
+        with self._chroma_lock:
+            if self._index_closed:
+                return
+            found = collection.get(ids=ids, include=["documents", "metadatas"])
         if not found["ids"]:
             return
-        collection.update(
-            ids=found["ids"],
-            embeddings=self._embed(list(found["documents"])),
-            metadatas=[{**m, INDEXED_KEY: True} for m in found["metadatas"]],
-        )
+        vectors = self._embed(list(found["documents"]))  # slow, and outside the lock: close never waits
+        with self._chroma_lock:
+            if self._index_closed:
+                return  # closing: they stay unindexed until a search catches up
+            collection.update(
+                ids=found["ids"], embeddings=vectors,
+                metadatas=[{**m, INDEXED_KEY: True} for m in found["metadatas"]],
+            )
 
     def _catch_up_index(self) -> None:
         """Embed every unindexed record: this store's backlog and earlier processes' leftovers."""
@@ -453,6 +475,9 @@ class ChromaPoolStore:
                 self._stopping = True
                 self._cond.notify_all()
             self._writer.join()
+            with self._chroma_lock, self._cond:  # waits for an indexer call in flight, not for embedding
+                self._index_closed = True
+                self._cond.notify_all()
             self._collection = None
             self._client = None
 

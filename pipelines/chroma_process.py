@@ -1,0 +1,253 @@
+"""The Chroma message store in a child process, so persistence costs the experiment nothing.
+
+Why a process and not only a thread: :class:`~pipelines.chroma_store.ChromaPoolStore` already
+writes from a background thread, but importing chromadb (~0.4 s), opening its client (~0.3 s),
+upserting and embedding are mostly Python and hold the GIL, so in a thread they slow the agents
+down (measured: a cached critic-loop run 10–20 % slower). Here a ``ChromaPoolStore`` runs in a
+child process; the parent only puts messages on a queue, which a feeder thread pickles into
+the child's stdin. Requests (flush, reads, search, close) travel the same way, so a reply is
+always given after every earlier ``add`` has reached the store.
+
+Lifecycle: ``close`` (or the ``atexit`` hook on a normal exit) flushes and stops the child. If
+the parent dies without exiting normally the child sees EOF on its stdin and flushes what it
+has received before it exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from eval.errors import UserError
+from pipelines.chroma_store import DEFAULT_COLLECTION, Embedder
+from pipelines.messages import Message
+
+log = logging.getLogger(__name__)
+_STOP = object()  # tells the feeder thread to close the child's stdin
+
+
+def child_main() -> None:
+    """The child's loop (run as ``python -c``): apply requests from stdin in order and answer,
+    on the original stdout, those that expect an answer. EOF on stdin means the parent is gone:
+    flush what arrived and exit."""
+    # Lowest CPU priority: importing chromadb and torch and embedding use only cores the
+    # experiment (agents, sandboxes, a local LLM) leaves idle. When the parent waits for a
+    # flush, the experiment is idle and the writes get the CPU.
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(19)
+    requests = sys.stdin.buffer
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything a library prints must not corrupt the reply stream
+    options = pickle.load(requests)
+    store: Any = None
+    failure: BaseException | None = None
+    try:
+        from pipelines.chroma_store import ChromaPoolStore
+
+        store = ChromaPoolStore(**options)
+    except BaseException as exc:  # every later request answers with it
+        failure = exc
+    while True:
+        try:
+            op, args = pickle.load(requests)
+        except EOFError:
+            op, args = "close", ()
+        if op == "add":
+            if store is not None:
+                store.add(args[0])
+            continue
+        try:
+            if failure is not None:
+                raise failure
+            reply: tuple[str, Any] = ("ok", _apply(store, op, args))
+        except BaseException as exc:
+            reply = ("error", _picklable(exc))
+        with contextlib.suppress(BrokenPipeError):
+            pickle.dump(reply, replies)
+            replies.flush()
+        if op == "close":
+            return
+
+
+def _apply(store: Any, op: str, args: tuple[Any, ...]) -> Any:
+    if op == "ready":
+        return None
+    if op == "pending":
+        return store.pending
+    if op == "get":
+        where, since, until = args
+        return store.get(where, since=since, until=until)
+    if op == "search":
+        text, where, k = args
+        return store.search(text, where=where, k=k)
+    if op in ("count", "flush", "close"):
+        return getattr(store, op)(*args)
+    raise ValueError(f"unknown message store request {op!r}")
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives the trip to the parent, else a RuntimeError that names it (a reply
+    that fails to pickle would be dropped by the queue and leave the parent waiting)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+class ChromaProcessStore:
+    """A :class:`~pipelines.pool_store.PoolStore` whose ``ChromaPoolStore`` lives in a child
+    process. Same arguments and behaviour as ``ChromaPoolStore``; ``add`` never waits for the
+    child, even while it is still starting."""
+
+    searchable = True
+
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        url: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        embedder: Embedder | None = None,
+        batch_size: int = 64,
+    ):
+        if path is not None and url is not None:
+            raise UserError("ChromaPoolStore: give a directory or a server URL, not both")
+        if path is None and url is None:
+            raise ValueError("ChromaProcessStore needs a directory (path) or a Chroma server (url)")
+        if path is not None:  # fail now, in the caller's terms, rather than later in the child
+            directory = Path(path)
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UserError(f"cannot create the message store directory {directory}: {exc}") from exc
+        options = {"path": str(path) if path is not None else None, "url": url, "collection": collection,
+                   "embedder": embedder, "batch_size": batch_size}
+        # A plain subprocess, not multiprocessing: spawn would re-run the caller's main script
+        # (breaking scripts without a __main__ guard) and fork would copy other threads' locks.
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", "from pipelines.chroma_process import child_main; child_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)},
+        )
+        self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # one request/reply exchange at a time
+        self._closed = False
+        self._feeder = threading.Thread(target=self._feed, name=f"pool-feeder-{collection}", daemon=True)
+        self._feeder.start()
+        self._outbox.put(options)
+        ref = weakref.ref(self)
+
+        def close_at_exit() -> None:
+            store = ref()
+            if store is not None:
+                with contextlib.suppress(Exception):
+                    store.close()
+
+        self._atexit_hook = close_at_exit
+        atexit.register(close_at_exit)
+        if url is not None:
+            self._call("ready")  # an unreachable server is a start-up error, as in-process
+
+    def _feed(self) -> None:
+        """Pickle queued items to the child: ``add`` only enqueues, so it never waits on the pipe."""
+        pipe = self._process.stdin
+        assert pipe is not None
+        while True:
+            item = self._outbox.get()
+            if item is _STOP:
+                break
+            try:
+                pickle.dump(item, pipe)
+                pipe.flush()
+            except (BrokenPipeError, OSError):
+                break  # the child is gone; _call reports it
+        with contextlib.suppress(OSError):
+            pipe.close()  # EOF: the child closes its store and exits
+
+    def _call(self, op: str, *args: Any) -> Any:
+        with self._lock:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"the message store process has exited (code {self._process.returncode})")
+            self._outbox.put((op, args))
+            try:
+                status, value = pickle.load(self._process.stdout)  # type: ignore[arg-type]
+            except EOFError:
+                raise RuntimeError("the message store process died; see its error output above") from None
+        if status == "error":
+            raise value
+        return value
+
+    @property
+    def pid(self) -> int:
+        """The child process's id."""
+        return self._process.pid
+
+    # --- PoolStore ----------------------------------------------------------------------------
+
+    def add(self, message: Message) -> None:
+        if self._closed:
+            raise RuntimeError("ChromaPoolStore is closed")
+        self._outbox.put(("add", (message,)))
+
+    def get(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[Message]:
+        return self._call("get", dict(where) if where else None, since, until)
+
+    def search(self, text: str, *, where: Mapping[str, Any] | None = None, k: int = 5) -> list[Message]:
+        return self._call("search", text, dict(where) if where else None, k)
+
+    def count(self) -> int:
+        return int(self._call("count"))
+
+    @property
+    def pending(self) -> int:
+        """Messages added but not yet persisted."""
+        return int(self._call("pending"))
+
+    def flush(self, timeout: float | None = None) -> None:
+        self._call("flush", timeout)
+
+    def close(self) -> None:
+        """Flush, stop the child and wait for it; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self._atexit_hook)
+        try:
+            self._call("close")
+        finally:
+            self._outbox.put(_STOP)
+            self._feeder.join(timeout=30)
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                log.error("message pool: the store process did not stop; killing it")
+                self._process.kill()
+            if self._process.stdout is not None:
+                self._process.stdout.close()
+
+    def __enter__(self) -> ChromaProcessStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["ChromaProcessStore"]
