@@ -272,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         critic_loop_on_vs_off(args.critic_loop, args.lm_cache, args.problem_lm_s, args.repeats)
         return 0
 
-    from pipelines.chroma_store import ChromaPoolStore, MiniLMEmbedder
+    from pipelines.chroma_store import ChromaPoolStore
+    from pipelines.embedder import MiniLMEmbedder
 
     def workload(pool: MessagePool, task_id: str) -> None:
         simulated_critic_loop(pool, task_id, lm_latency=args.lm_latency, rounds=args.rounds)

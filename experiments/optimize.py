@@ -290,7 +290,6 @@ def _paired_test(
     result = run_experiment(experiment, home=home, cache=cache, progress=False)
     by_label = {child.pipeline: child for child in result.children}
     rates = {label: child.metrics["pass_at_1"] for label, child in by_label.items()}
-    comparison = ""
     if len(pipelines) > 1:
         comparison = compare_runs(result.parent_run_id, home=home).markdown
     else:

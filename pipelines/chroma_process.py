@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import UserError
-from pipelines.chroma_store import DEFAULT_COLLECTION, Embedder
+from pipelines.chroma_store import DEFAULT_COLLECTION
+from pipelines.embedder import Embedder
 from pipelines.messages import Message
 
 log = logging.getLogger(__name__)
