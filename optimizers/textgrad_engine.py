@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -27,6 +28,9 @@ def import_textgrad() -> Any:
     os.environ.setdefault("TEXTGRAD_LOG_DIR", str(Path(tempfile.gettempdir()) / "critiquelab-textgrad-logs"))
     import textgrad
 
+    # TextGrad logs every prompt at INFO to its own file; propagated, each would also reach the
+    # terminal through the CLI's root handler.
+    logging.getLogger("textgrad").propagate = False
     return textgrad
 
 
