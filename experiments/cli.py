@@ -145,7 +145,8 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     test = result.steps.get("test")
     if test:
         print(f"held-out test pass@1: unoptimised {test['unoptimised_pass_at_1']:.3f}, "
-              f"kept ({result.kept}) {test['pass_at_1']:.3f}\n\n{test['comparison']}")
+              f"kept ({result.kept}) {test['pass_at_1']:.3f}; every candidate, paired:\n\n"
+              f"{test['comparison']}")
     print(f"MLflow parent run {result.parent_run_id}; export with: critiquelab export "
           f"{result.steps['compile']['run_id']}")
     return 0

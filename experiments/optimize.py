@@ -201,7 +201,10 @@ def run_optimization(
                 tracker.client.log_artifacts(parent, gate["program_dir"], "program")
             steps.put("gate", gate)
         result.steps["gate"] = gate
-        kept_dir, kept = gate["program_dir"], gate["kept"]
+        kept = gate["kept"]
+        # Every optimised candidate goes to the held-out test, kept or not: the choice was made
+        # on validation, and the test shows whether it held.
+        candidates = {"compiled": compiled["program_dir"]}
         if spec.refine is not None:
             engine_cache = home / "textgrad_cache" if cache else None
             refined = step("refine", lambda run_id: _refine(
@@ -209,11 +212,13 @@ def run_optimization(
             ), {"role": spec.refine.role, "steps": spec.refine.steps, "batch_size": spec.refine.batch_size,
                 "program": gate["kept"]})
             if refined["kept"]:
-                kept_dir, kept = refined["program_dir"], "refined"
+                kept = "refined"
+            if refined.get("candidate_dir"):
+                candidates["refined"] = refined["candidate_dir"]
         if split.test:
             split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
             test = step("test", lambda run_id: _paired_test(
-                spec, split.test, kept_dir, kept, home, cache, tracker, run_id, log,
+                spec, split.test, candidates, kept, home, cache, tracker, run_id, log,
             ), {"split": "test", "program": kept})
             tracker.log_metrics(parent, {
                 "test_pass_at_1": test["pass_at_1"],
@@ -251,36 +256,38 @@ def _refine(
     tracker.log_text(run_id, json.dumps(refined.history, indent=2), "history.json")
     tracker.log_metrics(run_id, {"kept": float(refined.kept)})
     tracker.log_metrics(parent, {"val_pass_at_1": refined.val_after}, step=2)
-    out = ""
+    candidate = ""
+    if refined.instruction_after != refined.instruction_before:  # a candidate exists, kept or not
+        candidate = str(directory / "program-refined")
+        export_program(refined.candidate, Path(candidate), pipeline=spec.pipeline.name,
+                       params=spec.pipeline.params, source=run_id)
+        tracker.client.log_artifacts(run_id, candidate, "program")
     if refined.kept:
-        out = str(directory / "program-refined")
-        export_program(refined.program, Path(out), pipeline=spec.pipeline.name, params=spec.pipeline.params,
-                       source=run_id)
-        tracker.client.log_artifacts(run_id, out, "program")
-        tracker.client.log_artifacts(parent, out, "program")
+        tracker.client.log_artifacts(parent, candidate, "program")
         tracker.set_tags(parent, {"critiquelab.kept": "refined"})
-    return {"kept": refined.kept, "program_dir": out, "val_before": refined.val_before,
-            "val_after": refined.val_after, "instruction_after": refined.instruction_after}
+    return {"kept": refined.kept, "program_dir": candidate if refined.kept else "",
+            "candidate_dir": candidate, "val_before": refined.val_before, "val_after": refined.val_after,
+            "instruction_after": refined.instruction_after}
 
 
 def _paired_test(
-    spec: OptimizeSpec, test_ids: tuple[str, ...], kept_dir: str, kept: str, home: Path, cache: bool,
-    tracker: Tracker, run_id: str, log: Callable[[str], None],
+    spec: OptimizeSpec, test_ids: tuple[str, ...], candidates: dict[str, str], kept: str, home: Path,
+    cache: bool, tracker: Tracker, run_id: str, log: Callable[[str], None],
 ) -> dict[str, Any]:
-    """The held-out verdict: the unoptimised pipeline and the kept program side by side in one
-    experiment run (same problems, model and seed), then ``compare``'s paired statistics — the
-    same table researchers read for any two pipelines."""
+    """The held-out verdict: the unoptimised pipeline and every optimised candidate side by side
+    in one experiment run (same problems, model and seed), then ``compare``'s paired statistics —
+    the same table researchers read for any two pipelines. ``kept`` names the candidate the
+    validation gate chose (or ``baseline``); its score is the optimisation's test score."""
     from experiments.compare import compare_runs
     from experiments.runner import run_experiment
     from experiments.spec import ExperimentSpec, PipelineSpec
 
     name, params = spec.pipeline.name, dict(spec.pipeline.params)
     unoptimised = spec.pipeline.display_name
-    pipelines = [PipelineSpec(name=name, label=unoptimised, params=params)]
-    if kept_dir:  # the gate kept an optimised program: pair it with the unoptimised one
-        pipelines.append(
-            PipelineSpec(name=name, label=f"{unoptimised}+{kept}", params=params, prompts=kept_dir)
-        )
+    labels = {"baseline": unoptimised, **{c: f"{unoptimised}+{c}" for c in candidates}}
+    pipelines = [PipelineSpec(name=name, label=unoptimised, params=params)] + [
+        PipelineSpec(name=name, label=labels[c], params=params, prompts=d) for c, d in candidates.items()
+    ]
     experiment = ExperimentSpec(
         name=f"{spec.name}-test", description=f"held-out test split of optimisation {spec.name}",
         dataset=spec.dataset.model_copy(update={"task_ids": list(test_ids)}), model=spec.model,
@@ -290,17 +297,15 @@ def _paired_test(
     result = run_experiment(experiment, home=home, cache=cache, progress=False)
     by_label = {child.pipeline: child for child in result.children}
     rates = {label: child.metrics["pass_at_1"] for label, child in by_label.items()}
-    if len(pipelines) > 1:
-        comparison = compare_runs(result.parent_run_id, home=home).markdown
-    else:
-        comparison = f"Only the unoptimised pipeline was kept: pass@1 {rates[unoptimised]:.4f}.\n"
+    comparison = compare_runs(result.parent_run_id, home=home).markdown if len(pipelines) > 1 else (
+        f"Nothing to compare: pass@1 {rates[unoptimised]:.4f}.\n"
+    )
     tracker.log_text(run_id, comparison, "comparison.md")
     tracker.set_tags(run_id, {"critiquelab.test_run": result.parent_run_id})
-    final = pipelines[-1].display_name
-    scores = {r.task_id: r.passed for r in by_label[final].results}
+    scores = {r.task_id: r.passed for r in by_label[labels[kept]].results}
     return {
-        "pass_at_1": rates[final], "unoptimised_pass_at_1": rates[unoptimised], "scores": scores,
-        "experiment_run_id": result.parent_run_id, "comparison": comparison,
+        "pass_at_1": rates[labels[kept]], "unoptimised_pass_at_1": rates[unoptimised], "scores": scores,
+        "candidates_pass_at_1": rates, "experiment_run_id": result.parent_run_id, "comparison": comparison,
     }
 
 

@@ -58,6 +58,11 @@ class RefineResult:
     val_scores_after: dict[str, bool] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def candidate(self) -> dspy.Module:
+        """The program with the proposed instruction, whether or not the gate kept it."""
+        return with_instruction(self.program, self.role, self.instruction_after)
+
 
 def role_predictors(program: dspy.Module, role: str) -> list[Any]:
     """The predictors of ``program`` that play ``role`` (by attribute name, as compile does)."""

@@ -181,7 +181,10 @@ def test_optimize_loop_runs_refine_as_a_logged_resumable_step(tmp_path, home, hu
     assert refine["val_after"] >= refine["val_before"]
     program, _ = load_program(result.program_dir)
     assert instruction_of(program, "coder") == CAREFUL
-    assert set(result.steps["test"]["scores"]) == set(result.split["test"])
+    test = result.steps["test"]
+    assert set(test["scores"]) == set(result.split["test"])
+    assert set(test["candidates_pass_at_1"]) == {"critic_loop", "critic_loop+compiled", "critic_loop+refined"}
+    assert test["pass_at_1"] == test["candidates_pass_at_1"]["critic_loop+refined"]
 
     client = MlflowClient(tracking_uri(home))
     run = client.get_run(refine["run_id"])
