@@ -117,6 +117,7 @@ def run_optimization(
 
     with contextlib.ExitStack() as stack:
         lms: dict[str, Any] = {}
+        servers: dict[str, contextlib.ExitStack] = {}
 
         def lm(which: str) -> Any:
             if which == "refine" and (spec.refine is None or spec.refine.model is None):
@@ -125,8 +126,17 @@ def run_optimization(
                 model = spec.model if which == "task" or spec.teacher is None else spec.teacher
                 if which == "refine" and spec.refine is not None and spec.refine.model is not None:
                     model = spec.refine.model
-                lms[which] = stack.enter_context(serve_model(resolve_model(model), model, home, cache=cache))
+                servers[which] = stack.enter_context(contextlib.ExitStack())
+                lms[which] = servers[which].enter_context(
+                    serve_model(resolve_model(model), model, home, cache=cache)
+                )
             return lms[which]
+
+        def release(which: str) -> None:
+            """Stop an LM's local server once no later step needs it (the 1.5B takes ~5 GB)."""
+            if which in servers:
+                servers.pop(which).close()
+                lms.pop(which)
 
         def step(name: str, run: Callable[[str], dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
             done = steps.get(name)
@@ -183,6 +193,8 @@ def run_optimization(
         compiled = step("compile", compile_step, {
             "optimizer": spec.optimizer.name, **flatten(spec.optimizer.params, "optimizer.params."),
         })
+        if spec.refine is None or spec.refine.model is not None:
+            release("teacher")  # only compile and (by default) refine use it
         cand = step("compiled_val", scored(split.val, compiled["program_dir"]),
                     {"split": "val", "program": "compiled"})
         gate = steps.get("gate")
@@ -211,11 +223,14 @@ def run_optimization(
                 spec, directory, split, by_id, gate, lm, tracker, parent, run_id, log, engine_cache,
             ), {"role": spec.refine.role, "steps": spec.refine.steps, "batch_size": spec.refine.batch_size,
                 "program": gate["kept"]})
+            release("refine")
             if refined["kept"]:
                 kept = "refined"
             if refined.get("candidate_dir"):
                 candidates["refined"] = refined["candidate_dir"]
         if split.test:
+            release("teacher")
+            release("task")  # the test experiment serves its own
             split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
             test = step("test", lambda run_id: _paired_test(
                 spec, split.test, candidates, kept, home, cache, tracker, run_id, log,
