@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import UserError
-from pipelines.chroma_store import DEFAULT_COLLECTION
+from pipelines.chroma_store import DEFAULT_COLLECTION, usable_directory
 from pipelines.embedder import Embedder
 from pipelines.messages import Message
 
@@ -128,11 +128,7 @@ class ChromaProcessStore:
         if path is None and url is None:
             raise ValueError("ChromaProcessStore needs a directory (path) or a Chroma server (url)")
         if path is not None:  # fail now, in the caller's terms, rather than later in the child
-            directory = Path(path)
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise UserError(f"cannot create the message store directory {directory}: {exc}") from exc
+            usable_directory(path)
         options = {"path": str(path) if path is not None else None, "url": url, "collection": collection,
                    "embedder": embedder, "batch_size": batch_size}
         # A plain subprocess, not multiprocessing: spawn would re-run the caller's main script

@@ -46,6 +46,18 @@ QUIET_S = 0.5
 LINGER_S = 0.25
 
 
+def usable_directory(path: Path | str) -> Path:
+    """``path``, created if need be; a UserError now, in the caller's terms, if it cannot be."""
+    directory = Path(path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the message store directory {directory}: {exc}") from exc
+    if not os.access(directory, os.W_OK):
+        raise UserError(f"the message store directory {directory} is not writable")
+    return directory
+
+
 def _make_client(path: Path | None, url: str | None) -> Any:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     import chromadb
@@ -117,13 +129,7 @@ class ChromaPoolStore:
         else:
             if path is None:  # the data directory is the runner's business (experiments/paths.py)
                 raise ValueError("ChromaPoolStore needs a directory (path) or a Chroma server (url)")
-            directory = Path(path)
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise UserError(f"cannot create the message store directory {directory}: {exc}") from exc
-            if not os.access(directory, os.W_OK):
-                raise UserError(f"the message store directory {directory} is not writable")
+            directory = usable_directory(path)
             # Opening a local client costs ~0.3 s (Chroma's first client in a process): the
             # writer thread does it, overlapping whatever the caller does next. The import
             # stays here: importing in a thread that may still be starting at interpreter exit fails.
