@@ -16,6 +16,7 @@ import pytest
 from support.pool import HashEmbedder, make_message
 
 from eval.errors import UserError
+from pipelines.chroma_process import ChromaProcessStore
 from pipelines.chroma_store import ChromaPoolStore
 from pipelines.pool import MessagePool, seq_of
 
@@ -252,6 +253,13 @@ def test_http_client_against_a_local_chroma_server(tmp_path: Path, hash_embedder
             pool.publish(make_message(summary="over http", recipient="critic"))
         with MessagePool(ChromaPoolStore(url=url, embedder=hash_embedder)) as again:
             assert [m.summary for m in again.query(where={"recipient": "critic"})] == ["over http"]
+        # The runner's store: the same client, in a child process.
+        with MessagePool(ChromaProcessStore(url=url, embedder=hash_embedder)) as child:
+            child.publish(make_message(summary="via the child", recipient="critic"))
+            child.flush()
+            assert [m.summary for m in child.query(where={"recipient": "critic"})] == [
+                "over http", "via the child",
+            ]
     finally:
         server.terminate()
         server.wait(timeout=10)
