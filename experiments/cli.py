@@ -46,7 +46,8 @@ def _add_run(commands: Any) -> None:
         "--compare", action=argparse.BooleanOptionalAction, default=None,
         help="end with `critiquelab compare` on the run (default: when it has 2+ pipelines)",
     )
-    run.add_argument("--prompts", type=Path, help="exported prompts (directory or program.json) to load")
+    run.add_argument("--prompts", help="exported prompts to load: a `critiquelab export` directory or its "
+                     "program.json, or Prompt Registry URIs prompts:/NAME/VERSION (comma-separated)")
 
 
 def _add_compare(commands: Any) -> None:

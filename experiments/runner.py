@@ -31,7 +31,7 @@ from experiments.provenance import code_fingerprint, git_commit, package_version
 from experiments.provision import ModelIdentity, resolve_model, serve_model
 from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
-from experiments.tracking import Tracker, flatten
+from experiments.tracking import Tracker, flatten, tracking_uri
 from pipelines.pool import MessagePool
 from pipelines.pool_context import bind_pool
 from pipelines.registry import create_pipeline
@@ -88,29 +88,32 @@ def prompts_of(spec: ExperimentSpec, pipeline_spec: PipelineSpec) -> str | None:
     return pipeline_spec.prompts or spec.prompts
 
 
-def _prompts_fingerprint(spec: ExperimentSpec) -> dict[str, str] | None:
+def _prompts_fingerprint(spec: ExperimentSpec, registry_uri: str) -> dict[str, str] | None:
     """Loaded prompts change every result, so their content is part of the checkpoint key."""
-    from optimizers.export import state_path
+    from optimizers.export import prompts_fingerprint
 
     sources = {p.display_name: prompts_of(spec, p) for p in spec.pipelines}
     found = {
-        label: hashlib.sha256(state_path(Path(source)).read_bytes()).hexdigest()
+        label: prompts_fingerprint(source, registry_uri=registry_uri)
         for label, source in sources.items() if source
     }
     return found or None
 
 
-def make_pipeline(name: str, params: dict[str, Any], prompts: str | None = None) -> Any:
-    """A registered pipeline, with exported prompts loaded into it if ``prompts`` names any."""
+def make_pipeline(
+    name: str, params: dict[str, Any], prompts: str | None = None, registry_uri: str | None = None
+) -> Any:
+    """A registered pipeline, with exported prompts (a directory, ``program.json`` or
+    ``prompts:/`` registry URIs) loaded into it if ``prompts`` names any."""
     pipeline = create_pipeline(name, **params)
     if prompts:
         from optimizers.export import load_prompts_into
 
-        load_prompts_into(pipeline, Path(prompts))
+        load_prompts_into(pipeline, prompts, registry_uri=registry_uri)
     return pipeline
 
 
-def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity) -> str:
+def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: str) -> str:
     """What determines a problem's result; the subset (limit, task ids) and concurrency do not,
     so a larger run reuses a smaller run's finished problems."""
     material = {
@@ -120,7 +123,7 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity) -> str:
         "model_identity": identity.cache_identity,
         "pipelines": [p.model_dump() for p in spec.pipelines],
         "execution": spec.execution.model_dump(),
-        "prompts": _prompts_fingerprint(spec),
+        "prompts": _prompts_fingerprint(spec, registry_uri),
         "code": code_fingerprint(),
     }
     blob = json.dumps(material, sort_keys=True, default=str)
@@ -208,7 +211,7 @@ def _run_child(
     params = _resolve_params(pipeline_spec, seed, finished)
     if params != pipeline_spec.params:
         tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
-    pipeline = make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec))
+    pipeline = make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), tracker.uri)
     bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=show_progress)
     for task in problems:
         if task.task_id in done:
@@ -273,11 +276,11 @@ def run_experiment(
             )
         make_pipeline(
             pipeline_spec.name, {**params, **({"token_budget": 1.0} if source else {})},
-            prompts_of(spec, pipeline_spec),
+            prompts_of(spec, pipeline_spec), tracking_uri(home),
         )
         labels.append(pipeline_spec.display_name)
     identity = resolve_model(spec.model)
-    key = checkpoint_key(spec, identity)
+    key = checkpoint_key(spec, identity, tracking_uri(home))
     store = CheckpointStore(home / "checkpoints" / f"{spec.name}-{key}")
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
@@ -340,12 +343,15 @@ def _open_parent_run(
     })
     config = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
     tracker.log_text(parent_id, config, "config.yaml")
-    from optimizers.export import state_path
+    from optimizers.export import prompts_state
+
+    def loaded(source: str) -> str:
+        return json.dumps(prompts_state(source, registry_uri=tracker.uri), indent=2, sort_keys=True)
 
     if spec.prompts:
-        tracker.log_text(parent_id, state_path(Path(spec.prompts)).read_text(), "prompts/program.json")
+        tracker.log_text(parent_id, loaded(spec.prompts), "prompts/program.json")
     for pipeline_spec in spec.pipelines:
         if pipeline_spec.prompts:
-            tracker.log_text(parent_id, state_path(Path(pipeline_spec.prompts)).read_text(),
+            tracker.log_text(parent_id, loaded(pipeline_spec.prompts),
                              f"prompts/{pipeline_spec.display_name}/program.json")
     return state, parent_id

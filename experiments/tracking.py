@@ -43,7 +43,8 @@ class Tracker:
         from mlflow.tracking import MlflowClient
 
         data_dir.mkdir(parents=True, exist_ok=True)
-        self.client = MlflowClient(tracking_uri=tracking_uri(data_dir))
+        self.uri = tracking_uri(data_dir)
+        self.client = MlflowClient(tracking_uri=self.uri)
         existing = self.client.get_experiment_by_name(experiment_name)
         if existing is not None:
             self.experiment_id = existing.experiment_id

@@ -3,7 +3,9 @@
 An export directory holds:
 
 * ``program.json`` — the DSPy state (``program.save``): per predictor its instruction, field
-  descriptions and demos. This is what ``critiquelab run --prompts`` loads back.
+  descriptions and demos. This is what ``critiquelab run --prompts`` loads back; a prompt
+  registered in MLflow's Prompt Registry carries its role's state too, so
+  ``--prompts prompts:/NAME/VERSION`` loads it back from there.
 * ``manifest.json`` — the pipeline name and constructor params (a state file alone cannot
   rebuild its program), the roles, and the run it came from.
 * ``prompts.md`` / ``prompts.txt`` — per role, the exact messages the LM receives, rendered
@@ -19,6 +21,7 @@ round-trip test covers. Exporting does not modify the program.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -109,14 +112,52 @@ def state_path(path: Path) -> Path:
     return state
 
 
-def load_prompts_into(program: dspy.Module, path: Path) -> list[str]:
-    """Load exported prompts into ``program`` (in place), predictor by predictor.
+REGISTRY_SCHEME = "prompts:/"
+STATE_TAG = "critiquelab.state"  # a registered prompt version carries its role's DSPy state
+
+
+def prompts_state(source: str | Path, *, registry_uri: str | None = None) -> dict[str, Any]:
+    """The DSPy state of exported prompts, by predictor name: from an export directory (or its
+    ``program.json``), or from MLflow Prompt Registry URIs ``prompts:/NAME/VERSION`` (several,
+    comma-separated, one per role) as ``critiquelab export --format mlflow`` registered them."""
+    text = str(source)
+    if not text.startswith(REGISTRY_SCHEME):
+        return json.loads(state_path(Path(source)).read_text())
+    if registry_uri is None:
+        raise UserError(f"{text}: a Prompt Registry URI needs the MLflow store it lives in")
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=registry_uri, registry_uri=registry_uri)
+    state: dict[str, Any] = {}
+    for uri in (u.strip() for u in text.split(",") if u.strip()):
+        try:
+            version = client.load_prompt(uri)
+        except Exception as exc:
+            raise UserError(f"{uri}: no such prompt in the registry at {registry_uri} ({exc})") from exc
+        tags = version.tags or {}
+        if STATE_TAG not in tags or "critiquelab.role" not in tags:
+            raise UserError(f"{uri}: not registered by `critiquelab export` (no role state on it)")
+        state[tags["critiquelab.role"]] = json.loads(tags[STATE_TAG])
+    return state
+
+
+def prompts_fingerprint(source: str | Path, *, registry_uri: str | None = None) -> str:
+    """SHA-256 of the state ``source`` holds: what a run's checkpoint key needs to know."""
+    state = prompts_state(source, registry_uri=registry_uri)
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+
+
+def load_prompts_into(
+    program: dspy.Module, source: str | Path, *, registry_uri: str | None = None
+) -> list[str]:
+    """Load exported prompts (see :func:`prompts_state`) into ``program`` (in place), predictor
+    by predictor.
 
     Predictors of ``program`` that the export has no state for keep theirs (a baseline can
     take the coder of an optimised critic loop); an export that matches no predictor at all is
     an error, since then nothing would change. Returns the names loaded.
     """
-    state = json.loads(state_path(path).read_text())
+    state = prompts_state(source, registry_uri=registry_uri)
     loaded = []
     for name, predictor in program.named_predictors():
         if name in state:
@@ -124,7 +165,7 @@ def load_prompts_into(program: dspy.Module, path: Path) -> list[str]:
             loaded.append(name)
     if not loaded:
         roles = sorted(k for k in state if k != "metadata")
-        raise UserError(f"{path}: its prompts ({', '.join(roles)}) match no role of this pipeline")
+        raise UserError(f"{source}: its prompts ({', '.join(roles)}) match no role of this pipeline")
     return loaded
 
 
@@ -163,9 +204,10 @@ def register_prompts(
     for name, predictor in program.named_predictors():
         template = _mlflow_template(render_messages(predictor), predictor.signature.input_fields)
         prompt_name = f"{prefix}.{name}".replace("/", "_")
+        state = json.dumps(predictor.dump_state(), sort_keys=True)
         version = client.register_prompt(
             name=prompt_name, template=template, commit_message=message or f"export of {run_id or prefix}",
-            tags={"critiquelab.run_id": run_id, "critiquelab.role": name},
+            tags={"critiquelab.run_id": run_id, "critiquelab.role": name, STATE_TAG: state},
         )
         versions[prompt_name] = int(version.version)
     return versions

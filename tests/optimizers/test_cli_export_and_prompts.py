@@ -65,3 +65,36 @@ def test_prompts_per_pipeline_pair_a_pipeline_with_and_without_them(tmp_path, ho
     # The runner finishes one pipeline before the next: plain's two requests, then tuned's.
     assert len(requests) == 2 * 2
     assert not any(TUNED in r for r in requests[:2]) and all(TUNED in r for r in requests[2:])
+
+
+def test_prompts_load_back_from_the_registry_by_uri(tmp_path, home, humaneval_problems, capsys):
+    _export_tuned(tmp_path / "prog")
+    assert main(["export", str(tmp_path / "prog"), "--format", "mlflow"]) == 0
+    capsys.readouterr()
+    uri = "prompts:/critiquelab.critic_loop.coder/1"
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec(fake.api_base, limit=2, pool={"persist": False})))
+        assert main(["run", str(spec), "--no-progress", "--prompts", uri]) == 0
+        requests = [json.dumps(r["messages"]) for r in fake.requests if "messages" in r]
+    coder_requests = [r for r in requests if "Your answer is" in r]
+    assert len(coder_requests) == 2 and all(TUNED in r for r in coder_requests)
+    assert main(["run", str(spec), "--no-progress", "--prompts", "prompts:/no.such.prompt/1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "prompts:/no.such.prompt/1" in err and len(err.splitlines()) == 1
+
+
+def test_registry_state_round_trips_every_role(tmp_path):
+    from optimizers.export import load_prompts_into, prompts_state, register_prompts
+
+    program = create_pipeline("critic_loop")
+    program.coder.signature = program.coder.signature.with_instructions(TUNED)
+    program.critic.demos = [{"code": "def f(): pass", "verdict": "approve"}]
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    versions = register_prompts(program, uri, prefix="p")
+    uris = ",".join(f"prompts:/{name}/{version}" for name, version in versions.items())
+    state = prompts_state(uris, registry_uri=uri)
+    assert state == {name: json.loads(json.dumps(p.dump_state())) for name, p in program.named_predictors()}
+    fresh = create_pipeline("critic_loop")
+    assert sorted(load_prompts_into(fresh, uris, registry_uri=uri)) == ["coder", "critic", "fixer"]
+    assert fresh.coder.signature.instructions == TUNED and fresh.critic.demos == program.critic.demos
