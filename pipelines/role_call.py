@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
-from dspy.utils.exceptions import AdapterParseError
+from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 from pydantic import BaseModel
 
 from eval.usage import UsageMeter, acting_as, current_meter, metering
@@ -38,6 +38,7 @@ class RoleResult:
     parsed: bool = True
     usage: dict[str, float] = field(default_factory=dict)
     latency_s: float = 0.0
+    error: str = ""  # why there is no reply at all (e.g. the prompt outgrew the context window)
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.outputs.get(name, default)
@@ -48,6 +49,7 @@ class RoleResult:
             "role": self.role, "inputs": to_jsonable(self.inputs),
             "outputs": to_jsonable(self.outputs), "parsed": self.parsed, "raw": self.raw,
             "usage": self.usage, "latency_s": round(self.latency_s, 4),
+            **({"error": self.error} if self.error else {}),
         }
 
 
@@ -57,20 +59,25 @@ def call_role(
     """Run ``predictor`` as ``role``. DSPy's adapters already retry (ChatAdapter falls back to
     JSON); if the reply is still unparseable the step is recorded as unparsed with the raw
     text, so the caller decides what that means (a coder's raw text is usually still code; a
-    critic's unparsed review must never count as an approval). ``config`` holds LM settings for
+    critic's unparsed review must never count as an approval). A prompt too long for the
+    model's context is recorded the same way, with ``error`` saying so. ``config`` holds LM settings for
     this call (temperature, seed, rollout_id), e.g. to draw independent samples."""
     meter = UsageMeter(parent=current_meter())
     start = time.monotonic()
     outputs: dict[str, Any] = {}
-    raw, parsed = "", True
+    raw, parsed, error = "", True, ""
     with metering(meter), acting_as(role):
         try:
             outputs = dict(predictor(**inputs, config=config or {}).items())
         except AdapterParseError as exc:
             raw, parsed = exc.lm_response or "", False
+        except ContextWindowExceededError as exc:
+            # One problem's conversation outgrew the model (a long critique round, a big
+            # debate): an unparsed step for this problem, not the end of the experiment.
+            parsed, error = False, f"context window exceeded: {str(exc).splitlines()[0][:300]}"
     total = meter.total()
     usage = {
         "calls": total.calls, "cached_calls": total.cached_calls,
         "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
     }
-    return RoleResult(role, inputs, outputs, raw, parsed, usage, time.monotonic() - start)
+    return RoleResult(role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error)

@@ -2,7 +2,7 @@
 
 import dspy
 import pytest
-from support.fake_openai import FakeOpenAIServer
+from support.fake_openai import FakeOpenAIServer, context_overflow
 from support.role_responder import review, role_responder
 
 from experiments.lm import HarnessLM
@@ -81,6 +81,20 @@ def test_unparseable_review_is_never_an_approval(tmp_path):
     assert critique.metadata["verdict"] == "unparsed"
     assert critique.content == "LGTM!!! ship it"
     assert prediction.metrics["stop_reason"] == "unparsed_critique"
+    assert prediction.parsed is False
+
+
+def test_a_fix_that_outgrows_the_context_keeps_the_code_and_does_not_crash(tmp_path):
+    def critic(text):
+        return review("approve") if "a + b" in text else review("request_changes", "subtracts")
+
+    prediction, history, _ = _solve(
+        {"coder": lambda t: {"code": BAD}, "critic": critic, "fixer": lambda t: context_overflow()},
+        tmp_path, max_iterations=2,
+    )
+    assert prediction.code == BAD  # the last code that exists, not an empty revision
+    fixes = [m for m in history if m.intent == Intent.FIX]
+    assert fixes and all("context window exceeded" in m.metadata["trace"]["error"] for m in fixes)
     assert prediction.parsed is False
 
 

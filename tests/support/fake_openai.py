@@ -22,6 +22,20 @@ def chat_reply(**fields: str) -> str:
     return body + "[[ ## completed ## ]]"
 
 
+class HttpError:
+    """Return this from a responder to answer with an OpenAI-style error instead of a reply."""
+
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+        self.status, self.message, self.code = status, message, code
+
+
+def context_overflow(tokens: int = 5000, window: int = 4096) -> HttpError:
+    """The error llama-cpp-python's server (like OpenAI's) sends when the prompt does not fit."""
+    return HttpError(400, f"This model's maximum context length is {window} tokens. However, you "
+                          f"requested {tokens} tokens ({tokens} in the messages, None in the completion).",
+                     code="context_length_exceeded")
+
+
 class FakeOpenAIServer:
     """Serve ``/v1/chat/completions`` and ``/v1/models`` on 127.0.0.1 in a background thread."""
 
@@ -58,6 +72,10 @@ class FakeOpenAIServer:
                     time.sleep(server.delay_s)
                 messages = body.get("messages", [])
                 text = server.responder(messages, body) if server.pass_body else server.responder(messages)
+                if isinstance(text, HttpError):  # a scripted API error, as a real server sends it
+                    self._send({"error": {"message": text.message, "type": "invalid_request_error",
+                                          "code": text.code}}, text.status)
+                    return
                 prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
                 completion_tokens = len(text.split())
                 self._send({

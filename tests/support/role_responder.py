@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from support.fake_openai import chat_reply
+from support.fake_openai import HttpError, chat_reply
 
-RoleScript = Callable[[str], dict[str, str] | str]
+RoleScript = Callable[[str], dict[str, str] | str | HttpError]
 
 # Output field that identifies each role's signature in the system message (ChatAdapter's
 # "Your output fields are: …", or CodeAdapter's "Your answer is `…`").
@@ -45,7 +45,7 @@ def role_responder(scripts: dict[str, RoleScript], *, with_body: bool = False) -
             return "OK"
         role = role_of(messages)
         reply = scripts[role](text, body) if with_body else scripts[role](text)
-        if isinstance(reply, str):
+        if isinstance(reply, str | HttpError):
             return reply
         if "Your answer is `" in str(messages[0].get("content", "")):  # CodeAdapter: a code block
             (code,) = reply.values()
