@@ -101,8 +101,9 @@ class ExperimentSpec(_Strict):
     pool: PoolSpec = Field(default_factory=PoolSpec)
     prompts: str | None = Field(
         default=None,
-        description="An exported program (`critiquelab export` directory or its program.json) whose "
-        "prompts are loaded into each pipeline, role by role, before running.",
+        description="An exported program (`critiquelab export` directory or its program.json, or "
+        "Prompt Registry URIs prompts:/NAME/VERSION, comma-separated) whose prompts are loaded into "
+        "each pipeline, role by role, before running.",
     )
     concurrency: int = Field(
         default=1, ge=1, le=64,
