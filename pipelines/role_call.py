@@ -60,8 +60,8 @@ def call_role(
     JSON); if the reply is still unparseable the step is recorded as unparsed with the raw
     text, so the caller decides what that means (a coder's raw text is usually still code; a
     critic's unparsed review must never count as an approval). A prompt too long for the
-    model's context is recorded the same way, with ``error`` saying so. ``config`` holds LM settings for
-    this call (temperature, seed, rollout_id), e.g. to draw independent samples."""
+    model's context is recorded the same way, with ``error`` saying so. ``config`` holds LM
+    settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples."""
     meter = UsageMeter(parent=current_meter())
     start = time.monotonic()
     outputs: dict[str, Any] = {}
