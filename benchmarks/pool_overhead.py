@@ -217,8 +217,6 @@ def critic_loop_on_vs_off(
             lm_s = sum(r.latency_s for r in first.children[0].results)
             print(f"warm-up with the real model: {time.perf_counter() - start:.1f} s "
                   f"({lm_s / problems:.1f} s per problem)")
-        import chromadb  # noqa: F401  (a one-off import per process, like loading any library)
-
         # The first run in a process pays one-off warm-up (lazy imports, caches) whatever the
         # setting: run it once, persistence off, and discard it. Chroma's own start-up is still
         # counted: it happens in every persistence-on run (the store's child process).

@@ -67,9 +67,13 @@ def _make_client(path: Path | None, url: str | None) -> Any:
     if url is None:
         if path is None:  # the data directory is the runner's business (experiments/paths.py)
             raise ValueError("ChromaPoolStore needs a directory (path) or a Chroma server (url)")
-        directory = Path(path)
-        directory.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(directory), settings=settings)
+        try:
+            return chromadb.PersistentClient(path=str(path), settings=settings)
+        except Exception as exc:
+            raise UserError(
+                f"cannot open the message store in {path}: {exc}; move it aside or run with "
+                "`pool: {persist: false}`"
+            ) from exc
     parsed = urlparse(url if "://" in url else f"http://{url}")
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise UserError(f"Chroma server URL '{url}' is not http(s)://host[:port]")
@@ -119,24 +123,13 @@ class ChromaPoolStore:
     ):
         if path is not None and url is not None:
             raise UserError("ChromaPoolStore: give a directory or a server URL, not both")
-        self._client: Any = None
-        self._collection: Any = None
-        self._collection_name = collection
-        self._ready = threading.Event()  # set once the collection is open (or failed to open)
-        self._open_error: BaseException | None = None
-        if url is not None:  # connect now: an unreachable server is a start-up error
-            self._open(None, url)
-        else:
-            if path is None:  # the data directory is the runner's business (experiments/paths.py)
-                raise ValueError("ChromaPoolStore needs a directory (path) or a Chroma server (url)")
-            directory = usable_directory(path)
-            # Opening a local client costs ~0.3 s (Chroma's first client in a process): the
-            # writer thread does it, overlapping whatever the caller does next. The import
-            # stays here: importing in a thread that may still be starting at interpreter exit fails.
-            os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-            import chromadb  # noqa: F401
-
-            self._directory = directory
+        self._client = _make_client(usable_directory(path) if path is not None else None, url)
+        try:
+            self._collection = self._client.get_or_create_collection(
+                collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            )
+        except ValueError as exc:
+            raise UserError(f"Chroma collection '{collection}': {exc}") from exc
         self._embed: Embedder = embedder or MiniLMEmbedder()
         self._batch_size = batch_size
         self._queue: deque[Message] = deque()
@@ -157,6 +150,7 @@ class ChromaPoolStore:
             target=self._index_in_quiet_moments, name=f"pool-indexer-{collection}", daemon=True
         )
         self._writer.start()
+        self._indexer.start()
         ref = weakref.ref(self)
 
         def flush_at_exit() -> None:
@@ -180,33 +174,8 @@ class ChromaPoolStore:
 
     # --- writer thread ----------------------------------------------------------------------
 
-    def _open(self, path: Path | None, url: str | None) -> None:
-        try:
-            self._client = _make_client(path, url)
-            try:
-                self._collection = self._client.get_or_create_collection(
-                    self._collection_name, embedding_function=None,
-                    configuration={"hnsw": {"space": "cosine"}},
-                )
-            except ValueError as exc:
-                raise UserError(f"Chroma collection '{self._collection_name}': {exc}") from exc
-        except BaseException as exc:
-            self._open_error = exc
-            raise
-        finally:
-            self._ready.set()
-
     def _run(self) -> None:
-        """The writer thread: opens the client if that is still to do, then writes batches."""
-        if not self._ready.is_set():
-            try:
-                self._open(self._directory, None)
-            except BaseException as exc:  # reads, flush and close re-raise it
-                log.error("message pool: cannot open the Chroma store: %s", exc)
-                with self._cond:
-                    self._cond.notify_all()
-                return
-        self._indexer.start()
+        """The writer thread: writes batches as they accumulate."""
         while True:
             with self._cond:
                 while not self._queue and not self._stopping:
@@ -369,9 +338,6 @@ class ChromaPoolStore:
         return int(self._open_collection().count())
 
     def _open_collection(self) -> Any:
-        self._ready.wait()
-        if self._open_error is not None:
-            raise self._open_error
         collection = self._collection
         if collection is None:
             raise RuntimeError("ChromaPoolStore is closed")
@@ -397,13 +363,9 @@ class ChromaPoolStore:
             self._flushing += 1
             self._cond.notify_all()
             try:
-                drained = self._cond.wait_for(
-                    lambda: self._unwritten == 0 or self._open_error is not None, timeout
-                )
+                drained = self._cond.wait_for(lambda: self._unwritten == 0, timeout)
             finally:
                 self._flushing -= 1
-            if self._open_error is not None:
-                raise self._open_error
             if not drained:
                 raise TimeoutError(
                     f"message pool: {self._unwritten} messages still unwritten after {timeout}s"

@@ -58,8 +58,7 @@ def converse(ctx: TaskContext, agents: Sequence[Agent], recipient: str | None) -
 def run_thread(ctx: TaskContext, agents: Sequence[Agent]) -> dspy.Prediction:
     """Assign the task to the first agent, let the agents react until quiet, and return the
     final code (with the first version and loop metrics) as a Prediction."""
-    converse(ctx, agents, agents[0].name)
-    outcome = thread_outcome(ctx.history())
+    outcome = thread_outcome(converse(ctx, agents, agents[0].name))
     return dspy.Prediction(
         code=outcome["final_code"], first_code=outcome["first_code"],
         iterations=max(1, outcome["metrics"]["reviews"]), parsed=outcome["parsed"],

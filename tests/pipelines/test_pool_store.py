@@ -202,18 +202,10 @@ def test_unusable_directory_is_a_user_error_at_once(tmp_path: Path) -> None:
         ChromaPoolStore(blocker / "chroma")
 
 
-def test_a_store_that_cannot_open_fails_flush_and_reads_instead_of_losing_silently(tmp_path: Path) -> None:
+def test_a_store_that_cannot_open_is_a_user_error_at_once(tmp_path: Path) -> None:
     (tmp_path / "chroma.sqlite3").write_bytes(b"this is not a sqlite database" * 100)
-    store = ChromaPoolStore(tmp_path, embedder=HashEmbedder())  # the client opens in the background
-    store.add(make_message())
-    with pytest.raises(Exception) as raised:
-        store.flush(timeout=30)
-    assert not isinstance(raised.value, TimeoutError)
-    with pytest.raises(type(raised.value)):
-        store.get()
-    with pytest.raises(type(raised.value)):
-        store.close()
-    store.close()  # idempotent
+    with pytest.raises(UserError, match="cannot open the message store"):
+        ChromaPoolStore(tmp_path, embedder=HashEmbedder())
 
 
 def test_bad_server_url_and_ambiguous_arguments_are_user_errors(tmp_path: Path) -> None:
