@@ -109,7 +109,9 @@ class LocalModelServer:
             return
         process.terminate()
         try:
-            process.wait(timeout=10)
+            # Short: uvicorn's graceful shutdown would let a request in flight finish generating
+            # (up to a minute), and the server holds nothing worth waiting for.
+            process.wait(timeout=2)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)

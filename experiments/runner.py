@@ -170,8 +170,14 @@ def _resolve_params(spec: PipelineSpec, seed: int, finished: list[ChildRun]) -> 
 def _solve_concurrently(
     solve: Callable[..., ProblemResult], pipeline: Any, problems: list[Problem], concurrency: int,
 ) -> Iterator[ProblemResult]:
-    """Yield results as problems finish, with at most ``concurrency`` in flight. On an error or
-    Ctrl-C nothing more is started; the calls already in flight finish before it propagates."""
+    """Yield results as problems finish, with at most ``concurrency`` in flight.
+
+    On an error or Ctrl-C nothing more is started and the exception propagates at once: waiting
+    for the problems in flight could take minutes (a debate problem is ~10 model calls). Their
+    results are never recorded, so a resumed run redoes them, replaying their finished model calls
+    from the LM cache; stopping the model server, which the caller does next, ends their
+    remaining calls.
+    """
     queue = iter(problems)
     pool = ThreadPoolExecutor(max_workers=concurrency)
     in_flight: set[Future[ProblemResult]] = set()
@@ -184,8 +190,10 @@ def _solve_concurrently(
                 yield future.result()  # an exception aborts the run; it is resumable
                 for problem in itertools.islice(queue, 1):
                     in_flight.add(pool.submit(solve, pipeline, problem))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # also GeneratorExit: the consumer stopped early
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _run_child(
@@ -225,10 +233,12 @@ def _run_child(
             solve = bind_pool(pool, functools.partial(
                 solve_and_score, lm=lm, label=label, seed=seed, timeout_s=spec.execution.timeout_s
             ), run_id=run_id)
-            for result in _solve_concurrently(solve, pipeline, pending, spec.concurrency):
-                store.append(result)
-                done[result.task_id] = result
-                bar.update(result)
+            results = _solve_concurrently(solve, pipeline, pending, spec.concurrency)
+            with contextlib.closing(results):  # an error here stops the problems in flight too
+                for result in results:
+                    store.append(result)
+                    done[result.task_id] = result
+                    bar.update(result)
     except BaseException:
         bar.close()
         tracker.finish(run_id, "KILLED")

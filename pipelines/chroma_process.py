@@ -133,9 +133,11 @@ class ChromaProcessStore:
                    "embedder": embedder, "batch_size": batch_size}
         # A plain subprocess, not multiprocessing: spawn would re-run the caller's main script
         # (breaking scripts without a __main__ guard) and fork would copy other threads' locks.
+        # Its own session: a terminal's Ctrl-C signals the whole process group, and the child
+        # must outlive it so the parent's cleanup can still flush (EOF on stdin ends it).
         self._process = subprocess.Popen(
             [sys.executable, "-c", "from pipelines.chroma_process import child_main; child_main()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)},
         )
         self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()

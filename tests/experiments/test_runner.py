@@ -5,9 +5,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pandas as pd
+import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
@@ -115,3 +117,40 @@ def test_sigkill_mid_run_then_resume_matches_uninterrupted(tmp_path, humaneval_p
     lines = [json.loads(line) for line in checkpoint.read_text().splitlines()]
     assert sorted(r["task_id"] for r in lines) == sorted({r["task_id"] for r in lines})
     pd.testing.assert_frame_equal(_table(straight, spec_path), _table(killed, spec_path))
+
+
+def test_ctrl_c_stops_at_once_and_records_only_finished_problems(home, humaneval_problems):
+    """Ctrl-C must not wait for a problem whose model call is still running (a debate problem
+    can take minutes); the problem is not recorded, so a resumed run redoes it."""
+    answer = humaneval_responder(humaneval_problems)
+    stuck_prompt = humaneval_problems[1].prompt.strip()
+    entered, release = threading.Event(), threading.Event()
+
+    def respond(messages):
+        if any(stuck_prompt in str(m.get("content", "")) for m in messages):
+            entered.set()
+            release.wait(60)  # the model is "still generating" until the test lets it go
+        return answer(messages)
+
+    def interrupt_when_stuck():
+        if entered.wait(60):
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    with FakeOpenAIServer(respond) as fake:
+        threading.Thread(target=interrupt_when_stuck, daemon=True).start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                run(fake_spec(fake.api_base, limit=3), progress=False)
+            stopped_after = time.monotonic() - started
+        finally:
+            release.set()
+    assert entered.is_set()
+    assert stopped_after < 30, f"the interrupt waited {stopped_after:.0f}s for the problem in flight"
+    checkpoint = next((home / "checkpoints").glob("*/*.jsonl"))
+    assert [json.loads(line)["task_id"] for line in checkpoint.read_text().splitlines()] == [
+        "HumanEval/0"
+    ]
+    client = MlflowClient(tracking_uri(home))
+    state = json.loads(next((home / "checkpoints").glob("*/state.json")).read_text())
+    assert client.get_run(state["parent_run_id"]).info.status == "KILLED"

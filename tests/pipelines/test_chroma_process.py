@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -83,6 +84,31 @@ def test_a_killed_parent_still_gets_what_reached_the_child_written(tmp_path: Pat
     assert not Path(f"/proc/{child}").exists(), "the store process outlived its parent"
     with ChromaPoolStore(tmp_path, embedder=HashEmbedder()) as direct:
         assert direct.count() == 10
+
+
+def test_ctrl_c_in_a_terminal_loses_nothing(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C signals the whole foreground process group; the store process must
+    survive it so the parent's cleanup can still flush to it."""
+    script = _script(f"""
+        pool = MessagePool(ChromaProcessStore({str(tmp_path)!r}, embedder=HashEmbedder(delay=0.05)))
+        try:
+            for i in range(20):
+                pool.publish(make_message(summary=str(i)))
+            print("published", flush=True)
+            time.sleep(60)
+        except KeyboardInterrupt:
+            pool.close()
+            print("closed", flush=True)
+        """)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "published"
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the parent and its children
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and out.strip() == "closed", err
+    with ChromaPoolStore(tmp_path, embedder=HashEmbedder()) as direct:
+        assert direct.count() == 20
 
 
 def test_errors_reach_the_caller(tmp_path: Path) -> None:
