@@ -136,6 +136,8 @@ def test_ctrl_c_stops_at_once_and_records_only_finished_problems(home, humaneval
         if entered.wait(60):
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
+    # Python leaves SIGINT ignored if it started that way (a background job, as in some CI).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     with FakeOpenAIServer(respond) as fake:
         threading.Thread(target=interrupt_when_stuck, daemon=True).start()
         started = time.monotonic()
@@ -145,6 +147,7 @@ def test_ctrl_c_stops_at_once_and_records_only_finished_problems(home, humaneval
             stopped_after = time.monotonic() - started
         finally:
             release.set()
+            signal.signal(signal.SIGINT, previous)
     assert entered.is_set()
     assert stopped_after < 30, f"the interrupt waited {stopped_after:.0f}s for the problem in flight"
     checkpoint = next((home / "checkpoints").glob("*/*.jsonl"))

@@ -90,6 +90,7 @@ def test_ctrl_c_in_a_terminal_loses_nothing(tmp_path: Path) -> None:
     """A terminal's Ctrl-C signals the whole foreground process group; the store process must
     survive it so the parent's cleanup can still flush to it."""
     script = _script(f"""
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with it ignored
         pool = MessagePool(ChromaProcessStore({str(tmp_path)!r}, embedder=HashEmbedder(delay=0.05)))
         try:
             for i in range(20):
