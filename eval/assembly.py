@@ -30,6 +30,25 @@ class AssembledProgram:
     def ok(self) -> bool:
         return self.syntax_error is None
 
+    def implements(self, entry_point: str) -> bool:
+        """Whether the program parses and its (last) ``entry_point`` does something: a body of
+        only a docstring, ``pass``, ``...`` or bare literals is a stub, not a solution."""
+        if not self.ok:
+            return False
+        functions = [
+            node for node in ast.parse(self.source).body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == entry_point
+        ]
+        return bool(functions) and not all(_inert(stmt) for stmt in functions[-1].body)
+
+
+def _inert(stmt: ast.stmt) -> bool:
+    """``pass`` or an expression statement that cannot have an effect (no call, await, yield)."""
+    if isinstance(stmt, ast.Pass):
+        return True
+    effects = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
+    return isinstance(stmt, ast.Expr) and not any(isinstance(n, effects) for n in ast.walk(stmt))
+
 
 def _parses(source: str) -> bool:
     try:

@@ -125,7 +125,11 @@ class JudgeAgent(Agent):
         )
         choice = step.get("choice")
         merged = (step.get("merged_code") or "").strip()
-        if merged and assemble_program(self.ctx.prompt, merged, self.ctx.entry_point).ok:
+        # A "merge" that leaves the function unimplemented (small judges often copy the prompt's
+        # stub or an example output into the field) is no verdict; the choice stands.
+        if merged and assemble_program(self.ctx.prompt, merged, self.ctx.entry_point).implements(
+            self.ctx.entry_point
+        ):
             final, how = merged, "merged"
         elif isinstance(choice, int) and 1 <= choice <= self.count:
             final, how = codes[choice - 1], "chosen"

@@ -1,3 +1,5 @@
+import pytest
+
 from eval.assembly import assemble_program, extract_code, prompt_preamble
 
 PROMPT = '''import math
@@ -95,3 +97,19 @@ def test_humaneval_prompts_with_helpers_keep_them(humaneval_problems):
         # Only the entry point's body from the reply: the prompt's helper must still be there.
         body_only = assemble_program(problem.prompt, problem.canonical_solution, problem.entry_point)
         assert f"def {helper}" in body_only.source and body_only.ok
+
+
+@pytest.mark.parametrize(("reply", "implements"), [
+    ("```python\ndef add(a, b):\n    return a + b\n```", True),
+    ("return a + b", True),
+    ("def add(a, b):\n    print(a)", True),  # does something, if wrongly
+    ("", False),  # the prompt's own stub
+    ("def add(a, b):\n    '''Add.'''\n    ...", False),
+    ("def add(a, b):\n    pass", False),
+    ("[3, (1, 2)]", False),  # an example output as the body
+    ("def add(a, b) return", False),  # does not parse
+    ("def helper():\n    return 1", False),  # the entry point stays a stub
+])
+def test_implements_tells_a_solution_from_a_stub(reply, implements):
+    program = assemble_program('def add(a, b):\n    """Add."""\n', reply, "add")
+    assert program.implements("add") is implements

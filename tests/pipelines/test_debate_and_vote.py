@@ -39,14 +39,16 @@ def test_topologies():
         neighbours(0, 3, "mesh")
 
 
-def _debate_scripts(judge_choice="2"):
+def _debate_scripts(judge_choice="2", merged_code=""):
     def coder(text, body):  # debater index = seed % 100 (sampling_config: base * 1000 + index)
         return {"code": BAD if body["seed"] % 100 == 0 else GOOD}
 
     return {
         "coder": coder,
         "debater": lambda text, body: {"argument": "addition, not subtraction", "revised_code": GOOD},
-        "judge": lambda text, body: {"choice": judge_choice, "rationale": "it adds", "merged_code": ""},
+        "judge": lambda text, body: {
+            "choice": judge_choice, "rationale": "it adds", "merged_code": merged_code,
+        },
     }
 
 
@@ -77,6 +79,23 @@ def test_unusable_judge_verdict_is_recorded_as_fallback():
     verdict = history[-1]
     assert verdict.metadata["decision"] == "fallback"
     assert prediction.metrics["judge_decision"] == "fallback"
+
+
+MERGED = "def add(a: int, b: int) -> int:\n    return b + a"
+
+
+@pytest.mark.parametrize(("merged_code", "decision", "code"), [
+    (PROMPT, "chosen", GOOD),  # the prompt's stub copied back: no merge, the choice stands
+    ("def add(a: int, b: int) -> int:\n    pass", "chosen", GOOD),
+    ("[3]", "chosen", GOOD),  # an example output in the code field
+    (MERGED, "merged", MERGED),
+])
+def test_judge_merge_counts_only_if_it_implements_the_function(merged_code, decision, code):
+    prediction, history, _, _ = _run(
+        "debate", _debate_scripts(judge_choice="2", merged_code=merged_code), debaters=2, rounds=0
+    )
+    assert history[-1].metadata["decision"] == decision
+    assert prediction.code.strip() == code
 
 
 def test_vote_picks_the_largest_behaviour_group():
