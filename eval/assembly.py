@@ -35,10 +35,7 @@ class AssembledProgram:
         only a docstring, ``pass``, ``...`` or bare literals is a stub, not a solution."""
         if not self.ok:
             return False
-        functions = [
-            node for node in ast.parse(self.source).body
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == entry_point
-        ]
+        functions = _definitions(ast.parse(self.source), entry_point)
         return bool(functions) and not all(_inert(stmt) for stmt in functions[-1].body)
 
 
@@ -87,11 +84,12 @@ def extract_code(reply: str, entry_point: str) -> str:
     return text
 
 
-def _defines(tree: ast.Module, name: str) -> bool:
-    return any(
-        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
-        for node in tree.body
-    )
+def _definitions(tree: ast.Module, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module-level definitions of function ``name``, in order (the last one wins)."""
+    return [
+        node for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+    ]
 
 
 def _is_main_guard(node: ast.stmt) -> bool:
@@ -152,7 +150,7 @@ def assemble_program(prompt: str, reply: str, entry_point: str) -> AssembledProg
         for n in tree.body
     ):
         code = _drop_demo_code(code)
-        if _defines(ast.parse(code), entry_point):
+        if _definitions(ast.parse(code), entry_point):
             source = prompt_preamble(prompt, entry_point).rstrip("\n") + "\n\n" + code + "\n"
         else:
             # Helpers without the entry point: keep the prompt's stub so the failure is honest.
