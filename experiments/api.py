@@ -85,12 +85,19 @@ def run(
     fresh: bool = False,
     cache: bool = True,
     progress: bool = True,
+    compare: bool | None = None,
     **overrides: Any,
 ) -> ExperimentResult:
-    """Validate a spec (path or dict) with overrides, run it, return the results."""
+    """Validate a spec (path or dict) with overrides, run it, return the results.
+
+    ``compare`` ends the run with the paired comparison of its pipelines (``result.comparison``);
+    by default when it has two or more.
+    """
     offline_defaults()
     experiment = load_experiment(spec, **overrides)
-    return run_experiment(experiment, home=home, fresh=fresh, cache=cache, progress=progress)
+    return run_experiment(
+        experiment, home=home, fresh=fresh, cache=cache, progress=progress, compare=compare
+    )
 
 
 def export(

@@ -8,12 +8,10 @@ the next open; a task recorded twice keeps its first record.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
 from pathlib import Path
-from typing import Any
 
 from eval.results import ProblemResult
 
@@ -65,14 +63,3 @@ class CheckpointStore:
                 return
             data = handle.seek(0) or handle.read()
             handle.truncate(data.rfind(b"\n") + 1)
-
-    # Run bookkeeping: which MLflow runs hold this configuration's results.
-    def read_state(self) -> dict[str, Any]:
-        path = self.directory / "state.json"
-        return json.loads(path.read_text()) if path.exists() else {}
-
-    def write_state(self, state: dict[str, Any]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self.directory / "state.json.tmp"
-        tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
-        os.replace(tmp, self.directory / "state.json")

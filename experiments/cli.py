@@ -105,21 +105,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     result = run(
         args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
-        progress=not args.no_progress, model=args.model, api_base=args.api_base,
+        progress=not args.no_progress, compare=args.compare, model=args.model, api_base=args.api_base,
         api_key_env=args.api_key_env, dataset=args.dataset, limit=args.limit,
         task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
     )
-    summary = result.summary()
-    print(summary.drop(columns=["run_id"]).to_string(index=False))
+    print(result.summary().drop(columns=["run_id"]).to_string(index=False))
     print(f"\nMLflow parent run {result.parent_run_id} (experiment {result.experiment_id}); "
           "see it with: critiquelab ui")
-    if args.compare is False or (args.compare is None and summary["pipeline"].nunique() < 2):
-        return 0
-    from experiments.compare import compare_runs
-
-    comparison = compare_runs(result.parent_run_id, home=args.home)
-    print(f"\n{comparison.markdown}\nReport: {comparison.files['html']}")
+    if result.comparison is not None:
+        _print_notices(result.comparison.notices)
+        print(f"\n{result.comparison.markdown}\nReport: {result.comparison.files['html']}")
     return 0
+
+
+def _print_notices(notices: list[str]) -> None:
+    for notice in notices:
+        print(f"critiquelab: note: {notice}", file=sys.stderr)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -129,6 +130,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         args.runs, home=args.home, out=args.out, log=not args.no_log,
         bootstrap_seed=args.bootstrap_seed, n_resamples=args.resamples,
     )
+    _print_notices(result.notices)
     print(result.markdown)
     logged = f"; logged to MLflow run {result.logged_run_id}" if result.logged_run_id else ""
     print(f"Report: {result.files['html']}{logged}")

@@ -29,9 +29,8 @@ from typing import Any
 
 from eval.errors import UserError
 from experiments.paths import data_dir as default_data_dir
-from experiments.tracking import tracking_uri
+from experiments.tracking import CHILD_TAG, PARENT_TAG, child_key, most_complete, tracking_uri
 
-PARENT_TAG = "mlflow.parentRunId"
 COMPARISON_TAG = "critiquelab.comparison"
 ARTIFACT_PATH = "comparison"
 
@@ -60,6 +59,7 @@ class ComparisonResult:
     runs: list[ComparedRun] = field(default_factory=list)
     logged_run_id: str | None = None
     bootstrap_seed: int = 0
+    notices: list[str] = field(default_factory=list)  # one line each: what was chosen or left out
 
     def _repr_markdown_(self) -> str:  # Jupyter shows the summary
         return self.markdown
@@ -92,28 +92,61 @@ def _as_compared(run: Any) -> ComparedRun:
     )
 
 
-def resolve_runs(client: Any, run_ids: Sequence[str]) -> list[ComparedRun]:
+def _parent_children(client: Any, parent: Any, notices: list[str]) -> list[Any]:
+    """A parent's finished pipeline runs, one per pipeline × seed.
+
+    Data directories written before resume reused child runs can hold two runs of one pipeline
+    × seed: the most complete is taken and a notice says so. Pipelines with no finished run
+    (an interrupted experiment) are named in a notice, never silently missing.
+    """
+    parent_id = parent.info.run_id
+    children = client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{parent_id}'",
+        max_results=10000,
+    )
+    by_key: dict[str, list[Any]] = {}
+    for child in children:
+        if CHILD_TAG in child.data.tags or "pipeline.label" in child.data.params:
+            by_key.setdefault(child_key(child), []).append(child)
+    chosen = []
+    for key, runs in sorted(by_key.items()):
+        finished = [r for r in runs if r.info.status == "FINISHED" and "pipeline.label" in r.data.params]
+        if not finished:
+            notices.append(f"{parent_id}: {key} has no finished run ({runs[0].info.status}); left out")
+            continue
+        best = most_complete(finished)
+        if len(finished) > 1:
+            problems = int(best.data.metrics.get("problems", 0))
+            notices.append(
+                f"{parent_id}: {len(finished)} runs of {key}; using {best.info.run_id} "
+                f"(the most complete: {problems} problems)"
+            )
+        chosen.append(best)
+    return sorted(chosen, key=lambda c: (c.info.start_time, c.info.run_id))
+
+
+def resolve_runs(
+    client: Any, run_ids: Sequence[str], notices: list[str] | None = None
+) -> list[ComparedRun]:
     """Parent ids expand to their finished pipeline runs; pipeline run ids are taken as they are.
 
     A label used under more than one parent is suffixed ``@<parent id[:8]>``: two experiments'
-    "baseline" may differ in model or config and must not be pooled as one pipeline.
+    "baseline" may differ in model or config and must not be pooled as one pipeline. What was
+    chosen or left out while expanding a parent is appended to ``notices``.
     """
+    notices = [] if notices is None else notices
     found: dict[str, ComparedRun] = {}
     for run_id in run_ids:
         run = _get_run(client, run_id)
         if "pipeline.label" in run.data.params:
             found.setdefault(run.info.run_id, _as_compared(run))
             continue
-        children = client.search_runs(
-            [run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{run.info.run_id}'",
-            max_results=10000,
-        )
-        usable = [c for c in children if c.info.status == "FINISHED" and "pipeline.label" in c.data.params]
+        usable = _parent_children(client, run, notices)
         if not usable:
             raise UserError(
                 f"run '{run_id}' is neither a pipeline run nor a parent with finished pipeline runs"
             )
-        for child in sorted(usable, key=lambda c: (c.info.start_time, c.info.run_id)):
+        for child in usable:
             found.setdefault(child.info.run_id, _as_compared(child))
     runs = list(found.values())
     parents_by_label: dict[str, set[str]] = {}
@@ -222,7 +255,8 @@ def compare_runs(
         raise UserError("compare needs a parent run id or one or more pipeline run ids")
     home = Path(home) if home else default_data_dir()
     client = _client(home)
-    resolved = resolve_runs(client, run_ids)
+    notices: list[str] = []
+    resolved = resolve_runs(client, run_ids, notices)
     single_parent = len(run_ids) == 1 and all(r.parent_id == run_ids[0] for r in resolved)
     problems = load_problems_frame(client, resolved)
     table = pipeline_summary(problems, confidence)
@@ -243,5 +277,5 @@ def compare_runs(
             tags["critiquelab.compared_runs"] = ",".join(r.run_id for r in resolved)[:5000]
         logged = _log(client, resolved, run_ids[0] if single_parent else None, out, tags)
     return ComparisonResult(
-        table, pairs, problems, markdown, out, files, list(resolved), logged, bootstrap_seed
+        table, pairs, problems, markdown, out, files, list(resolved), logged, bootstrap_seed, notices
     )

@@ -293,7 +293,6 @@ def _paired_test(
     in one experiment run (same problems, model and seed), then ``compare``'s paired statistics —
     the same table researchers read for any two pipelines. ``kept`` names the candidate the
     validation gate chose (or ``baseline``); its score is the optimisation's test score."""
-    from experiments.compare import compare_runs
     from experiments.runner import run_experiment
     from experiments.spec import ExperimentSpec, PipelineSpec
 
@@ -312,7 +311,7 @@ def _paired_test(
     result = run_experiment(experiment, home=home, cache=cache, progress=False)
     by_label = {child.pipeline: child for child in result.children}
     rates = {label: child.metrics["pass_at_1"] for label, child in by_label.items()}
-    comparison = compare_runs(result.parent_run_id, home=home).markdown if len(pipelines) > 1 else (
+    comparison = result.comparison.markdown if result.comparison is not None else (
         f"Nothing to compare: pass@1 {rates[unoptimised]:.4f}.\n"
     )
     tracker.log_text(run_id, comparison, "comparison.md")

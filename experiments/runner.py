@@ -31,7 +31,17 @@ from experiments.provenance import code_fingerprint, git_commit, package_version
 from experiments.provision import ModelIdentity, resolve_model, serve_model
 from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
-from experiments.tracking import Tracker, flatten, tracking_uri
+from experiments.tracking import (
+    CHILD_TAG,
+    INVOCATION_TAG,
+    PARENT_TAG,
+    RESULTS_TAG,
+    Tracker,
+    child_key,
+    flatten,
+    most_complete,
+    tracking_uri,
+)
 from pipelines.pool import MessagePool
 from pipelines.pool_context import bind_pool
 from pipelines.registry import create_pipeline
@@ -55,6 +65,7 @@ class ExperimentResult:
     experiment_id: str
     parent_run_id: str
     children: list[ChildRun] = field(default_factory=list)
+    comparison: Any = None  # experiments.compare.ComparisonResult, when the run compared its pipelines
 
     def summary(self) -> Any:
         """A pandas DataFrame: one row per pipeline × seed."""
@@ -196,26 +207,48 @@ def _solve_concurrently(
     pool.shutdown(wait=True)
 
 
+def results_digest(results: list[ProblemResult]) -> str:
+    """What a child run logged, in one value: a resumed run whose results are unchanged leaves
+    that child exactly as it is."""
+    digest = hashlib.sha256()
+    for result in results:
+        digest.update(result.model_dump_json().encode() + b"\n")
+    return digest.hexdigest()
+
+
+def _child_run(
+    tracker: Tracker, parent_id: str, siblings: list[Any], label: str, seed: int
+) -> tuple[str, Any]:
+    """The parent's run of ``label`` × ``seed``, reused whatever its state (running, killed,
+    finished), else a new one; the tag is set at creation, so a kill can never orphan it."""
+    key = f"{label}/seed={seed}"
+    mine = [r for r in siblings if child_key(r) == key]
+    if mine:
+        run = most_complete(mine)
+        return run.info.run_id, run
+    return tracker.start_run(f"{label}-seed{seed}", parent_id=parent_id, tags={CHILD_TAG: key}), None
+
+
 def _run_child(
-    tracker: Tracker, store: CheckpointStore, state: dict[str, Any], parent_id: str,
+    tracker: Tracker, store: CheckpointStore, parent_id: str, siblings: list[Any],
     spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
     lazy_lm: _LazyLM, pool: MessagePool, show_progress: bool, finished: list[ChildRun],
 ) -> ChildRun:
     label = pipeline_spec.display_name
-    child_key = f"{label}/seed={seed}"
-    run_id = state["children"].get(child_key)
-    if tracker.is_unfinished(run_id):
+    run_id, logged = _child_run(tracker, parent_id, siblings, label, seed)
+    done = store.load(label, seed)
+    pending = [p for p in problems if p.task_id not in done]
+    if not pending and logged is not None and logged.info.status == "FINISHED":
+        results = [done[p.task_id] for p in problems]
+        if logged.data.tags.get(RESULTS_TAG) == results_digest(results):
+            metrics = {**summarize(results), "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
+            return ChildRun(label, seed, run_id, results, metrics)  # finished before: left as it is
+    if logged is not None:
         tracker.reopen(run_id)
-    else:
-        run_id = tracker.start_run(f"{label}-seed{seed}", parent_id=parent_id)
-        state["children"][child_key] = run_id
-        store.write_state(state)
     tracker.log_params(run_id, {
         "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
         **flatten(pipeline_spec.params, "pipeline.params."),
     })
-    done = store.load(label, seed)
-    pending = [p for p in problems if p.task_id not in done]
     params = _resolve_params(pipeline_spec, seed, finished)
     if params != pipeline_spec.params:
         tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
@@ -247,12 +280,14 @@ def _run_child(
     results = [done[p.task_id] for p in problems]
     metrics = summarize(results)
     metrics["wall_time_s"] = time.monotonic() - start
-    tracker.log_metrics(run_id, metrics)
+    tracker.log_metrics(run_id, metrics, only_changed=True)
     tracker.log_frame(run_id, results_table(results), "problems")
     # By thread, not by run id: problems resumed from checkpoints keep the messages of the run
     # that solved them.
     messages = [m for r in results if r.thread_id for m in pool.history(thread_id=r.thread_id)]
     tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
+    # Last: the digest says "everything above is logged", so a kill before it relogs on resume.
+    tracker.set_tags(run_id, {RESULTS_TAG: results_digest(results)})
     tracker.finish(run_id)
     return ChildRun(label, seed, run_id, results, metrics)
 
@@ -264,11 +299,15 @@ def run_experiment(
     fresh: bool = False,
     cache: bool = True,
     progress: bool = True,
+    compare: bool | None = None,
 ) -> ExperimentResult:
     """Run ``spec`` and return its results; everything is also logged to MLflow under ``home``.
 
     Input is validated (dataset, pipelines, model) before any run is created. ``fresh`` ignores
     earlier checkpoints of the same configuration; ``cache=False`` bypasses the LM cache.
+    ``compare`` ends the run with :func:`experiments.compare.compare_runs` on its pipelines
+    (default: when it has two or more). The parent run is finished only after that, so a run
+    killed at any point — the comparison included — is resumed by the same call.
     """
     home = home or default_data_dir()
     problems = load_problems(
@@ -299,19 +338,28 @@ def run_experiment(
         if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
             lazy_lm.get()  # start and check the model before any run exists
         tracker = Tracker(home, spec.name)
-        state, parent_id = _open_parent_run(tracker, store, spec, identity, key, len(problems))
+        parent_id = _open_parent_run(tracker, spec, identity, key, problems, resume=not fresh)
         result = ExperimentResult(tracker.experiment_id, parent_id)
+        siblings = tracker.runs_tagged({PARENT_TAG: parent_id})
         try:
             for pipeline_spec in spec.pipelines:
                 for seed in spec.seeds:
                     result.children.append(_run_child(
-                        tracker, store, state, parent_id, spec, pipeline_spec, seed, problems,
+                        tracker, store, parent_id, siblings, spec, pipeline_spec, seed, problems,
                         lazy_lm, pool, progress, result.children,
                     ))
         except BaseException:
             tracker.finish(parent_id, "KILLED")
             raise
-    tracker.log_frame(parent_id, result.summary(), "summary")
+    try:
+        tracker.log_frame(parent_id, result.summary(), "summary")
+        if compare or (compare is None and len(labels) > 1):
+            from experiments.compare import compare_runs
+
+            result.comparison = compare_runs(parent_id, home=home)
+    except BaseException:
+        tracker.finish(parent_id, "KILLED")
+        raise
     tracker.finish(parent_id)
     return result
 
@@ -327,25 +375,40 @@ def _open_pool(spec: ExperimentSpec, home: Path) -> MessagePool:
     return MessagePool(ChromaProcessStore(home / "chroma"))
 
 
+def _invocation_digest(key: str, spec: ExperimentSpec, problems: list[Problem]) -> str:
+    """What one parent run holds: the configuration (checkpoint key), the problems and the seeds.
+    The same command after a kill has the same digest and resumes that parent; another subset
+    or seed list is another invocation with a parent of its own (reusing the checkpoints)."""
+    material = json.dumps({"key": key, "tasks": [p.task_id for p in problems], "seeds": spec.seeds})
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
 def _open_parent_run(
-    tracker: Tracker, store: CheckpointStore, spec: ExperimentSpec, identity: ModelIdentity,
-    key: str, problem_count: int,
-) -> tuple[dict[str, Any], str]:
-    """Reopen the parent run a killed invocation left unfinished, else start a new one."""
-    state = store.read_state() or {"children": {}}
-    parent_id = state.get("parent_run_id")
-    if tracker.is_unfinished(parent_id):
+    tracker: Tracker, spec: ExperimentSpec, identity: ModelIdentity, key: str,
+    problems: list[Problem], *, resume: bool,
+) -> str:
+    """Reopen the parent run that a killed invocation of the same command left unfinished, else
+    start a new one. Found by tag in MLflow, so a kill between two steps can never lose it."""
+    invocation = _invocation_digest(key, spec, problems)
+    unfinished = [
+        r for r in tracker.runs_tagged({INVOCATION_TAG: invocation})
+        if r.info.status != "FINISHED" and PARENT_TAG not in r.data.tags
+    ]
+    if resume and unfinished:
+        parent_id = str(unfinished[0].info.run_id)
         tracker.reopen(parent_id)
     else:
-        parent_id = tracker.start_run(spec.name, tags={"critiquelab.checkpoint_key": key})
-        state = {"parent_run_id": parent_id, "children": {}}
-        store.write_state(state)
+        parent_id = tracker.start_run(
+            spec.name, tags={"critiquelab.checkpoint_key": key, INVOCATION_TAG: invocation}
+        )
+    # Logged on a reopened parent too (params already there are kept): a kill may have come
+    # between the parent's creation and these lines.
     local = "127.0.0.1 (local server)" if identity.is_local else "default"
     tracker.log_params(parent_id, {
         **flatten(spec.model_dump(mode="json"), "config."),
         "model.resolved": identity.resolved, "model.file_sha256": identity.file_sha256 or "n/a",
         "model.api_base": identity.api_base or local,
-        "isolation": isolation_level(), "problems": problem_count,
+        "isolation": isolation_level(), "problems": len(problems),
         **{f"version.{k}": v for k, v in package_versions().items()},
     })
     tracker.set_tags(parent_id, {
@@ -364,4 +427,4 @@ def _open_parent_run(
         if pipeline_spec.prompts:
             tracker.log_text(parent_id, loaded(pipeline_spec.prompts),
                              f"prompts/{pipeline_spec.display_name}/program.json")
-    return state, parent_id
+    return parent_id

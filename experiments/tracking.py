@@ -9,9 +9,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+PARENT_TAG = "mlflow.parentRunId"
+CHILD_TAG = "critiquelab.child"  # "<label>/seed=<n>": set when a child run is created
+INVOCATION_TAG = "critiquelab.invocation"  # configuration × problems × seeds of a parent run
+RESULTS_TAG = "critiquelab.results_sha256"  # set last: the child's results are all logged
 
 _MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 _BATCH = 100  # MLflow's limit on params per log_batch call
@@ -32,6 +37,25 @@ def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
             flat[name] = text[:_MAX_PARAM_LENGTH]
     return flat
+
+
+def child_key(run: Any) -> str:
+    """``<label>/seed=<n>`` of a pipeline run: its tag, or its params for runs logged before the
+    tag existed."""
+    tagged = run.data.tags.get(CHILD_TAG)
+    if tagged:
+        return str(tagged)
+    params = run.data.params
+    return f"{params.get('pipeline.label', '')}/seed={params.get('seed', '')}"
+
+
+def most_complete(runs: Sequence[Any]) -> Any:
+    """Of several runs of one pipeline × seed, the one that holds the most: most problems, then
+    finished before unfinished, then the latest."""
+    return max(runs, key=lambda r: (
+        r.data.metrics.get("problems", 0.0), r.info.status == "FINISHED", r.info.end_time or 0,
+        r.info.start_time or 0,
+    ))
 
 
 class Tracker:
@@ -59,18 +83,32 @@ class Tracker:
     ) -> str:
         all_tags = dict(tags or {})
         if parent_id:
-            all_tags["mlflow.parentRunId"] = parent_id
+            all_tags[PARENT_TAG] = parent_id
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
         return str(run.info.run_id)
 
-    def is_unfinished(self, run_id: str | None) -> bool:
+    def status(self, run_id: str | None) -> str | None:
+        """The run's status (RUNNING, FINISHED, KILLED, FAILED …); None if it is not a live run
+        of this store (unknown, deleted, or from another store)."""
         if not run_id:
-            return False
+            return None
         try:
             run = self.client.get_run(run_id)
-        except Exception:  # deleted or from another store
-            return False
-        return run.info.status == "RUNNING" and run.info.lifecycle_stage == "active"
+        except Exception:
+            return None
+        return str(run.info.status) if run.info.lifecycle_stage == "active" else None
+
+    def is_resumable(self, run_id: str | None) -> bool:
+        """A live run that did not finish: killed, failed, or still marked running after a kill -9."""
+        return self.status(run_id) not in (None, "FINISHED")
+
+    def runs_tagged(self, tags: Mapping[str, str]) -> list[Any]:
+        """Live runs of this experiment carrying every one of ``tags``, newest first."""
+        clauses = " and ".join(f"tags.`{key}` = '{value}'" for key, value in tags.items())
+        return list(self.client.search_runs(
+            [self.experiment_id], filter_string=clauses, max_results=10000,
+            order_by=["attributes.start_time DESC"],
+        ))
 
     def reopen(self, run_id: str) -> None:
         self.client.update_run(run_id, status="RUNNING")
@@ -85,12 +123,17 @@ class Tracker:
         for start in range(0, len(fresh), _BATCH):
             self.client.log_batch(run_id, params=fresh[start : start + _BATCH])
 
-    def log_metrics(self, run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
+    def log_metrics(
+        self, run_id: str, metrics: Mapping[str, float], step: int = 0, *, only_changed: bool = False
+    ) -> None:
+        """Log ``metrics`` at ``step``. ``only_changed`` skips those whose latest value is already
+        the same, so logging a resumed run again does not repeat its history."""
         from mlflow.entities import Metric
         from mlflow.utils.time import get_current_time_millis
 
         now = get_current_time_millis()
-        batch = [Metric(k, float(v), now, step) for k, v in metrics.items()]
+        logged = self.client.get_run(run_id).data.metrics if only_changed else {}
+        batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if logged.get(k) != float(v)]
         for start in range(0, len(batch), _BATCH):
             self.client.log_batch(run_id, metrics=batch[start : start + _BATCH])
 

@@ -16,7 +16,7 @@ from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
 from experiments.api import run
-from experiments.tracking import tracking_uri
+from experiments.tracking import CHILD_TAG, PARENT_TAG, Tracker, tracking_uri
 
 
 def test_run_logs_parent_and_child_runs(home, humaneval_problems):
@@ -71,8 +71,8 @@ def test_lm_cache_serves_a_new_checkpoint_dir_with_same_tokens(home, humaneval_p
 
 def _table(home, spec_path):
     client = MlflowClient(tracking_uri(home))
-    state = json.loads(next((home / "checkpoints").glob("*/state.json")).read_text())
-    run_id = next(iter(state["children"].values()))
+    (child,) = Tracker(home, "test-experiment").runs_tagged({CHILD_TAG: "baseline/seed=0"})
+    run_id = child.info.run_id
     frame = pd.read_parquet(client.download_artifacts(run_id, "problems.parquet"))
     return frame[["task_id", "status", "reason", "prompt_tokens", "completion_tokens", "final_code"]]
 
@@ -154,6 +154,5 @@ def test_ctrl_c_stops_at_once_and_records_only_finished_problems(home, humaneval
     assert [json.loads(line)["task_id"] for line in checkpoint.read_text().splitlines()] == [
         "HumanEval/0"
     ]
-    client = MlflowClient(tracking_uri(home))
-    state = json.loads(next((home / "checkpoints").glob("*/state.json")).read_text())
-    assert client.get_run(state["parent_run_id"]).info.status == "KILLED"
+    (parent,) = [r for r in Tracker(home, "test-experiment").runs_tagged({}) if PARENT_TAG not in r.data.tags]
+    assert parent.info.status == "KILLED"
