@@ -65,6 +65,29 @@ def _trim_to_parseable(text: str) -> str:
     return text
 
 
+def _is_statement(line: str) -> bool:
+    """A line that parses as Python on its own (a block header given an empty body) and is more
+    than a bare word, number or ``Label: text`` — which prose lines also parse as."""
+    for text in (line, line + "\n    pass"):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        words = (ast.Name, ast.Constant)
+        return not all(
+            (isinstance(node, ast.Expr) and isinstance(node.value, words))
+            or (isinstance(node, ast.AnnAssign) and node.value is None)
+            for node in tree.body
+        )
+    return False
+
+
+def contains_code(reply: str) -> bool:
+    """Whether a reply has any Python in it at all: an empty or prose-only reply is "no code
+    returned", which says more than a syntax error or a failed assertion."""
+    return any(_is_statement(line.strip()) for line in reply.splitlines() if line.strip())
+
+
 def extract_code(reply: str, entry_point: str) -> str:
     """The code in a reply: the fenced block that defines ``entry_point``, else all code blocks,
     else the raw text from its first line of code."""

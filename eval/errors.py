@@ -8,3 +8,9 @@ class UserError(Exception):
 
     The CLI prints ``str(error)`` on one line and exits with code 2, without a traceback.
     """
+
+
+class ServiceError(Exception):
+    """An external service (the model endpoint, a Chroma or MLflow server) failed mid-run, after
+    its bounded retries. The CLI prints ``str(error)`` on one line and exits with code 3; the
+    same command resumes the run (finished problems are checkpointed)."""

@@ -7,15 +7,22 @@ the optimisers' metrics are "does the hidden test pass", and ``optimizers`` must
 
 from __future__ import annotations
 
-from eval.assembly import AssembledProgram, assemble_program
+from eval.assembly import AssembledProgram, assemble_program, contains_code
 from eval.execution import run_program
 from eval.problems import Problem
 from eval.verdict import Status, Verdict
+
+NO_CODE = "no_code"
 
 
 def score_code(problem: Problem, code: str, timeout_s: float) -> tuple[AssembledProgram, Verdict]:
     """Assemble a reply into a program and run the hidden test on it."""
     program = assemble_program(problem.prompt, code, problem.entry_point)
+    if not contains_code(code):
+        # Otherwise an empty reply runs as the prompt's stub (an "assertion") and prose as a body
+        # (a "syntax" error): both hide that the model returned nothing to test.
+        detail = "the model returned no code" + (f": {code.strip()[:200]!r}" if code.strip() else "")
+        return program, Verdict(status=Status.FAILED, reason=NO_CODE, detail=detail)
     if not program.ok:
         return program, Verdict(status=Status.FAILED, reason="syntax", detail=program.syntax_error or "")
     verdict = run_program(

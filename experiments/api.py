@@ -41,6 +41,7 @@ def apply_overrides(
     seeds: Sequence[int] | None = None,
     concurrency: int | None = None,
     prompts: str | Path | None = None,
+    request_timeout: float | None = None,
 ) -> dict[str, Any]:
     """Command-line overrides onto raw spec data, before validation (so they are validated too)."""
     data = {**data}
@@ -52,13 +53,15 @@ def apply_overrides(
         model_data["api_base"] = api_base
     if api_key_env is not None:
         model_data["api_key_env"] = api_key_env
+    if request_timeout is not None:
+        model_data["timeout_s"] = request_timeout
     if dataset is not None:
         dataset_data["source"] = dataset
     if limit is not None:
         dataset_data["limit"] = limit
-    if task_ids:
+    if task_ids is not None:
         dataset_data["task_ids"] = list(task_ids)
-    if seeds:
+    if seeds is not None:
         data["seeds"] = list(seeds)
     if concurrency is not None:
         data["concurrency"] = concurrency
@@ -81,7 +84,7 @@ def load_experiment(spec: str | Path | dict[str, Any], **overrides: Any) -> Expe
 def run(
     spec: str | Path | dict[str, Any],
     *,
-    home: Path | None = None,
+    home: str | Path | None = None,
     fresh: bool = False,
     cache: bool = True,
     progress: bool = True,
@@ -96,7 +99,8 @@ def run(
     offline_defaults()
     experiment = load_experiment(spec, **overrides)
     return run_experiment(
-        experiment, home=home, fresh=fresh, cache=cache, progress=progress, compare=compare
+        experiment, home=Path(home) if home is not None else None, fresh=fresh, cache=cache,
+        progress=progress, compare=compare,
     )
 
 

@@ -1,24 +1,44 @@
 """``critiquelab``: a thin command line over :mod:`experiments.api`.
 
-Bad input prints one line naming what is wrong and exits with code 2 (``--debug`` shows the
-traceback); Ctrl-C stops cleanly and the same command resumes.
+Exit codes: 0 done; 2 bad input (one line naming it, nothing written); 3 an external service
+(model endpoint, Chroma or MLflow server) failed mid-run (one line; the same command resumes);
+130 interrupted by Ctrl-C or SIGTERM (the process ends within seconds, resumable). ``--debug``
+shows tracebacks; any other traceback is a bug.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from eval.errors import UserError
+from eval.errors import ServiceError, UserError
+
+# After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
+# pool; whatever still hangs then (a model request in flight) must not keep the process alive.
+STOP_GRACE_S = 4.0
+INTERRUPTED = "critiquelab: interrupted; run the same command again to resume"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit code 2) like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"critiquelab: error: {message} (see '{self.prog} --help')\n")
 
 
 def _csv(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list, got '{text}'")
+    return parts
 
 
 def _int_csv(text: str) -> list[int]:
@@ -39,6 +59,8 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--task-ids", type=_csv, help="comma-separated task ids")
     run.add_argument("--seeds", type=_int_csv, help="comma-separated seeds")
     run.add_argument("--concurrency", type=int, help="problems solved at once")
+    run.add_argument("--request-timeout", type=float, metavar="S",
+                     help="seconds one model request may take (default 600 local, 120 remote)")
     run.add_argument("--fresh", action="store_true", help="ignore earlier checkpoints")
     run.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -54,8 +76,6 @@ def _add_compare(commands: Any) -> None:
     compare = commands.add_parser("compare", help="compare pipelines: table, paired tests, plots, report")
     compare.add_argument("runs", nargs="+", help="a parent run id (all its pipeline runs) or run ids")
     compare.add_argument("--out", type=Path, help="report directory (default <data dir>/reports/<id>)")
-    # SUPPRESS: when not given here, the top-level --home (critiquelab --home DIR compare …) stands.
-    compare.add_argument("--home", type=Path, default=argparse.SUPPRESS, help="data directory")
     compare.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the paired bootstrap")
     compare.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples")
     compare.add_argument("--no-log", action="store_true", help="do not attach the report to MLflow")
@@ -79,13 +99,20 @@ def _add_export(commands: Any) -> None:
     export.add_argument("--prefix", help="Prompt Registry name prefix (default critiquelab.<pipeline>)")
 
 
+def _common_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """--home and --debug, accepted before the verb and after it (``default=SUPPRESS`` on the
+    verbs, so a value given before the verb stands unless repeated after it)."""
+    home_default, debug_default = (None, False) if default is None else (default, default)
+    parser.add_argument("--home", type=Path, default=home_default,
+                        help="data directory (default $CRITIQUELAB_HOME or ./.critiquelab)")
+    parser.add_argument("--debug", action="store_true", default=debug_default,
+                        help="show tracebacks and library logs")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="critiquelab", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--home", type=Path, help="data directory (default $CRITIQUELAB_HOME or ./.critiquelab)"
-    )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks and library logs")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="critiquelab", description=__doc__.splitlines()[0])
+    _common_options(parser, None)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run(commands)
     _add_compare(commands)
     _add_export(commands)
@@ -97,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", choices=["list", "fetch"])
     models.add_argument("name", nargs="?", default="local", help="'local', 'local-1.5b' or a key")
     commands.add_parser("pipelines", help="list registered pipelines")
+    for verb in commands.choices.values():
+        _common_options(verb, argparse.SUPPRESS)
     return parser
 
 
@@ -108,8 +137,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress=not args.no_progress, compare=args.compare, model=args.model, api_base=args.api_base,
         api_key_env=args.api_key_env, dataset=args.dataset, limit=args.limit,
         task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
+        request_timeout=args.request_timeout,
     )
     print(result.summary().drop(columns=["run_id"]).to_string(index=False))
+    for warning in result.warnings:
+        print(f"critiquelab: warning: {warning}", file=sys.stderr)
     print(f"\nMLflow parent run {result.parent_run_id} (experiment {result.experiment_id}); "
           "see it with: critiquelab ui")
     if result.comparison is not None:
@@ -171,6 +203,11 @@ def _cmd_ui(args: argparse.Namespace) -> int:
     from experiments.tracking import tracking_uri
 
     home = args.home or data_dir()
+    with socket.socket() as probe:  # MLflow would print the URL, then fail on a taken port
+        try:
+            probe.bind((args.host, args.port))
+        except OSError as exc:
+            raise UserError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}; pick --port") from exc
     home.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(home),
                "--host", args.host, "--port", str(args.port)]
@@ -210,6 +247,27 @@ HANDLERS = {
 }
 
 
+def _stop_on_signal(signum: int, frame: Any) -> None:
+    """Ctrl-C and SIGTERM: unwind (runs marked KILLED, model server stopped, pool flushed), and
+    end the process after ``STOP_GRACE_S`` whatever is still in flight."""
+    timer = threading.Timer(STOP_GRACE_S, _hard_exit, (130, INTERRUPTED))
+    timer.daemon = True
+    timer.start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the unwinding
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def _hard_exit(code: int, message: str = "") -> NoReturn:
+    """Exit without joining worker threads that are blocked in a model request."""
+    if message:
+        print(message, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from experiments.api import offline_defaults
@@ -218,8 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.home:
         os.environ["CRITIQUELAB_HOME"] = str(args.home)
     logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING, format="%(message)s")
-    # SIGTERM unwinds like Ctrl-C, so the model server stops and runs are marked KILLED.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _stop_on_signal)
+        signal.signal(signal.SIGTERM, _stop_on_signal)
     try:
         return HANDLERS[args.command](args)
     except UserError as exc:
@@ -227,8 +286,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"critiquelab: error: {exc}", file=sys.stderr)
         return 2
+    except ServiceError as exc:
+        if args.debug:
+            raise
+        print(f"critiquelab: error: {exc}; run the same command again to resume", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
-        print("critiquelab: interrupted; run the same command again to resume", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
+        if argv is None:  # the process is ours (not a test calling main): leave at once
+            _hard_exit(130)
         return 130
 
 

@@ -17,9 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from dspy.utils.exceptions import ContextWindowExceededError, LMError
 from dspy.utils.usage_tracker import track_usage
 
+from eval.errors import ServiceError
 from eval.usage import current_meter
+
+# Request settings that do not change a reply, so they stay out of the cache key.
+_TRANSPORT_KWARGS = ("timeout", "num_retries")
 
 
 def _usage_numbers(totals: dict[str, dict[str, Any]]) -> tuple[int, int]:
@@ -57,7 +62,8 @@ class HarnessLM(dspy.LM):
             "model": self.model,
             "model_type": self.model_type,
             "kwargs": {
-                k: v for k, v in {**self.kwargs, **kwargs}.items() if not k.startswith("api_")
+                k: v for k, v in {**self.kwargs, **kwargs}.items()
+                if not k.startswith("api_") and k not in _TRANSPORT_KWARGS
             },
             "prompt": prompt,
             "messages": messages,
@@ -83,7 +89,7 @@ class HarnessLM(dspy.LM):
             return list(entry["outputs"])
         start = time.monotonic()
         with track_usage() as tracker:
-            outputs = super().__call__(prompt, messages=messages, **kwargs)
+            outputs = self._request(prompt, messages, kwargs)
         latency = time.monotonic() - start
         prompt_tokens, completion_tokens = _usage_numbers(tracker.get_total_tokens())
         if meter is not None:
@@ -91,7 +97,9 @@ class HarnessLM(dspy.LM):
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                 latency_s=latency, cached=False,
             )
-        if store is not None:
+        # A reply with no text (no choices, null or empty content) broke the protocol or the model
+        # stalled: it is scored as "no code", never cached, so a fixed endpoint gets asked again.
+        if store is not None and any(_text_of(o).strip() for o in outputs):
             store.set(
                 key,
                 {"outputs": list(outputs), "prompt_tokens": prompt_tokens,
@@ -99,8 +107,27 @@ class HarnessLM(dspy.LM):
             )
         return outputs
 
+    def _request(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> Any:
+        """One request (DSPy retries it ``num_retries`` times, each bounded by ``timeout``); an
+        endpoint still failing after that is a :class:`ServiceError`, not a crash."""
+        try:
+            return super().__call__(prompt, messages=messages, **kwargs)
+        except ContextWindowExceededError:
+            raise  # the prompt's fault, not the endpoint's: the role records an unparsed step
+        except LMError as exc:
+            where = self.kwargs.get("api_base") or self.model
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise ServiceError(f"model endpoint {where} failed mid-run: {first}") from exc
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
         super().close()
+
+
+def _text_of(output: Any) -> str:
+    """A completion's text (DSPy returns strings, or dicts with ``text`` for tool/reasoning replies)."""
+    if isinstance(output, dict):
+        return str(output.get("text") or "")
+    return str(output or "")

@@ -33,6 +33,7 @@ from typing import Any
 from eval.datasets import load_problems
 from experiments.optimize_spec import OptimizeSpec
 from experiments.paths import data_dir as default_data_dir
+from experiments.paths import path_segment
 from experiments.provenance import code_fingerprint, git_commit
 from experiments.provision import resolve_model, serve_model
 from experiments.tracking import Tracker, flatten
@@ -106,7 +107,7 @@ def run_optimization(
     create_pipeline(spec.pipeline.name, **spec.pipeline.params)  # bad name/params: fail first
     split = make_split(by_id, spec.split)
     split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
-    directory = home / "optimize" / f"{spec.name}-{_key(spec)}"
+    directory = home / "optimize" / f"{path_segment(spec.name)}-{_key(spec)}"
     if fresh and directory.exists():
         directory.rename(directory.with_name(f"{directory.name}.old-{int(time.time())}"))
     steps = _Steps(directory)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
 
 
@@ -24,3 +26,14 @@ def model_cache_dir() -> Path:
         return Path(explicit).expanduser().resolve()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser().resolve() / "critiquelab"
+
+
+def path_segment(name: str) -> str:
+    """``name`` (an experiment name, a label) as one safe directory name inside the data
+    directory: separators, ``..`` and anything unusual become ``_``, and a short digest of the
+    original keeps two names that sanitise alike apart. ``../../x`` can never leave the data
+    directory, nor can an absolute name."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip(".") or "_"
+    if safe == name:
+        return name
+    return f"{safe[:80]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"

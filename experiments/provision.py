@@ -66,7 +66,8 @@ def _api_key(spec: ModelSpec) -> str | None:
 
 def _preflight(lm: HarnessLM, where: str) -> None:
     """One tiny uncached request, so an unreachable endpoint fails before any run is created."""
-    probe = lm.copy(num_retries=0)
+    # A hung endpoint answers nothing: the probe waits at most a minute, not a full request's limit.
+    probe = lm.copy(num_retries=0, timeout=min(60.0, lm.kwargs.get("timeout") or 60.0))
     try:
         probe("Reply with OK.", max_tokens=1, cache=False)
     except Exception as exc:
@@ -85,7 +86,7 @@ def serve_model(
     cache_dir = data_dir / "lm_cache" if cache else None
     common = {
         "temperature": spec.temperature, "max_tokens": spec.max_tokens,
-        "num_retries": spec.num_retries, "cache_dir": cache_dir,
+        "num_retries": spec.num_retries, "timeout": spec.request_timeout_s, "cache_dir": cache_dir,
         "identity": identity.cache_identity,
     }
     if identity.is_local:

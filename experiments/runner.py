@@ -23,9 +23,11 @@ from eval.errors import UserError
 from eval.execution import isolation_level
 from eval.problems import Problem
 from eval.results import ProblemResult, results_table
+from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore
 from experiments.paths import data_dir as default_data_dir
+from experiments.paths import path_segment
 from experiments.progress import ProgressBar
 from experiments.provenance import code_fingerprint, git_commit, package_versions
 from experiments.provision import ModelIdentity, resolve_model, serve_model
@@ -58,6 +60,7 @@ class ChildRun:
     run_id: str
     results: list[ProblemResult]
     metrics: dict[str, float]
+    warnings: list[str] = field(default_factory=list)  # what may make its numbers misleading
 
 
 @dataclass
@@ -66,6 +69,11 @@ class ExperimentResult:
     parent_run_id: str
     children: list[ChildRun] = field(default_factory=list)
     comparison: Any = None  # experiments.compare.ComparisonResult, when the run compared its pipelines
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line each; also tagged on the child run they concern."""
+        return [w for c in self.children for w in c.warnings]
 
     def summary(self) -> Any:
         """A pandas DataFrame: one row per pipeline × seed."""
@@ -130,7 +138,7 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: 
     material = {
         "name": spec.name,
         "dataset": {"source": _dataset_fingerprint(spec), "fields": spec.dataset.fields},
-        "model": spec.model.model_dump(exclude={"num_retries"}),
+        "model": spec.model.model_dump(exclude={"num_retries", "timeout_s"}),
         "model_identity": identity.cache_identity,
         "pipelines": [p.model_dump() for p in spec.pipelines],
         "execution": spec.execution.model_dump(),
@@ -207,6 +215,19 @@ def _solve_concurrently(
     pool.shutdown(wait=True)
 
 
+def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
+    """Empty or prose-only replies usually mean a broken endpoint, not a weak model: they are
+    reported (on screen and on the run) rather than passing as ordinary failures."""
+    count = sum(r.reason == NO_CODE for r in results)
+    if not count:
+        return []
+    return [
+        f"{label} seed {seed}: {count} of {len(results)} problems got no code from the model (empty "
+        "or prose-only replies); if the endpoint was at fault, fix it and run again with --fresh "
+        "(empty replies are never cached; prose is: add --no-cache)"
+    ]
+
+
 def results_digest(results: list[ProblemResult]) -> str:
     """What a child run logged, in one value: a resumed run whose results are unchanged leaves
     that child exactly as it is."""
@@ -242,7 +263,8 @@ def _run_child(
         results = [done[p.task_id] for p in problems]
         if logged.data.tags.get(RESULTS_TAG) == results_digest(results):
             metrics = {**summarize(results), "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
-            return ChildRun(label, seed, run_id, results, metrics)  # finished before: left as it is
+            warnings = _no_code_warnings(label, seed, results)
+            return ChildRun(label, seed, run_id, results, metrics, warnings)  # left as it was
     if logged is not None:
         tracker.reopen(run_id)
     tracker.log_params(run_id, {
@@ -286,10 +308,13 @@ def _run_child(
     # that solved them.
     messages = [m for r in results if r.thread_id for m in pool.history(thread_id=r.thread_id)]
     tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
+    warnings = _no_code_warnings(label, seed, results)
+    if warnings:
+        tracker.set_tags(run_id, {"critiquelab.warnings": "\n".join(warnings)})
     # Last: the digest says "everything above is logged", so a kill before it relogs on resume.
     tracker.set_tags(run_id, {RESULTS_TAG: results_digest(results)})
     tracker.finish(run_id)
-    return ChildRun(label, seed, run_id, results, metrics)
+    return ChildRun(label, seed, run_id, results, metrics, warnings)
 
 
 def run_experiment(
@@ -330,7 +355,7 @@ def run_experiment(
         labels.append(pipeline_spec.display_name)
     identity = resolve_model(spec.model)
     key = checkpoint_key(spec, identity, tracking_uri(home))
-    store = CheckpointStore(home / "checkpoints" / f"{spec.name}-{key}")
+    store = CheckpointStore(home / "checkpoints" / f"{path_segment(spec.name)}-{key}")
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
     with contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm, _open_pool(spec, home) as pool:

@@ -15,6 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from eval.errors import UserError
 
+LOCAL_REQUEST_TIMEOUT_S = 600.0
+REMOTE_REQUEST_TIMEOUT_S = 120.0
+MAX_SEED = 2**31 - 1  # what every endpoint accepts as a sampling seed, and what the tables store
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -53,7 +57,23 @@ class ModelSpec(_Strict):
     send_seed: bool = Field(
         default=True, description="Send the run's seed with each request (for sampling)."
     )
-    num_retries: int = Field(default=2, ge=0, description="Retries of a failed LM request.")
+    num_retries: int = Field(
+        default=2, ge=0, le=10,
+        description="Retries of a failed LM request (each bounded by `timeout_s`); an endpoint still "
+        "failing after them stops the run with exit code 3, resumable by the same command.",
+    )
+    timeout_s: float | None = Field(
+        default=None, gt=0, le=3600,
+        description="Seconds one LM request may take before it counts as failed. Default: 600 for "
+        "the bundled models (a 2-core machine, requests queued behind each other), 120 for an "
+        "endpoint given by --model/--api-base.",
+    )
+
+    @property
+    def request_timeout_s(self) -> float:
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return LOCAL_REQUEST_TIMEOUT_S if self.id.startswith("local") else REMOTE_REQUEST_TIMEOUT_S
 
 
 class PipelineSpec(_Strict):
@@ -125,6 +145,8 @@ class ExperimentSpec(_Strict):
     def _unique_seeds(cls, seeds: list[int]) -> list[int]:
         if len(set(seeds)) != len(seeds):
             raise ValueError("seeds must be unique")
+        if any(not 0 <= seed <= MAX_SEED for seed in seeds):
+            raise ValueError(f"seeds must be between 0 and {MAX_SEED}")
         return seeds
 
 
@@ -149,12 +171,35 @@ def parse_spec(data: Any, source: str = "spec") -> ExperimentSpec:
         raise UserError(format_validation_error(exc, source)) from exc
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key repeated in one mapping: YAML's "last one wins" would
+    silently drop a setting the researcher wrote."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key '{key}'", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_yaml(path: Path) -> Any:
-    """Read a YAML file; a missing file or malformed YAML is one clear UserError line."""
+    """Read a YAML file; a missing or unreadable file, text that is not UTF-8, malformed YAML or a
+    repeated key is one clear UserError line."""
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:
-        return yaml.safe_load(path.read_text())
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); save the spec as UTF-8") from exc
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read: {exc.strerror}") from exc
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.paths import path_segment
+
 PARENT_TAG = "mlflow.parentRunId"
 CHILD_TAG = "critiquelab.child"  # "<label>/seed=<n>": set when a child run is created
 INVOCATION_TAG = "critiquelab.invocation"  # configuration × problems × seeds of a parent run
@@ -73,7 +75,7 @@ class Tracker:
         if existing is not None:
             self.experiment_id = existing.experiment_id
         else:
-            artifacts = (data_dir / "mlartifacts" / experiment_name).resolve().as_uri()
+            artifacts = (data_dir / "mlartifacts" / path_segment(experiment_name)).resolve().as_uri()
             self.experiment_id = self.client.create_experiment(
                 experiment_name, artifact_location=artifacts
             )

@@ -36,6 +36,32 @@ def context_overflow(tokens: int = 5000, window: int = 4096) -> HttpError:
                      code="context_length_exceeded")
 
 
+class RawReply:
+    """Return this from a responder to send these exact bytes (a proxy's HTML page, broken JSON)."""
+
+    def __init__(self, body: bytes, status: int = 200, content_type: str = "application/json") -> None:
+        self.body, self.status, self.content_type = body, status, content_type
+
+
+class Hang:
+    """Return this from a responder to answer nothing for ``seconds`` and then drop the request."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+def completion(content: str | None, *, choices: bool = True) -> RawReply:
+    """A well-formed chat completion whose text is ``content`` (None: JSON null), or with an
+    empty ``choices`` list."""
+    message = {"role": "assistant", "content": content}
+    body = {
+        "id": "fake", "object": "chat.completion", "created": int(time.time()), "model": "fake",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message}] if choices else [],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1},
+    }
+    return RawReply(json.dumps(body).encode())
+
+
 class FakeOpenAIServer:
     """Serve ``/v1/chat/completions`` and ``/v1/models`` on 127.0.0.1 in a background thread."""
 
@@ -72,6 +98,16 @@ class FakeOpenAIServer:
                     time.sleep(server.delay_s)
                 messages = body.get("messages", [])
                 text = server.responder(messages, body) if server.pass_body else server.responder(messages)
+                if isinstance(text, Hang):
+                    time.sleep(text.seconds)
+                    return
+                if isinstance(text, RawReply):
+                    self.send_response(text.status)
+                    self.send_header("Content-Type", text.content_type)
+                    self.send_header("Content-Length", str(len(text.body)))
+                    self.end_headers()
+                    self.wfile.write(text.body)
+                    return
                 if isinstance(text, HttpError):  # a scripted API error, as a real server sends it
                     self._send({"error": {"message": text.message, "type": "invalid_request_error",
                                           "code": text.code}}, text.status)

@@ -1,0 +1,143 @@
+"""A fault-injecting endpoint driven through `critiquelab run`: a service failing mid-run is one
+line and exit code 3, and the same command then resumes; empty replies are "no code", warned
+about and never cached; a hung request is bounded by the request timeout; SIGINT and SIGTERM
+end the process within 5 s whatever is in flight."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+from support.fake_openai import FakeOpenAIServer, Hang, HttpError, RawReply, completion, humaneval_responder
+from support.specs import fake_spec
+
+from experiments.cli import main
+from experiments.tracking import PARENT_TAG, Tracker
+
+PROBLEMS = 4
+FAULTS = {  # name: (reply that replaces every answer after the first problem, expected exit code)
+    "HTTP 500": (HttpError(500, "internal server error"), 3),
+    "HTTP 503 overloaded": (HttpError(503, "overloaded"), 3),
+    "non-JSON body": (RawReply(b"{not json"), 3),
+    "HTML page from a proxy": (RawReply(b"<html>502 Bad Gateway</html>", content_type="text/html"), 3),
+    "hang past the request timeout": (Hang(6), 3),
+    "connection dropped": (Hang(0), 3),
+    "empty choices": (completion("", choices=False), 0),
+    "null content": (completion(None), 0),
+    "prose instead of code": (completion("I am sorry, I cannot help with that."), 0),
+}
+
+
+class Switchable:
+    """Healthy answers for the pre-flight and the first problem, then ``fault`` until healed."""
+
+    def __init__(self, problems, fault):
+        self.healthy = humaneval_responder(problems)
+        self.fault, self.calls, self.lock = fault, 0, threading.Lock()
+
+    def __call__(self, messages):
+        with self.lock:
+            self.calls += 1
+            broken = self.fault is not None and self.calls > 2
+        return self.fault if broken else self.healthy(messages)
+
+
+def _spec(tmp_path, api_base):
+    path = tmp_path / "spec.yaml"
+    spec = fake_spec(api_base, limit=PROBLEMS, pool={"persist": False})
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_fault_mid_run_then_same_command(fault, tmp_path, home, capsys, humaneval_problems):
+    reply, expected = FAULTS[fault]
+    script = Switchable(humaneval_problems, reply)
+    with FakeOpenAIServer(script) as fake:
+        spec = _spec(tmp_path, fake.api_base)
+        args = ["run", spec, "--no-progress", "--request-timeout", "2"]
+        started = time.monotonic()
+        code = main(args)
+        elapsed = time.monotonic() - started
+        out, err = capsys.readouterr()
+        assert code == expected, err
+        assert "Traceback" not in err
+        assert elapsed < 30, f"{fault}: took {elapsed:.0f}s"
+        if expected == 3:
+            (line,) = err.strip().splitlines()
+            assert "failed mid-run" in line and "run the same command again" in line
+            status = [r.info.status for r in Tracker(home, "test-experiment").runs_tagged({})]
+            assert status and set(status) == {"KILLED"}
+        else:
+            assert "got no code from the model" in err
+            assert out.count("baseline") == 1 and " 0.25 " in out  # only the first problem passed
+        script.fault = None  # the endpoint is fixed
+        # Empty replies were never cached, so --fresh alone asks again; prose is a real reply.
+        again_args = {0: ["--fresh"], 3: []}[expected] + (["--no-cache"] if "prose" in fault else [])
+        again = main([*args, *again_args])
+        out, err = capsys.readouterr()
+    assert again == 0, err
+    assert " 1.0 " in out  # every problem answered and passed
+    runs = Tracker(home, "test-experiment").runs_tagged({})
+    parents = [r for r in runs if PARENT_TAG not in r.data.tags]
+    if expected == 3:  # resumed: the same parent and child runs, nothing duplicated
+        assert len(parents) == 1 and len(runs) == 2
+
+
+def test_slow_endpoint_within_the_timeout_is_no_fault(tmp_path, home, capsys, humaneval_problems):
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems), delay_s=0.5) as fake:
+        code = main(["run", _spec(tmp_path, fake.api_base), "--no-progress", "--request-timeout", "5"])
+    assert code == 0, capsys.readouterr().err
+
+
+def test_endpoint_failing_at_start_is_bad_input(tmp_path, home, capsys):
+    with FakeOpenAIServer(lambda messages: HttpError(500, "boom")) as fake:
+        code = main(["run", _spec(tmp_path, fake.api_base), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not usable" in err
+    assert not (home / "mlflow.db").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
+    signum, tmp_path, humaneval_problems
+):
+    """The model "hangs" for a minute; the signal must not wait for it, and the same command
+    afterwards finishes the run."""
+    entered = threading.Event()
+    healthy = humaneval_responder(humaneval_problems)
+    stuck = humaneval_problems[1].prompt.strip()
+
+    def respond(messages):
+        if any(stuck in str(m.get("content", "")) for m in messages) and not entered.is_set():
+            entered.set()
+            return Hang(60)
+        return healthy(messages)
+
+    home = tmp_path / "home"
+    env = {**os.environ, "CRITIQUELAB_HOME": str(home)}
+    with FakeOpenAIServer(respond) as fake:
+        command = [sys.executable, "-m", "experiments.cli", "run", _spec(tmp_path, fake.api_base),
+                   "--no-progress"]
+        # start_new_session: the signal reaches only this process, as `kill PID` does.
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        assert entered.wait(120), proc.stderr.read() if proc.poll() is not None else "never asked"
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        code = proc.wait(timeout=30)
+        took = time.monotonic() - sent
+        err = proc.stderr.read()
+        assert code == 130, err
+        assert took < 5, f"the process took {took:.1f}s to end"
+        assert "interrupted" in err and "Traceback" not in err and "terminate called" not in err
+        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert " 1.0 " in resumed.stdout
