@@ -175,3 +175,12 @@ def optimize(
     return run_optimization(
         load_optimize_spec(Path(spec)), home=home, fresh=fresh, cache=cache, log=log or (lambda _: None)
     )
+
+
+def list_pipelines() -> list[dict[str, Any]]:
+    """Every registered pipeline, as ``critiquelab pipelines`` prints it: ``name``, ``summary``
+    and ``params`` — one row per parameter with ``name``, ``type``, ``default``, ``required``,
+    ``allowed`` (range or choices) and ``description``, generated from its typed model."""
+    from pipelines.registry import describe_pipelines
+
+    return describe_pipelines()

@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     models = commands.add_parser("models", help="bundled model files")
     models.add_argument("action", choices=["list", "fetch"])
     models.add_argument("name", nargs="?", default="local", help="'local', 'local-1.5b' or a key")
-    commands.add_parser("pipelines", help="list registered pipelines")
+    commands.add_parser("pipelines", help="list registered pipelines and their typed params")
     for verb in commands.choices.values():
         _common_options(verb, argparse.SUPPRESS)
     return parser
@@ -234,10 +234,34 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_pipelines(args: argparse.Namespace) -> int:
-    from pipelines.registry import pipeline_names
+    from experiments.api import list_pipelines
 
-    print("\n".join(pipeline_names()))
+    for pipeline in list_pipelines():
+        print(f"{pipeline['name']}: {pipeline['summary']}")
+        rows = [
+            [p["name"], p["type"], "(required)" if p["required"] else _spec_value(p["default"]),
+             p["allowed"] or "-", p["description"]]
+            for p in pipeline["params"]
+        ]
+        print(_table(["param", "type", "default", "allowed", "description"], rows) if rows else "  no params")
+        print()
+    print("Set them under a pipeline's `params:` in an experiment spec.")
     return 0
+
+
+def _spec_value(value: Any) -> str:
+    """How a default is written in a YAML spec."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else str(value)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  " + "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
+        for row in [header, *rows]
+    )
 
 
 HANDLERS = {

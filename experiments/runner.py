@@ -47,6 +47,7 @@ from experiments.tracking import (
 from pipelines.pool import MessagePool
 from pipelines.pool_context import bind_pool
 from pipelines.registry import create_pipeline
+from pipelines.vote import BUDGET_FROM
 
 log = logging.getLogger(__name__)
 
@@ -169,16 +170,14 @@ class _LazyLM:
         self._stack.close()
 
 
-BUDGET_FROM = "token_budget_from"
-
-
 def _resolve_params(spec: PipelineSpec, seed: int, finished: list[ChildRun]) -> dict[str, Any]:
     """``token_budget_from: LABEL`` becomes ``token_budget``: that pipeline's measured tokens per
     problem under the same seed, so an equal-compute baseline spends what it is compared to."""
     params = dict(spec.params)
-    source = params.pop(BUDGET_FROM, None)
+    source = params.get(BUDGET_FROM)
     if source is None:
         return params
+    del params[BUDGET_FROM]
     match = next((c for c in finished if c.pipeline == source and c.seed == seed), None)
     if match is None:
         raise UserError(f"{BUDGET_FROM}: no finished run of '{source}' with seed {seed}")
@@ -340,18 +339,10 @@ def run_experiment(
         cache_dir=home / "datasets",
     )
     labels: list[str] = []
-    for pipeline_spec in spec.pipelines:  # fail on a bad name/params before anything is written
-        params = dict(pipeline_spec.params)
-        source = params.pop(BUDGET_FROM, None)
-        if source is not None and source not in labels:
-            raise UserError(
-                f"pipeline '{pipeline_spec.display_name}': {BUDGET_FROM} '{source}' must name a "
-                "pipeline listed before it"
-            )
-        make_pipeline(
-            pipeline_spec.name, {**params, **({"token_budget": 1.0} if source else {})},
-            prompts_of(spec, pipeline_spec), tracking_uri(home),
-        )
+    for pipeline_spec in spec.pipelines:  # prompts that cannot be loaded fail before any run exists
+        # Names, params and BUDGET_FROM's label were checked with the spec; the budget is per run.
+        params = {k: v for k, v in pipeline_spec.params.items() if k != BUDGET_FROM}
+        make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), tracking_uri(home))
         labels.append(pipeline_spec.display_name)
     identity = resolve_model(spec.model)
     key = checkpoint_key(spec, identity, tracking_uri(home))

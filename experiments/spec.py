@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from eval.errors import UserError
+from pipelines.registry import validate_params
+from pipelines.vote import BUDGET_FROM
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0
@@ -82,13 +85,24 @@ class PipelineSpec(_Strict):
         default=None, description="Name in results; defaults to `name`. Must be unique."
     )
     params: dict[str, Any] = Field(
-        default_factory=dict, description="Keyword arguments of the pipeline's constructor."
+        default_factory=dict,
+        description="The pipeline's parameters (`critiquelab pipelines` lists them), checked against "
+        "its typed model when the spec is read and completed with the defaults, so a run records "
+        "every value and `{}` and the explicit defaults share checkpoints.",
     )
     prompts: str | None = Field(
         default=None,
         description="Exported prompts for this pipeline only (overrides the experiment's `prompts`), "
         "so one experiment can pair a pipeline with and without optimised prompts.",
     )
+
+    @model_validator(mode="after")
+    def _checked_params(self) -> PipelineSpec:
+        try:
+            self.params = validate_params(self.name, self.params).model_dump()
+        except UserError as exc:  # one line naming the pipeline, the field and what is allowed
+            raise PydanticCustomError("pipeline_params", "{message}", {"message": str(exc)}) from exc
+        return self
 
     @property
     def display_name(self) -> str:
@@ -138,6 +152,20 @@ class ExperimentSpec(_Strict):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"pipeline labels must be unique; repeated: {duplicates}")
+        return pipelines
+
+    @field_validator("pipelines")
+    @classmethod
+    def _budget_from_earlier(cls, pipelines: list[PipelineSpec]) -> list[PipelineSpec]:
+        for index, pipeline in enumerate(pipelines):
+            source = pipeline.params.get(BUDGET_FROM)
+            earlier = [p.display_name for p in pipelines[:index]]
+            if source is not None and source not in earlier:
+                message = (
+                    f"pipeline '{pipeline.display_name}': params.{BUDGET_FROM}: '{source}' is not the "
+                    f"label of a pipeline listed before it (those are: {', '.join(earlier) or 'none'})"
+                )
+                raise PydanticCustomError("budget_source", "{message}", {"message": message})
         return pipelines
 
     @field_validator("seeds")

@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import dspy
 
 from pipelines.agents import TaskContext
 from pipelines.critic_agents import CoderAgent
+from pipelines.params import PipelineParams
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
 from pipelines.threads import run_thread
 from signatures.coder import Coder
 
 
-@register_pipeline("baseline")
+class BaselineParams(PipelineParams):
+    """``baseline`` takes no parameters (any name given is an error)."""
+
+
+@register_pipeline("baseline", params=BaselineParams)
 class Baseline(dspy.Module):
-    """Coder once; no review. The reference point every other pipeline is compared to.
+    """The coder answers once; no review. The reference point every other pipeline is compared to.
 
     It still goes through the pool (task assignment, then the coder's output), so its coder
     calls are traces like any other pipeline's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, **params: Any) -> None:
         super().__init__()
+        self.params = BaselineParams.validated("baseline", params)
         self.coder = dspy.Predict(Coder)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:

@@ -7,11 +7,15 @@ meta-critic reviews each critique, and the fixer answers reviews that ask for ch
 
 from __future__ import annotations
 
+from typing import Any
+
 import dspy
+from pydantic import Field
 
 from pipelines.agents import Agent, TaskContext
 from pipelines.critic_agents import CoderAgent, CriticAgent, FixerAgent, MetaCriticAgent
 from pipelines.messages import Intent
+from pipelines.params import PipelineParams
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
 from pipelines.threads import run_thread
@@ -21,34 +25,51 @@ from signatures.fixer import Fixer
 from signatures.meta_critic import MetaCritic
 
 
-@register_pipeline("critic_loop")
-class CriticLoop(dspy.Module):
-    """Coder, critic and fixer (and optionally a meta-critic) reacting to each other's messages."""
+class CriticLoopParams(PipelineParams):
+    """Parameters of ``critic_loop``."""
 
-    def __init__(
-        self,
-        max_iterations: int = 3,
-        execution_feedback: bool = False,
-        meta_critic: bool = False,
-        feedback_timeout_s: float = 5.0,
-    ) -> None:
+    max_iterations: int = Field(
+        default=3, ge=1,
+        description="Critic reviews before the loop stops without approval; each review that asks "
+        "for changes gets one fix.",
+    )
+    execution_feedback: bool = Field(
+        default=False,
+        description="Run each version on the examples visible in the prompt (never the hidden tests) "
+        "and show the critic the results.",
+    )
+    meta_critic: bool = Field(
+        default=False,
+        description="A meta-critic reviews each critique before the fixer sees it.",
+    )
+    feedback_timeout_s: float = Field(
+        default=5.0, gt=0,
+        description="Wall-clock limit in seconds for running one version on the visible examples.",
+    )
+
+
+@register_pipeline("critic_loop", params=CriticLoopParams)
+class CriticLoop(dspy.Module):
+    """Coder → critic → fixer until the critic approves or max_iterations; optionally execution
+    feedback from the visible examples and a meta-critic reviewing each critique.
+
+    Parameters: :class:`CriticLoopParams`, as keywords (``CriticLoop(max_iterations=2)``).
+    """
+
+    def __init__(self, **params: Any) -> None:
         super().__init__()
-        if max_iterations < 1:
-            raise ValueError("max_iterations must be at least 1")
-        self.max_iterations = max_iterations
-        self.execution_feedback = execution_feedback
-        self.feedback_timeout_s = feedback_timeout_s
+        self.params = CriticLoopParams.validated("critic_loop", params)
         self.coder = dspy.Predict(Coder)
         self.critic = dspy.Predict(Critic)
         self.fixer = dspy.Predict(Fixer)
-        self.meta_critic = dspy.Predict(MetaCritic) if meta_critic else None
+        self.meta_critic = dspy.Predict(MetaCritic) if self.params.meta_critic else None
 
     def _agents(self, ctx: TaskContext) -> list[Agent]:
         agents: list[Agent] = [
             CoderAgent(ctx, self.coder),
             CriticAgent(
-                ctx, self.critic, max_reviews=self.max_iterations,
-                run_examples=self.execution_feedback, timeout_s=self.feedback_timeout_s,
+                ctx, self.critic, max_reviews=self.params.max_iterations,
+                run_examples=self.params.execution_feedback, timeout_s=self.params.feedback_timeout_s,
             ),
         ]
         if self.meta_critic is not None:

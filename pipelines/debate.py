@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import dspy
+from pydantic import Field
 
 from eval.behaviour import behaviour_signatures, largest_group
 from pipelines.agents import Agent, TaskContext
-from pipelines.debate_agents import TOPOLOGIES, DebaterAgent, JudgeAgent
+from pipelines.debate_agents import DebaterAgent, JudgeAgent, Topology
 from pipelines.messages import Intent, Message
+from pipelines.params import PipelineParams
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
 from pipelines.threads import converse
@@ -51,38 +53,55 @@ def debate_metrics(
     return final, by_round, metrics
 
 
-@register_pipeline("debate")
-class Debate(dspy.Module):
-    """``debaters`` agents debate for ``rounds`` rounds; a judge picks or merges the answer."""
+class DebateParams(PipelineParams):
+    """Parameters of ``debate``."""
 
-    def __init__(
-        self, debaters: int = 3, rounds: int = 2, topology: str = "full", temperature: float = 0.7
-    ) -> None:
+    debaters: int = Field(default=3, ge=2, description="Agents that propose a solution and argue.")
+    rounds: int = Field(
+        default=2, ge=0,
+        description="Rounds of argument after the initial proposals (0: the judge decides on the proposals).",
+    )
+    topology: Topology = Field(
+        default="full",
+        description="Whose solutions a debater reads: everyone (full), its two neighbours (ring), or "
+        "the hub (star: debater 0 reads everyone, the others read debater 0).",
+    )
+    temperature: float = Field(
+        default=0.7, ge=0, le=2,
+        description="Sampling temperature of the debaters' proposals and arguments.",
+    )
+
+
+@register_pipeline("debate", params=DebateParams)
+class Debate(dspy.Module):
+    """N debaters propose (sampling) and argue for R rounds with the neighbours their topology
+    shows them; a judge picks or merges the answer.
+
+    Parameters: :class:`DebateParams`, as keywords (``Debate(debaters=2, rounds=1)``).
+    """
+
+    def __init__(self, **params: Any) -> None:
         super().__init__()
-        if debaters < 2 or rounds < 0:
-            raise ValueError("a debate needs at least 2 debaters and 0 or more rounds")
-        if topology not in TOPOLOGIES:
-            raise ValueError(f"topology must be one of {TOPOLOGIES}")
-        self.debaters, self.rounds, self.topology = debaters, rounds, topology
-        self.temperature = temperature
+        self.params = DebateParams.validated("debate", params)
         self.proposer = dspy.Predict(Coder)
         self.debater = dspy.Predict(Debater)
         self.judge = dspy.Predict(Judge)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
+        count, rounds = self.params.debaters, self.params.rounds
         agents: list[Agent] = [
             DebaterAgent(
-                ctx, i, self.debaters, rounds=self.rounds, topology=self.topology,
-                proposer=self.proposer, debater=self.debater, temperature=self.temperature,
+                ctx, i, count, rounds=rounds, topology=self.params.topology,
+                proposer=self.proposer, debater=self.debater, temperature=self.params.temperature,
             )
-            for i in range(self.debaters)
+            for i in range(count)
         ]
-        agents.append(JudgeAgent(ctx, self.judge, count=self.debaters, rounds=self.rounds))
+        agents.append(JudgeAgent(ctx, self.judge, count=count, rounds=rounds))
         history = converse(ctx, agents, None)  # broadcast: every debater starts
-        final, by_round, metrics = debate_metrics(prompt, entry_point, history, self.debaters, self.rounds)
+        final, by_round, metrics = debate_metrics(prompt, entry_point, history, count, rounds)
         return dspy.Prediction(
-            code=final, iterations=self.rounds, parsed=metrics["unparsed_steps"] == 0,
+            code=final, iterations=rounds, parsed=metrics["unparsed_steps"] == 0,
             metrics=metrics, thread_id=ctx.thread_id,
             # Scored on the hidden tests by the runner (never shown to a model): flips and
             # consensus correctness need each debater's first and final solution judged.

@@ -3,6 +3,8 @@ their topology lets them see, and a judge who decides once the last round is in.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import dspy
 
 from eval.assembly import assemble_program
@@ -10,7 +12,8 @@ from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.messages import Intent, Message
 from pipelines.role_call import call_role
 
-TOPOLOGIES = ("full", "ring", "star")
+Topology = Literal["full", "ring", "star"]
+TOPOLOGIES: tuple[str, ...] = get_args(Topology)
 
 
 def neighbours(index: int, count: int, topology: str) -> list[int]:

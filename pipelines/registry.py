@@ -1,19 +1,54 @@
-"""Pipelines registered by name, so YAML specs, the CLI and MLflow params can name them."""
+"""Pipelines registered by name, so YAML specs, the CLI and MLflow params can name them.
+
+Every pipeline declares its parameters as a typed model beside it and registers both. A new
+pipeline copies this pattern (see :mod:`pipelines.critic_loop`)::
+
+    class ReflexionParams(PipelineParams):
+        \"\"\"Parameters of ``reflexion``.\"\"\"
+
+        max_trials: int = Field(default=3, ge=1, description="Attempts per problem.")
+        memory: Literal["episodic", "none"] = Field(default="episodic", description="...")
+
+
+    @register_pipeline("reflexion", params=ReflexionParams)
+    class Reflexion(dspy.Module):
+        \"\"\"What it does, in a sentence: ``critiquelab pipelines`` shows this paragraph.\"\"\"
+
+        def __init__(self, **params: Any) -> None:
+            super().__init__()
+            self.params = ReflexionParams.validated("reflexion", params)  # use self.params.max_trials
+
+Every field has a ``description`` and its range (``ge``/``le``/``gt``) or choices (``Literal``);
+defaults live only in the model. The model then checks a spec's ``params`` when the spec is
+parsed (before anything runs or is written), :func:`create_pipeline` passes the checked values,
+a pipeline built directly (``Reflexion(max_trials=0)``) fails the same way, and
+``critiquelab pipelines`` lists the fields with their types, defaults and descriptions.
+"""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import dspy
 
 from eval.errors import UserError
+from pipelines.params import PipelineParams, describe_params
 
 PipelineFactory = Callable[..., dspy.Module]
 F = TypeVar("F", bound=PipelineFactory)
 
-_REGISTRY: dict[str, PipelineFactory] = {}
+
+@dataclass(frozen=True)
+class _Registered:
+    factory: PipelineFactory
+    params: type[PipelineParams]
+
+
+_REGISTRY: dict[str, _Registered] = {}
 # Modules whose import registers the built-in pipelines; loaded on first lookup, not at import.
 _BUILTIN_MODULES = (
     "pipelines.baseline", "pipelines.critic_loop", "pipelines.self_refine", "pipelines.debate",
@@ -21,13 +56,15 @@ _BUILTIN_MODULES = (
 )
 
 
-def register_pipeline(name: str) -> Callable[[F], F]:
-    """Class decorator: make a ``dspy.Module`` subclass constructible by ``name``."""
+def register_pipeline(name: str, *, params: type[PipelineParams]) -> Callable[[F], F]:
+    """Class decorator: make a ``dspy.Module`` subclass constructible by ``name``, its
+    parameters described and checked by the model ``params``."""
 
     def decorate(factory: F) -> F:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
+        known = _REGISTRY.get(name)
+        if known is not None and known.factory is not factory:
             raise ValueError(f"pipeline name '{name}' is already registered")
-        _REGISTRY[name] = factory
+        _REGISTRY[name] = _Registered(factory, params)
         return factory
 
     return decorate
@@ -38,17 +75,39 @@ def _load_builtins() -> None:
         importlib.import_module(module)
 
 
+def _registered(name: str) -> _Registered:
+    _load_builtins()
+    if name not in _REGISTRY:
+        raise UserError(f"unknown pipeline '{name}'; registered: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
 def pipeline_names() -> list[str]:
     _load_builtins()
     return sorted(_REGISTRY)
 
 
+def validate_params(name: str, params: Mapping[str, Any]) -> PipelineParams:
+    """``params`` of pipeline ``name`` checked and completed with defaults, without building
+    the pipeline; an unknown name or a bad value is a one-line :class:`UserError`."""
+    return _registered(name).params.validated(name, params)
+
+
 def create_pipeline(name: str, **params: Any) -> dspy.Module:
-    """Build a registered pipeline; unknown names and bad params are user errors."""
+    """Build a registered pipeline from checked params; unknown names and bad params are user errors."""
+    registered = _registered(name)
+    return registered.factory(**registered.params.validated(name, params).model_dump())
+
+
+def describe_pipelines() -> list[dict[str, Any]]:
+    """Every registered pipeline: ``name``, ``summary`` (its docstring's first paragraph) and
+    ``params`` (:func:`pipelines.params.describe_params` of its model)."""
     _load_builtins()
-    if name not in _REGISTRY:
-        raise UserError(f"unknown pipeline '{name}'; registered: {', '.join(sorted(_REGISTRY))}")
-    try:
-        return _REGISTRY[name](**params)
-    except TypeError as exc:
-        raise UserError(f"pipeline '{name}': bad parameters {sorted(params)}: {exc}") from exc
+    return [
+        {
+            "name": name,
+            "summary": " ".join((inspect.getdoc(registered.factory) or "").partition("\n\n")[0].split()),
+            "params": describe_params(registered.params),
+        }
+        for name, registered in sorted(_REGISTRY.items())
+    ]

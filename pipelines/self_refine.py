@@ -6,11 +6,15 @@ author gives itself free-text feedback and a stop flag, then revises, through th
 
 from __future__ import annotations
 
+from typing import Any
+
 import dspy
+from pydantic import Field
 
 from pipelines.agents import Agent, TaskContext
 from pipelines.critic_agents import CoderAgent
 from pipelines.messages import Intent, Message
+from pipelines.params import PipelineParams
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
 from pipelines.role_call import call_role
@@ -72,15 +76,26 @@ class SelfRefineAgent(Agent):
                          summary="self-refinement", in_reply_to=message.id, step=step)
 
 
-@register_pipeline("self_refine")
-class SelfRefine(dspy.Module):
-    """Generate, self-review, refine, until the self-review says correct or max_iterations."""
+class SelfRefineParams(PipelineParams):
+    """Parameters of ``self_refine``."""
 
-    def __init__(self, max_iterations: int = 3) -> None:
+    max_iterations: int = Field(
+        default=3, ge=1,
+        description="Self-reviews before the loop stops without the author judging its code correct.",
+    )
+
+
+@register_pipeline("self_refine", params=SelfRefineParams)
+class SelfRefine(dspy.Module):
+    """The author reviews its own code and refines it, until its review says correct or
+    max_iterations.
+
+    Parameters: :class:`SelfRefineParams`, as keywords (``SelfRefine(max_iterations=2)``).
+    """
+
+    def __init__(self, **params: Any) -> None:
         super().__init__()
-        if max_iterations < 1:
-            raise ValueError("max_iterations must be at least 1")
-        self.max_iterations = max_iterations
+        self.params = SelfRefineParams.validated("self_refine", params)
         self.coder = dspy.Predict(Coder)
         self.feedback = dspy.Predict(SelfFeedback)
         self.refiner = dspy.Predict(Fixer)
@@ -89,7 +104,7 @@ class SelfRefine(dspy.Module):
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
         agents = [
             CoderAgent(ctx, self.coder),
-            SelfReviewAgent(ctx, self.feedback, self.max_iterations),
+            SelfReviewAgent(ctx, self.feedback, self.params.max_iterations),
             SelfRefineAgent(ctx, self.refiner),
         ]
         return run_thread(ctx, agents)

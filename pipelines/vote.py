@@ -8,12 +8,17 @@ so its cost can match another pipeline's measured tokens per problem.
 
 from __future__ import annotations
 
+from typing import Any
+
 import dspy
+from pydantic import Field, model_validator
 
 from eval.behaviour import behaviour_signatures, largest_group
+from eval.errors import UserError
 from eval.usage import current_meter
 from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.messages import Intent, Message
+from pipelines.params import PipelineParams
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
 from pipelines.role_call import call_role
@@ -81,26 +86,59 @@ class VoterAgent(Agent):
         )
 
 
-@register_pipeline("vote")
-class Vote(dspy.Module):
-    """Majority vote by behaviour over independent samples (no critique, no debate)."""
+# The one parameter the experiment runner resolves: it names another pipeline of the experiment.
+BUDGET_FROM = "token_budget_from"
 
-    def __init__(
-        self, k: int = 5, temperature: float = 0.8, token_budget: float | None = None,
-        max_samples: int = 20,
-    ) -> None:
+
+class VoteParams(PipelineParams):
+    """Parameters of ``vote``."""
+
+    k: int = Field(default=5, ge=1, description="Samples to draw when there is no token budget.")
+    temperature: float = Field(default=0.8, ge=0, le=2, description="Sampling temperature of each sample.")
+    token_budget: float | None = Field(
+        default=None, ge=0,
+        description="Keep sampling until this many tokens (prompt + completion) are spent on the "
+        "problem, up to max_samples (at least one sample); k is then not used.",
+    )
+    token_budget_from: str | None = Field(
+        default=None,
+        description="In an experiment spec: the label of a pipeline listed before this one; "
+        "token_budget becomes its measured tokens per problem under the same seed, so vote spends "
+        "what it is compared to.",
+    )
+    max_samples: int = Field(default=20, ge=1, description="Most samples drawn under a token budget.")
+
+    @model_validator(mode="after")
+    def _one_budget(self) -> VoteParams:
+        if self.token_budget is not None and self.token_budget_from is not None:
+            raise ValueError("give token_budget or token_budget_from, not both")
+        return self
+
+
+@register_pipeline("vote", params=VoteParams)
+class Vote(dspy.Module):
+    """k independent samples (or as many as a token budget buys); the answer is the largest group
+    of samples that behave identically on the prompt's visible examples (CodeT-style).
+
+    Parameters: :class:`VoteParams`, as keywords (``Vote(k=5)``); ``token_budget_from`` is the
+    experiment runner's to resolve into ``token_budget``.
+    """
+
+    def __init__(self, **params: Any) -> None:
         super().__init__()
-        if k < 1 or max_samples < 1:
-            raise ValueError("k and max_samples must be at least 1")
-        self.k, self.temperature = k, temperature
-        self.token_budget, self.max_samples = token_budget, max_samples
+        self.params = VoteParams.validated("vote", params)
+        if self.params.token_budget_from is not None:  # sampling k instead would be silently wrong
+            raise UserError(
+                f"pipeline 'vote': params.{BUDGET_FROM}: only an experiment run resolves it (from the "
+                "pipelines listed before vote); built directly, vote takes token_budget"
+            )
         self.coder = dspy.Predict(Coder)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
         sampler = SamplerAgent(
-            ctx, self.coder, k=self.k, temperature=self.temperature,
-            token_budget=self.token_budget, max_samples=self.max_samples,
+            ctx, self.coder, k=self.params.k, temperature=self.params.temperature,
+            token_budget=self.params.token_budget, max_samples=self.params.max_samples,
         )
         history = converse(ctx, [sampler, VoterAgent(ctx)], sampler.name)
         verdict = next(m for m in reversed(history) if m.intent == Intent.VERDICT)

@@ -102,4 +102,6 @@ def test_default_experiment_spec_runs_all_four_pipelines(home, humaneval_problem
     assert debate.metrics["consensus_rate"] == 1.0
     params = MlflowClient(tracking_uri(home)).get_run(vote.run_id).data.params
     assert float(params["pipeline.resolved.token_budget"]) == debate.metrics["tokens_per_problem"]
+    # every value that shaped the run is logged, defaults the spec left out included
+    assert (params["pipeline.params.token_budget_from"], params["pipeline.params.k"]) == ("debate", "5")
     assert vote.metrics["tokens_per_problem"] >= debate.metrics["tokens_per_problem"] * 0.5

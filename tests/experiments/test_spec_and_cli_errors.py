@@ -5,8 +5,10 @@ import sys
 
 import pytest
 import yaml
+from support.bad_params import BAD_PARAMS
 
 from experiments.cli import main
+from experiments.spec import parse_spec
 
 
 def _write(tmp_path, text):
@@ -85,3 +87,39 @@ def test_cli_process_prints_no_traceback(tmp_path, home):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("critiquelab: error:")
+
+
+@pytest.mark.parametrize(("name", "params", "expected"), BAD_PARAMS)
+def test_bad_pipeline_params_exit_2_before_anything_is_written(tmp_path, capsys, home, name, params,
+                                                               expected):
+    spec = _write(tmp_path, yaml.safe_dump({
+        "name": "x", "pipelines": [{"name": "baseline", "label": "first"}, {"name": name, "params": params}],
+    }))
+    code, err = _run_cli(capsys, "--home", str(home), "run", str(spec))
+    assert code == 2
+    assert err == f"critiquelab: error: {spec}: pipelines.1: pipeline '{name}': {expected}\n"
+    assert not home.exists()  # no mlflow.db, no checkpoints, no datasets cache
+
+
+@pytest.mark.parametrize("pipelines", [
+    [{"name": "vote", "params": {"token_budget_from": "debate"}}, {"name": "debate"}],
+    [{"name": "debate"}, {"name": "vote", "params": {"token_budget_from": "dbate"}}],
+])
+def test_budget_label_must_name_an_earlier_pipeline(tmp_path, capsys, home, pipelines):
+    spec = _write(tmp_path, yaml.safe_dump({"name": "x", "pipelines": pipelines}))
+    code, err = _run_cli(capsys, "--home", str(home), "run", str(spec))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "pipeline 'vote': params.token_budget_from:" in err and "listed before it" in err
+    assert not home.exists()
+
+
+def test_params_are_completed_so_explicit_defaults_share_checkpoints():
+    implicit = parse_spec({"name": "x", "pipelines": [{"name": "critic_loop"}]})
+    explicit = parse_spec(
+        {"name": "x", "pipelines": [{"name": "critic_loop", "params": {"max_iterations": 3}}]}
+    )
+    # the runner's checkpoint key hashes exactly this dump
+    assert implicit.pipelines[0].model_dump() == explicit.pipelines[0].model_dump()
+    assert implicit.pipelines[0].params == {
+        "max_iterations": 3, "execution_feedback": False, "meta_critic": False, "feedback_timeout_s": 5.0,
+    }

@@ -1,0 +1,125 @@
+"""Typed pipeline parameters: the pydantic model each pipeline declares for its ``params``.
+
+One model per pipeline is the single source of truth: it checks a spec's ``params`` before
+anything runs, checks the keyword arguments of a pipeline built directly in Python, and is what
+``critiquelab pipelines`` lists (name, type, default, allowed values, description). A bad value
+is one line naming the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from typing import Any, Literal, Self, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+
+from eval.errors import UserError
+
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+_BOUND_ERRORS = {
+    "greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"),
+    "less_than_equal": ("le", "<="), "less_than": ("lt", "<"),
+}
+_EXPECTED = {
+    "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
+    "string_type": "a string",
+}
+
+
+class PipelineParams(BaseModel):
+    """Base of every pipeline's parameter model.
+
+    Unknown names are errors (a typo must not fall back to a default), and values are taken as
+    written — strict: ``"3"`` is no integer and ``1`` no boolean — so a wrong type never runs
+    silently. Subclasses give every field a ``description`` and its range (``ge``/``le``) or
+    choices (``Literal``); those are what ``critiquelab pipelines`` shows.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    @classmethod
+    def validated(cls, pipeline: str, values: Mapping[str, Any]) -> Self:
+        """``values`` checked and completed with the defaults; a bad one is a :class:`UserError`
+        line such as ``pipeline 'debate': params.debaters: must be >= 2 (got 1)``."""
+        try:
+            return cls.model_validate(dict(values))
+        except ValidationError as exc:
+            raise UserError(f"pipeline '{pipeline}': {explain(cls, exc)}") from exc
+
+
+def explain(model: type[PipelineParams], error: ValidationError) -> str:
+    """The first problem of ``error`` as ``params.FIELD: what is allowed (got VALUE)``."""
+    problems = error.errors()
+    first = problems[0]
+    field = ".".join(str(part) for part in first["loc"])
+    more = len(problems) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{f'params.{field}' if field else 'params'}: {_problem(model, first)}{suffix}"
+
+
+def _problem(model: type[PipelineParams], problem: Any) -> str:
+    kind, got = problem["type"], _shown(problem.get("input"))
+    if kind == "extra_forbidden":
+        allowed = ", ".join(model.model_fields) or "none, this pipeline takes no params"
+        return f"unknown field; allowed: {allowed}"
+    if kind in _BOUND_ERRORS:
+        key, symbol = _BOUND_ERRORS[kind]
+        return f"must be {symbol} {problem['ctx'][key]} (got {got})"
+    if kind == "literal_error":
+        field = model.model_fields[str(problem["loc"][0])]
+        return f"must be one of {', '.join(map(str, _choices(field.annotation)))} (got {got})"
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {got}"
+    if kind == "value_error":  # a model's own check across fields: its message says it all
+        return str(problem["ctx"]["error"])
+    return f"{problem['msg']} (got {got})"
+
+
+def _shown(value: Any) -> str:
+    """A value as it would be written in a YAML spec (strings quoted, so 'three' reads as text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else repr(value)
+
+
+def describe_params(model: type[PipelineParams]) -> list[dict[str, Any]]:
+    """One row per parameter: ``name``, ``type``, ``default`` (the Python value; ``required``
+    says there is none), ``allowed`` (range or choices, as text) and ``description``."""
+    return [
+        {
+            "name": name,
+            "type": _type_name(field.annotation),
+            "default": None if field.is_required() else field.get_default(call_default_factory=True),
+            "required": field.is_required(),
+            "allowed": _allowed(field),
+            "description": field.description or "",
+        }
+        for name, field in model.model_fields.items()
+    ]
+
+
+def _choices(annotation: Any) -> tuple[Any, ...]:
+    return get_args(annotation) if get_origin(annotation) is Literal else ()
+
+
+def _type_name(annotation: Any) -> str:
+    if get_origin(annotation) is Literal:
+        return " | ".join(sorted({type(choice).__name__ for choice in get_args(annotation)}))
+    if get_origin(annotation) in (Union, types.UnionType):
+        return " | ".join(_type_name(member) for member in get_args(annotation))
+    if annotation is type(None):
+        return "null"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _allowed(field: FieldInfo) -> str:
+    choices = _choices(field.annotation)
+    if choices:
+        return ", ".join(map(str, choices))
+    bounds = [
+        f"{symbol} {getattr(constraint, key)}"
+        for constraint in field.metadata for key, symbol in _BOUNDS if hasattr(constraint, key)
+    ]
+    return ", ".join(bounds)

@@ -1,0 +1,34 @@
+"""`critiquelab pipelines`: every pipeline with its summary and a table of its typed params."""
+
+import re
+
+from experiments.cli import main
+from pipelines.registry import pipeline_names, validate_params
+
+
+def _sections(out: str) -> dict[str, str]:
+    blocks = [block for block in out.strip().split("\n\n") if ":" in block.splitlines()[0]]
+    return {block.split(":", 1)[0]: block for block in blocks}
+
+
+def _as_written(value: object) -> str:
+    """A default as a YAML spec writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else str(value)
+
+
+def test_lists_every_field_of_every_model_with_its_default(capsys):
+    assert main(["pipelines"]) == 0
+    sections = _sections(capsys.readouterr().out)
+    assert set(pipeline_names()) <= set(sections)
+    for name in pipeline_names():
+        defaults = validate_params(name, {})
+        for field, info in type(defaults).model_fields.items():
+            default = _as_written(getattr(defaults, field))
+            line = re.search(rf"^  {field} +.*  {re.escape(default)} +.*$", sections[name], re.MULTILINE)
+            assert line, f"{name}.{field} (default {default}) not listed:\n{sections[name]}"
+            assert info.description in line.group(0)
+    assert "no params" in sections["baseline"]
+    topology = next(line for line in sections["debate"].splitlines() if line.split()[0] == "topology")
+    assert topology.split()[1:5] == ["str", "full", "full,", "ring,"]

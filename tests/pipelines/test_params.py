@@ -1,0 +1,70 @@
+"""Typed pipeline params: every registered pipeline checks its params through its model, whether
+built by name or directly, and describes them from the same model."""
+
+import pytest
+from support.bad_params import BAD_PARAMS
+
+from eval.errors import UserError
+from pipelines.critic_loop import CriticLoop
+from pipelines.debate import DebateParams
+from pipelines.registry import create_pipeline, describe_pipelines, pipeline_names, validate_params
+from pipelines.vote import Vote
+
+
+def test_every_registered_pipeline_has_bad_cases():
+    assert {name for name, _, _ in BAD_PARAMS} == set(pipeline_names())
+
+
+@pytest.mark.parametrize(("name", "params", "expected"), BAD_PARAMS)
+def test_bad_params_are_one_line_naming_pipeline_and_field(name, params, expected):
+    with pytest.raises(UserError) as error:
+        create_pipeline(name, **params)
+    assert str(error.value) == f"pipeline '{name}': {expected}"
+
+
+@pytest.mark.parametrize(("name", "params", "expected"), BAD_PARAMS)
+def test_a_pipeline_built_directly_checks_the_same_way(name, params, expected):
+    pipeline_class = type(create_pipeline(name))
+    with pytest.raises(UserError) as error:
+        pipeline_class(**params)
+    assert str(error.value) == f"pipeline '{name}': {expected}"
+
+
+def test_good_params_reach_the_module_with_defaults_filled_in():
+    debate = create_pipeline("debate", debaters=2, topology="ring")
+    assert debate.params == DebateParams(debaters=2, rounds=2, topology="ring", temperature=0.7)
+    assert CriticLoop(max_iterations=2).params.max_iterations == 2  # the Python API DSPy users use
+    assert create_pipeline("critic_loop", meta_critic=True).meta_critic is not None
+    assert create_pipeline("critic_loop").meta_critic is None
+    assert create_pipeline("vote", temperature=1).params.temperature == 1.0  # an int is a number
+
+
+def test_validate_params_completes_without_building():
+    assert validate_params("self_refine", {}).model_dump() == {"max_iterations": 3}
+    assert validate_params("vote", {"token_budget_from": "debate"}).token_budget_from == "debate"
+    with pytest.raises(UserError, match="unknown pipeline 'nope'; registered: baseline"):
+        validate_params("nope", {})
+
+
+def test_vote_built_directly_refuses_an_unresolved_budget_label():
+    with pytest.raises(UserError, match="token_budget_from: only an experiment run resolves it"):
+        Vote(token_budget_from="debate")
+    assert Vote(token_budget=500.0).params.token_budget == 500.0
+
+
+def test_every_pipeline_and_param_is_described():
+    described = {p["name"]: p for p in describe_pipelines()}
+    assert set(described) == set(pipeline_names())
+    for pipeline in described.values():
+        assert pipeline["summary"]
+        assert all(param["description"] and param["type"] for param in pipeline["params"])
+    assert described["baseline"]["params"] == []
+    rows = {p["name"]: p for p in described["debate"]["params"]}
+    assert rows["topology"] == {
+        "name": "topology", "type": "str", "default": "full", "required": False,
+        "allowed": "full, ring, star", "description": rows["topology"]["description"],
+    }
+    debaters = rows["debaters"]
+    assert (debaters["type"], debaters["default"], debaters["allowed"]) == ("int", 3, ">= 2")
+    budget = next(p for p in described["vote"]["params"] if p["name"] == "token_budget")
+    assert (budget["type"], budget["default"], budget["allowed"]) == ("float | null", None, ">= 0")

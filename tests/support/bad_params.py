@@ -1,0 +1,36 @@
+"""One bad value of each kind (wrong type, out of range, bad choice, unknown field) for every
+registered pipeline, with the one line that must name the field and what is allowed."""
+
+from __future__ import annotations
+
+# (pipeline, params, the message after "pipeline 'NAME': ")
+BAD_PARAMS: list[tuple[str, dict, str]] = [
+    ("baseline", {"k": 1}, "params.k: unknown field; allowed: none, this pipeline takes no params"),
+    ("critic_loop", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
+    ("critic_loop", {"execution_feedback": "yes"},
+     "params.execution_feedback: expected true or false, got 'yes'"),
+    ("critic_loop", {"meta_critic": 1}, "params.meta_critic: expected true or false, got 1"),
+    ("critic_loop", {"feedback_timeout_s": 0}, "params.feedback_timeout_s: must be > 0.0 (got 0)"),
+    ("critic_loop", {"max_iteration": 2},
+     "params.max_iteration: unknown field; allowed: max_iterations, execution_feedback, meta_critic, "
+     "feedback_timeout_s"),
+    ("self_refine", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
+    ("self_refine", {"max_iterations": 2.5}, "params.max_iterations: expected an integer, got 2.5"),
+    ("self_refine", {"rounds": 2}, "params.rounds: unknown field; allowed: max_iterations"),
+    ("debate", {"debaters": "three"}, "params.debaters: expected an integer, got 'three'"),
+    ("debate", {"debaters": "3"}, "params.debaters: expected an integer, got '3'"),
+    ("debate", {"debaters": 1}, "params.debaters: must be >= 2 (got 1)"),
+    ("debate", {"rounds": -1}, "params.rounds: must be >= 0 (got -1)"),
+    ("debate", {"topology": "mesh"}, "params.topology: must be one of full, ring, star (got 'mesh')"),
+    ("debate", {"temperature": 3}, "params.temperature: must be <= 2.0 (got 3)"),
+    ("debate", {"judges": 2},
+     "params.judges: unknown field; allowed: debaters, rounds, topology, temperature"),
+    ("vote", {"k": 0}, "params.k: must be >= 1 (got 0)"),
+    ("vote", {"temperature": "hot"}, "params.temperature: expected a number, got 'hot'"),
+    ("vote", {"token_budget": -1}, "params.token_budget: must be >= 0.0 (got -1)"),
+    ("vote", {"token_budget_from": 3}, "params.token_budget_from: expected a string, got 3"),
+    ("vote", {"token_budget": 100, "token_budget_from": "baseline"},
+     "params: give token_budget or token_budget_from, not both"),
+    ("vote", {"samples": 3},
+     "params.samples: unknown field; allowed: k, temperature, token_budget, token_budget_from, max_samples"),
+]
