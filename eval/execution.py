@@ -101,7 +101,7 @@ def run_program(
     """Run ``check(entry_point)`` from ``test`` against ``program`` in the sandbox.
 
     ``timeout_s`` bounds the whole sample (loading the module and every call). ``limits`` is an
-    ``eval.sandbox.limits.Limits`` (memory, output, disk, processes); defaults suit HumanEval.
+    ``eval.sandbox.limits.Limits`` (memory, file size, disk, processes); defaults suit HumanEval.
     Never raises for anything the candidate does; ``Status.ERROR`` means the sandbox failed.
     """
     job = ExecutionJob(program, test, entry_point, timeout_s, prompt)

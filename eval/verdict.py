@@ -21,8 +21,8 @@ class Verdict(BaseModel):
     reason: str = Field(
         default="",
         description="Short machine-friendly cause: 'assertion', 'exception', 'syntax', "
-        "'missing_entry_point', 'no_code' (an empty or prose-only reply), 'memory_limit', 'timeout', "
-        "'sandbox' …",
+        "'missing_entry_point', 'no_code' (an empty or prose-only reply), 'memory_limit', "
+        "'file_size_limit', 'timeout', 'sandbox' …",
     )
     detail: str = Field(default="", description="Human-readable detail (exception message, …).")
     duration_s: float = Field(default=0.0, description="Wall time of the execution.")

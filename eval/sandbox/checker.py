@@ -18,7 +18,6 @@ the harness (``pool.py``) as length-prefixed JSON on stdin/stdout.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import functools
 import json
 import os
@@ -30,6 +29,8 @@ from typing import Any
 from eval.sandbox import codec
 from eval.sandbox.launcher import Sandbox, SandboxFailure
 from eval.sandbox.limits import Limits
+
+_STREAMS = ("stdout", "stderr")
 
 # ------------------------------------------------------------------------- verdict helpers
 
@@ -45,7 +46,7 @@ def _exception_verdict(type_name: str, message: str, where: str = "") -> dict[st
     if type_name == "MemoryError":
         return _verdict("failed", "memory_limit", detail)
     if "[Errno 27]" in message:  # EFBIG: RLIMIT_FSIZE with SIGXFSZ ignored
-        return _verdict("failed", "output_limit", detail)
+        return _verdict("failed", "file_size_limit", detail)
     if "[Errno 28]" in message:  # ENOSPC: the private tmpfs is full
         return _verdict("failed", "disk_limit", detail)
     return _verdict("failed", "exception", detail)
@@ -59,14 +60,39 @@ def _death_verdict(body: bytes) -> dict[str, Any]:
     sig = info.get("signal")
     if sig is not None:
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        if sig == signal.SIGXFSZ:
-            return _verdict("failed", "output_limit", "output or file size limit exceeded")
+        if sig == signal.SIGXFSZ:  # printing cannot cause it: stdout/stderr are pipes
+            return _verdict("failed", "file_size_limit", "a file the candidate wrote exceeded "
+                            "the file size limit")
         if sig == signal.SIGXCPU:
             return _verdict("timed_out", "cpu_limit", "CPU time limit exceeded")
         return _verdict("failed", "crash", f"candidate process killed by {name}")
     return _verdict(
         "failed", "exit", f"candidate process exited (code {info.get('code')}) before answering"
     )
+
+
+def _output_counts(kind: bytes, body: bytes) -> dict[str, int]:
+    """Bytes printed per stream, from the server's answer to ``X``; empty if it says nothing
+    usable (a restarted server, a garbled answer): the count is a note, never a verdict."""
+    try:
+        counts = json.loads(body) if kind == b"O" else None
+    except ValueError:
+        return {}
+    if type(counts) is not dict:
+        return {}
+    return {name: n for name, n in counts.items()
+            if name in _STREAMS and type(n) is int and n > 0}
+
+
+def _with_output_note(verdict: dict[str, Any], printed: dict[str, int]) -> dict[str, Any]:
+    """Say in the detail that the candidate printed and that it was discarded: output volume
+    never decides a verdict (issue #15), but a reader should know it was there."""
+    if not printed:
+        return verdict
+    streams = ", ".join(f"{name} {printed[name]:,} bytes" for name in _STREAMS if name in printed)
+    note = f"candidate output discarded ({streams})"
+    detail = verdict["detail"][: 2000 - len(note) - 2]
+    return {**verdict, "detail": f"{detail}; {note}" if detail else note}
 
 
 def _reply_verdict(kind: bytes, body: bytes) -> tuple[Any, dict[str, Any] | None]:
@@ -211,10 +237,13 @@ class Checker:
             return _exception_verdict(_text(message, 1), _text(message, 2), "while loading")
         return _verdict("failed", "protocol", "unexpected reply from candidate")
 
-    def _end(self) -> None:
-        # On failure the sandbox is already stopped; the next request restarts it.
-        with contextlib.suppress(SandboxFailure):
-            self.sandbox.request(b"X", 0.0)
+    def _end(self) -> dict[str, int]:
+        """End the sample (kill its processes); return the bytes it printed per stream."""
+        try:
+            kind, body = self.sandbox.request(b"X", 0.0)
+        except SandboxFailure:  # already stopped; the next request restarts it
+            return {}
+        return _output_counts(kind, body)
 
     def check(self, job: dict[str, Any]) -> dict[str, Any]:
         deadline = time.monotonic() + float(job["timeout_s"])
@@ -229,18 +258,15 @@ class Checker:
             check = namespace["check"]
         except BaseException as exc:
             return _verdict("error", "test_setup", f"{type(exc).__name__}: {exc}")
-        loaded = self._load(job["program"], entry, max(deadline - time.monotonic(), 0.001))
-        if loaded is not None:
-            self._end()
-            return loaded
-        try:
-            check(proxy)
-        except BaseException as exc:
-            outcome = self._classify(exc, proxy, bool(prompt))
-        else:
-            outcome = proxy.stop or _verdict("passed")
-        self._end()
-        return outcome
+        outcome = self._load(job["program"], entry, max(deadline - time.monotonic(), 0.001))
+        if outcome is None:
+            try:
+                check(proxy)
+            except BaseException as exc:
+                outcome = self._classify(exc, proxy, bool(prompt))
+            else:
+                outcome = proxy.stop or _verdict("passed")
+        return _with_output_note(outcome, self._end())
 
     @staticmethod
     def _classify(exc: BaseException, proxy: Proxy, had_prompt: bool) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from pathlib import Path
 LEVELS = ("bwrap", "setuid", "process")
 SANDBOX_UID = 65534  # what the candidate sees inside the namespace ("nobody")
 _HERE = Path(__file__).resolve().parent
-_SERVER_FILES = ("server.py", "codec.py")
+_SERVER_FILES = ("server.py", "codec.py", "output_sink.py")
 
 
 def sandbox_python() -> str:
@@ -113,7 +113,7 @@ class LaunchSpec:
 
 
 def _stage(uid: int | None) -> str:
-    """Copy the server's two files to a directory the sandbox uid can read."""
+    """Copy the server's files to a directory the sandbox uid can read."""
     import tempfile
 
     staging = tempfile.mkdtemp(prefix="critiquelab-sbx-")

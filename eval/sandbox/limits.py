@@ -18,9 +18,9 @@ class Limits:
 
     memory_mb: int = 1024
     """RLIMIT_AS of the candidate process: allocation beyond it raises MemoryError."""
-    output_bytes: int = 1 << 20
-    """RLIMIT_FSIZE: the candidate's stdout/stderr go to a file, so this caps output floods
-    (and any single file it writes)."""
+    file_bytes: int = 1 << 20
+    """RLIMIT_FSIZE: the largest file the candidate may write. Its stdout/stderr are pipes the
+    sandbox drains and discards, so how much it prints is not limited (nor kept)."""
     disk_mb: int = 64
     """Size of the sandbox's private tmpfs (all files the candidate writes)."""
     nproc: int = 32

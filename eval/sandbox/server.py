@@ -10,8 +10,11 @@ checker go to the candidate child, the child's answers come back as opaque bytes
 checker parses strictly. A candidate that subverts its own child can at most answer with data
 of its choosing, which is what an honest function does too.
 
+The candidate's stdout and stderr are pipes this server drains and discards while it waits
+for an answer (``output_sink.py``): how much a candidate prints never decides its verdict.
+
 Run as a script by the system interpreter (``python3.11 -I -S server.py``): standard library
-only, plus ``codec.py`` from the same directory.
+only, plus ``codec.py`` and ``output_sink.py`` from the same directory.
 
 Wire format (checker -> server): 1-byte op, 8-byte float budget in seconds, payload.
   L load   payload: JSON {"program", "entry", "limits", "timeout"}
@@ -19,7 +22,8 @@ Wire format (checker -> server): 1-byte op, 8-byte float budget in seconds, payl
   E eval   payload: source of an argument list (``call_function``)
   X end    kill every candidate process, wipe the work area
 Replies (server -> checker): ``R`` + the child's payload, ``T`` (budget exhausted, child
-killed), ``D`` + JSON {"code"|"signal"} (child died), ``O`` (ok).
+killed), ``D`` + JSON {"code"|"signal"} (child died), ``O`` + JSON {"stdout", "stderr"} (ok
+after ``X``: bytes the sample's candidate printed to each, all discarded).
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import codec  # stdlib-only sibling module, found via the line above
+import codec  # stdlib-only sibling modules, found via the line above
+from output_sink import OutputSink
 
 _BUDGET = struct.Struct(">d")
 IN_FD, OUT_FD = 10, 11  # the checker channel, moved away from 0/1 so no print can touch it
@@ -71,21 +76,23 @@ class Server:
         self.pidfd = -1
         self.to_child = self.from_child = -1
         self.buf = b""
+        self.output = OutputSink()
 
     # ------------------------------------------------------------------ child lifecycle
     def spawn(self, request: dict) -> None:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        out_w, err_w = self.output.open()
         pid = os.fork()
         if pid == 0:  # candidate child: never returns
             try:
                 os.close(req_w)
                 os.close(rep_r)
-                _child_main(request, req_r, rep_w, self)
+                _child_main(request, (req_r, rep_w, out_w, err_w), self)
             finally:
                 os._exit(70)
-        os.close(req_r)
-        os.close(rep_w)
+        for fd in (req_r, rep_w, out_w, err_w):
+            os.close(fd)
         self.child, self.to_child, self.from_child, self.buf = pid, req_w, rep_r, b""
         os.set_blocking(rep_r, False)
         self.pidfd = os.pidfd_open(pid)
@@ -111,6 +118,7 @@ class Server:
                 os.killpg(self.child, signal.SIGKILL)
         self._reap(block=True)
         self.child = 0
+        self.output.close()  # after the kill: no writer left to keep the pipes full
         for top in self.wipe_dirs:
             for name in os.listdir(top):
                 path = os.path.join(top, name)
@@ -141,6 +149,8 @@ class Server:
         poller = select.poll()
         poller.register(self.from_child, select.POLLIN)
         poller.register(self.pidfd, select.POLLIN)
+        for fd in self.output.read_ends():
+            poller.register(fd, select.POLLIN)
         pipe_open = True
         while True:
             frame = self._take_frame(max_bytes)
@@ -151,6 +161,9 @@ class Server:
                 self.sweep()
                 return b"T"
             events = dict(poller.poll(max(1, int(remaining * 1000) + 1)))
+            for fd in self.output.read_ends():
+                if fd in events and not self.output.drain(fd):
+                    poller.unregister(fd)
             if pipe_open and self.from_child in events:
                 pipe_open = self._fill()
                 if not pipe_open:
@@ -219,7 +232,7 @@ class Server:
                     reply = self.forward(op + payload, budget, 1 << 30)
             elif op == b"X":
                 self.sweep()
-                reply = b"O"
+                reply = b"O" + json.dumps(self.output.counts).encode()
             else:
                 reply = b"Fbad op"
             codec.write_frame(OUT_FD, reply)
@@ -228,20 +241,18 @@ class Server:
 # ---------------------------------------------------------------------- the candidate child
 
 
-def _child_main(request: dict, req_fd: int, rep_fd: int, server: Server) -> None:
+def _child_main(request: dict, fds: tuple[int, int, int, int], server: Server) -> None:
     limits = request["limits"]
     timeout = float(request["timeout"])
     os.setsid()
     _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the server
     private = os.path.join(server.workdir, "w")
     os.mkdir(private, 0o700)
-    out = os.open(
-        os.path.join(server.workdir, ".output"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
-    )
+    req_fd, rep_fd, out_fd, err_fd = fds
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
     os.dup2(req_fd, CHILD_REQ)
     os.dup2(rep_fd, CHILD_REP)
     os.closerange(CHILD_REP + 1, 1 << 16)  # the checker channel and everything else
@@ -253,7 +264,7 @@ def _child_main(request: dict, req_fd: int, rep_fd: int, server: Server) -> None
     cpu = int(timeout) + 1 + int(limits["cpu_grace_s"])
     rlimits = [
         (resource.RLIMIT_AS, limits["memory_mb"] * mb),
-        (resource.RLIMIT_FSIZE, limits["output_bytes"]),
+        (resource.RLIMIT_FSIZE, limits["file_bytes"]),
         (resource.RLIMIT_NOFILE, limits["nofile"]),
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_CPU, cpu),

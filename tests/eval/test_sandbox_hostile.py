@@ -261,12 +261,24 @@ def test_background_processes_do_not_outlive_the_sample(census) -> None:
     assert census.matching("4242.77") == []
 
 
-def test_output_flood_is_cut() -> None:
-    program = "def add(a, b):\n    while True:\n        print('x' * 10000)\n"
-    assert run(program)[:2] == (Status.FAILED, "output_limit")
-    ignoring = ("import os, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
-                "def add(a, b):\n    while True:\n        os.write(2, b'y' * 65536)\n")
-    assert run(ignoring)[:2] == (Status.FAILED, "output_limit")
+def test_big_files_hit_the_file_size_limit() -> None:
+    """Printing is not limited (tests/eval/test_sandbox_output.py), files on disk are: a file
+    over RLIMIT_FSIZE fails, as EFBIG (Python ignores SIGXFSZ) or by the signal itself, also
+    when the candidate points its own stdout at a file."""
+    too_big = Limits().file_bytes + 1
+    writing = (f"def add(a, b):\n    with open('big', 'wb') as fh:\n"
+               f"        fh.write(b'x' * {too_big})\n    return a + b\n")
+    status, reason, detail = run(writing)
+    assert (status, reason) == (Status.FAILED, "file_size_limit") and "[Errno 27]" in detail
+    signalled = ("import signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n"
+                 f"def add(a, b):\n    with open('big', 'wb') as fh:\n"
+                 f"        fh.write(b'x' * {too_big})\n    return a + b\n")
+    assert run(signalled)[:2] == (Status.FAILED, "file_size_limit")
+    redirected = ("import sys\nsys.stdout = open('log.txt', 'w')\n"
+                  "def add(a, b):\n    while True:\n        print('x' * 10000)\n")
+    assert run(redirected)[:2] == (Status.FAILED, "file_size_limit")
+    just_under = writing.replace(str(too_big), str(too_big - 1))
+    assert run(just_under)[:2] == (Status.PASSED, "")
 
 
 def test_disk_filling_hits_the_private_quota() -> None:
