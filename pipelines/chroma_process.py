@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.errors import UserError
+from eval.errors import ServiceError, UserError
 from pipelines.chroma_store import DEFAULT_COLLECTION, usable_directory
 from pipelines.embedder import Embedder
 from pipelines.messages import Message
@@ -129,6 +129,7 @@ class ChromaProcessStore:
             raise ValueError("ChromaProcessStore needs a directory (path) or a Chroma server (url)")
         if path is not None:  # fail now, in the caller's terms, rather than later in the child
             usable_directory(path)
+        self._where = f"Chroma server {url}" if url is not None else f"Chroma store {path}"
         options = {"path": str(path) if path is not None else None, "url": url, "collection": collection,
                    "embedder": embedder, "batch_size": batch_size}
         # A plain subprocess, not multiprocessing: spawn would re-run the caller's main script
@@ -157,7 +158,12 @@ class ChromaProcessStore:
         self._atexit_hook = close_at_exit
         atexit.register(close_at_exit)
         if url is not None:
-            self._call("ready")  # an unreachable server is a start-up error, as in-process
+            try:
+                self._call("ready")  # an unreachable server is bad input, before anything runs
+            except ServiceError as exc:
+                with contextlib.suppress(Exception):
+                    self.close()
+                raise UserError(str(exc).replace("failed mid-run", "is not usable")) from exc
 
     def _feed(self) -> None:
         """Pickle queued items to the child: ``add`` only enqueues, so it never waits on the pipe."""
@@ -178,14 +184,20 @@ class ChromaProcessStore:
     def _call(self, op: str, *args: Any) -> Any:
         with self._lock:
             if self._process.poll() is not None:
-                raise RuntimeError(f"the message store process has exited (code {self._process.returncode})")
+                raise ServiceError(
+                    f"the message store process has exited (code {self._process.returncode})"
+                )
             self._outbox.put((op, args))
             try:
                 status, value = pickle.load(self._process.stdout)  # type: ignore[arg-type]
             except EOFError:
-                raise RuntimeError("the message store process died; see its error output above") from None
+                raise ServiceError("the message store process died; see its error output above") from None
         if status == "error":
-            raise value
+            if isinstance(value, UserError | ServiceError):
+                raise value
+            # Chroma (a server gone, a full disk) failing under the run: resumable, not a crash.
+            first = (str(value).strip().splitlines() or [type(value).__name__])[0][:300]
+            raise ServiceError(f"the message store ({self._where}) failed mid-run: {first}") from value
         return value
 
     @property

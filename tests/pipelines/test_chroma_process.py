@@ -132,3 +132,21 @@ def test_errors_reach_the_caller(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot open the message store"):
         store.close()
     store.close()  # idempotent
+
+
+def test_a_store_process_lost_mid_run_is_a_service_error(tmp_path: Path) -> None:
+    """The CLI turns it into one line and exit code 3 (resumable), not a traceback."""
+    from eval.errors import ServiceError
+
+    store = ChromaProcessStore(tmp_path / "chroma", embedder=HashEmbedder())
+    store.add(make_message())
+    store.flush()
+    os.kill(store.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while store._process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with pytest.raises(ServiceError, match="message store process"):
+        store.count()
+    with pytest.raises(ServiceError, match="message store process"):
+        store.close()  # nothing can be flushed any more: said, not hidden
+    store.close()  # idempotent
