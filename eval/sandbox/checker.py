@@ -117,7 +117,7 @@ class Proxy:
 
     def __init__(self, sandbox: Sandbox, deadline: float) -> None:
         self._sandbox = sandbox
-        self._deadline = deadline
+        self.deadline = deadline
         self.stop: dict[str, Any] | None = None
         self.raised: list[tuple[BaseException, str, str]] = []
         self.calls = 0
@@ -135,7 +135,7 @@ class Proxy:
             payload = codec.encode(list(args), 1 << 28)
         except codec.CodecError as exc:
             raise self._end(_verdict("error", "unsupported_argument", str(exc))) from None
-        remaining = self._deadline - time.monotonic()
+        remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise self._end(_verdict("timed_out", "timeout", "wall-clock limit reached"))
         self.calls += 1
@@ -217,9 +217,8 @@ class Checker:
             self.sandbox.request(b"X", 0.0)
 
     def check(self, job: dict[str, Any]) -> dict[str, Any]:
-        deadline = time.monotonic() + float(job["timeout_s"])
         entry, prompt = job["entry_point"], job.get("prompt")
-        proxy = Proxy(self.sandbox, deadline)
+        proxy = Proxy(self.sandbox, 0.0)
         namespace: dict[str, Any] = {"__name__": "__critiquelab_test__"}
         try:  # dataset code only: the prompt's helpers, then the test
             if prompt:
@@ -229,6 +228,9 @@ class Checker:
             check = namespace["check"]
         except BaseException as exc:
             return _verdict("error", "test_setup", f"{type(exc).__name__}: {exc}")
+        # The candidate's time starts now: loading the test may run the dataset's reference
+        # solution (EvalPlus expected outputs), which is not the candidate's time to spend.
+        deadline = proxy.deadline = time.monotonic() + float(job["timeout_s"])
         loaded = self._load(job["program"], entry, max(deadline - time.monotonic(), 0.001))
         if loaded is not None:
             self._end()
