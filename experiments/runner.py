@@ -273,7 +273,7 @@ def run_experiment(
     home = home or default_data_dir()
     problems = load_problems(
         spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
-        cache_dir=home / "datasets",
+        dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
     )
     labels: list[str] = []
     for pipeline_spec in spec.pipelines:  # fail on a bad name/params before anything is written
