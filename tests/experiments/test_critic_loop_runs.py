@@ -110,10 +110,15 @@ def test_default_experiment_spec_runs_all_four_pipelines(home, humaneval_problem
 DATA = Path(__file__).parents[1] / "eval" / "data"
 
 
-def _hidden_inputs(name):
-    """EvalPlus inputs as they would be written in a prompt: the argument list's JSON."""
+def _hidden_pieces(name):
+    """What the source file hides from the model, by task id: MBPP's assert lines after the
+    first (the one its prompt shows) and its challenge tests; EvalPlus's inputs (an argument
+    list's JSON, as it would be written in a prompt) that its own prompt does not show."""
     rows = [json.loads(line) for line in (DATA / name).read_text().splitlines()]
-    return {str(r["task_id"]): [json.dumps(a)[1:-1] for a in r["base_input"] + r["plus_input"]] for r in rows}
+    if name.startswith("mbpp"):
+        return {str(r["task_id"]): r["test_list"][1:] + r["challenge_test_list"] for r in rows}
+    return {r["task_id"]: [piece for a in r["base_input"] + r["plus_input"]
+                           if (piece := json.dumps(a)[1:-1]) not in r["prompt"]] for r in rows}
 
 
 @pytest.mark.parametrize(
@@ -143,13 +148,13 @@ def test_no_hidden_test_of_the_other_formats_reaches_a_prompt(home, name, shown)
     sent = "\n".join(json.dumps(r) for r in requests)
     sent_raw = "\n".join(str(m.get("content", "")) for r in requests for m in r.get("messages", []))
     assert shown in sent_raw
-    hidden_inputs = _hidden_inputs(name) if name.startswith("evalplus") else {}
+    hidden = _hidden_pieces(name)
     checked = 0
     for problem in problems:
-        hidden = [line.strip() for line in problem.test.splitlines()]
-        hidden += hidden_inputs.get(problem.task_id, [])
-        for piece in hidden:  # (the scripted fixer sends the reference code on purpose)
-            if len(piece) >= 5 and piece not in problem.prompt + problem.canonical_solution:
+        pieces = hidden[problem.task_id] + [line.strip() for line in problem.test.splitlines()
+                                            if line.strip() not in problem.prompt]
+        for piece in pieces:  # (the scripted fixer sends the reference code on purpose)
+            if len(piece) >= 5 and piece not in problem.canonical_solution:
                 checked += 1
                 assert piece not in sent_raw and json.dumps(piece)[1:-1] not in sent, (problem.task_id, piece)
     assert checked >= 3 * len(problems)
