@@ -1,6 +1,7 @@
 """The MBPP format: ``task_id`` (often an int), ``text`` (the task in one sentence), ``code``
-(the reference solution), ``test_list`` (assert lines), ``test_setup_code`` and
-``challenge_test_list`` (optional).
+(the reference solution), ``test_list`` (assert lines), and optionally ``test_setup_code``,
+``challenge_test_list`` and ``test_imports`` (sanitized MBPP's import lines, which its tests
+need; map sanitized MBPP's ``prompt`` column with ``fields: {text: prompt}``).
 
 MBPP's text names no function and gives no signature: the function is the one the tests call,
 so the loader finds it in the reference code and writes a HumanEval-shaped prompt — the
@@ -82,7 +83,8 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
     text = row.text("text")
     code = row.text("code")
     tests = row.text_list("test_list")
-    setup = row.optional_text("test_setup_code") or ""
+    imports = row.text_list("test_imports", required=False)
+    setup = "\n".join([*imports, row.optional_text("test_setup_code") or ""])
     challenge = row.text_list("challenge_test_list", required=False)
     code_tree = row.parsed("code", code)
     row.parsed("test_setup_code", setup)
@@ -104,6 +106,6 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
 FORMAT = DatasetFormat(
     name="mbpp",
     required=("task_id", "text", "code", "test_list"),
-    optional=("test_setup_code", "challenge_test_list"),
+    optional=("test_setup_code", "challenge_test_list", "test_imports"),
     build=problem_from_row,
 )

@@ -97,3 +97,18 @@ def test_text_with_backslashes_and_quotes_stays_verbatim(tmp_path):
     problem = load_problems(str(path))[0]
     assert row["text"] in problem.prompt
     assert score_code(problem, problem.canonical_solution, 5.0)[1].passed
+
+
+def test_sanitized_mbpp_with_test_imports(tmp_path):
+    import json
+
+    row = {"task_id": 10, "prompt": "Write a function to return the hypotenuse of a right triangle.",
+           "code": "import math\ndef hypotenuse(a, b):\n    return math.sqrt(a * a + b * b)",
+           "test_imports": ["import math"],
+           "test_list": ["assert math.isclose(hypotenuse(3, 4), 5.0)", "assert hypotenuse(0, 0) == 0"]}
+    path = tmp_path / "sanitized.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    problem = load_problems(str(path), {"text": "prompt"})[0]
+    assert problem.test.startswith("import math\n")
+    assert score_code(problem, problem.canonical_solution, 5.0)[1].passed
+    assert not score_code(problem, "def hypotenuse(a, b):\n    return a + b\n", 5.0)[1].passed
