@@ -4,7 +4,7 @@ optionally ``canonical_solution``); the loader only checks it."""
 from __future__ import annotations
 
 from eval.formats.base import DatasetFormat, FormatOptions
-from eval.formats.rows import RowReader
+from eval.formats.rows import RowReader, defined_functions
 from eval.problems import Problem
 
 
@@ -18,7 +18,7 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
     # check(candidate): either failing to parse would end every sample as error/test_setup.
     row.parsed("prompt", prompt, "is not valid Python (the checker runs it for its helpers)")
     tree = row.parsed("test", test)
-    if not any(getattr(node, "name", None) == "check" for node in tree.body):
+    if "check" not in defined_functions(tree):
         raise row.error("test", "defines no function check(candidate)")
     return Problem(task_id=task_id, prompt=prompt, entry_point=entry_point, test=test,
                    canonical_solution=canonical)
