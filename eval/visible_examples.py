@@ -84,9 +84,32 @@ def _calls_in(line: str, name: str) -> list[tuple[str, str]]:
     return found
 
 
+def _assert_example(line: str, entry_point: str) -> VisibleExample | None:
+    """``assert f(x) == y`` (or ``y == f(x)``) with a literal ``y``, as MBPP prompts show their
+    example test. Parsed, not pattern-matched, so ``assert f(x) == y, "message"`` expects ``y``
+    and asserts that wrap the call (``set(f(x)) == …``, ``math.isclose(f(x), …)``) give none."""
+    source = line.strip()
+    try:
+        node = ast.parse(source).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return None
+    if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)):
+        return None
+    compare = node.test
+    if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Eq):
+        return None
+    for call, want in ((compare.left, compare.comparators[0]), (compare.comparators[0], compare.left)):
+        call_source, want_source = ast.get_source_segment(source, call), ast.get_source_segment(source, want)
+        args = _args_source(call_source or "", entry_point)
+        if args is not None and want_source and _literal(want_source):
+            return VisibleExample(call_source, args, want_source)
+    return None
+
+
 def visible_examples(prompt: str, entry_point: str) -> list[VisibleExample]:
-    """Doctest examples (``>>> f(x)`` then the value) and prose examples (``f(x) ==> y``,
-    ``f(x) ➞ y``, ``>>> f(x) == y`` …) whose expected value is a Python literal."""
+    """Doctest examples (``>>> f(x)`` then the value), assert lines (``assert f(x) == y``) and
+    prose examples (``f(x) ==> y``, ``f(x) ➞ y``, ``>>> f(x) == y`` …) whose expected value is a
+    Python literal."""
     found: list[VisibleExample] = []
     try:
         doctests = doctest.DocTestParser().get_examples(prompt)
@@ -98,6 +121,10 @@ def visible_examples(prompt: str, entry_point: str) -> list[VisibleExample]:
         if args is not None and want and _literal(want):
             found.append(VisibleExample(example.source.strip(), args, want))
     for line in prompt.splitlines():
+        if line.strip().startswith("assert "):
+            example = _assert_example(line, entry_point)
+            found.extend([example] if example else [])
+            continue
         for call, rest in _calls_in(line, entry_point):
             match = _SEPARATOR.match(rest)
             args = _args_source(call, entry_point)

@@ -36,6 +36,7 @@ def apply_overrides(
     api_base: str | None = None,
     api_key_env: str | None = None,
     dataset: str | None = None,
+    dataset_format: str | None = None,
     limit: int | None = None,
     task_ids: Sequence[str] | None = None,
     seeds: Sequence[int] | None = None,
@@ -57,6 +58,8 @@ def apply_overrides(
         model_data["timeout_s"] = request_timeout
     if dataset is not None:
         dataset_data["source"] = dataset
+    if dataset_format is not None:
+        dataset_data["format"] = dataset_format
     if limit is not None:
         dataset_data["limit"] = limit
     if task_ids is not None:

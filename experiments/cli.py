@@ -55,6 +55,8 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--api-base", help="endpoint URL for a LiteLLM model")
     run.add_argument("--api-key-env", help="environment variable that holds the API key")
     run.add_argument("--dataset", help="'humaneval' or a .jsonl/.parquet/saved-dataset path")
+    run.add_argument("--format", dest="dataset_format", choices=["humaneval", "mbpp", "evalplus"],
+                     help="the dataset's format (default: the spec's dataset.format, else detected)")
     run.add_argument("--limit", type=int, help="only the first N problems")
     run.add_argument("--task-ids", type=_csv, help="comma-separated task ids")
     run.add_argument("--seeds", type=_int_csv, help="comma-separated seeds")
@@ -135,7 +137,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     result = run(
         args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
         progress=not args.no_progress, compare=args.compare, model=args.model, api_base=args.api_base,
-        api_key_env=args.api_key_env, dataset=args.dataset, limit=args.limit,
+        api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
+        limit=args.limit,
         task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
         request_timeout=args.request_timeout,
     )

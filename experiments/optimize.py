@@ -101,7 +101,7 @@ def run_optimization(
     home = home or default_data_dir()
     problems = load_problems(
         spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
-        cache_dir=home / "datasets",
+        dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
     )
     by_id = {p.task_id: p for p in problems}
     create_pipeline(spec.pipeline.name, **spec.pipeline.params)  # bad name/params: fail first

@@ -138,7 +138,10 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: 
     so a larger run reuses a smaller run's finished problems."""
     material = {
         "name": spec.name,
-        "dataset": {"source": _dataset_fingerprint(spec), "fields": spec.dataset.fields},
+        "dataset": {  # the format and challenge tests change the hidden tests, hence every result
+            "source": _dataset_fingerprint(spec), "fields": spec.dataset.fields,
+            "format": spec.dataset.format, "challenge_tests": spec.dataset.challenge_tests,
+        },
         "model": spec.model.model_dump(exclude={"num_retries", "timeout_s"}),
         "model_identity": identity.cache_identity,
         "pipelines": [p.model_dump() for p in spec.pipelines],
@@ -336,7 +339,7 @@ def run_experiment(
     home = home or default_data_dir()
     problems = load_problems(
         spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
-        cache_dir=home / "datasets",
+        dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
     )
     labels: list[str] = []
     for pipeline_spec in spec.pipelines:  # prompts that cannot be loaded fail before any run exists

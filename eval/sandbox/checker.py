@@ -143,7 +143,7 @@ class Proxy:
 
     def __init__(self, sandbox: Sandbox, deadline: float) -> None:
         self._sandbox = sandbox
-        self._deadline = deadline
+        self.deadline = deadline
         self.stop: dict[str, Any] | None = None
         self.raised: list[tuple[BaseException, str, str]] = []
         self.calls = 0
@@ -161,7 +161,7 @@ class Proxy:
             payload = codec.encode(list(args), 1 << 28)
         except codec.CodecError as exc:
             raise self._end(_verdict("error", "unsupported_argument", str(exc))) from None
-        remaining = self._deadline - time.monotonic()
+        remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise self._end(_verdict("timed_out", "timeout", "wall-clock limit reached"))
         self.calls += 1
@@ -246,9 +246,8 @@ class Checker:
         return _output_counts(kind, body)
 
     def check(self, job: dict[str, Any]) -> dict[str, Any]:
-        deadline = time.monotonic() + float(job["timeout_s"])
         entry, prompt = job["entry_point"], job.get("prompt")
-        proxy = Proxy(self.sandbox, deadline)
+        proxy = Proxy(self.sandbox, 0.0)
         namespace: dict[str, Any] = {"__name__": "__critiquelab_test__"}
         try:  # dataset code only: the prompt's helpers, then the test
             if prompt:
@@ -258,6 +257,9 @@ class Checker:
             check = namespace["check"]
         except BaseException as exc:
             return _verdict("error", "test_setup", f"{type(exc).__name__}: {exc}")
+        # The candidate's time starts now: loading the test may run the dataset's reference
+        # solution (EvalPlus expected outputs), which is not the candidate's time to spend.
+        deadline = proxy.deadline = time.monotonic() + float(job["timeout_s"])
         outcome = self._load(job["program"], entry, max(deadline - time.monotonic(), 0.001))
         if outcome is None:
             try:

@@ -1,9 +1,14 @@
+import gzip
 import json
+import logging
+from pathlib import Path
 
 import pytest
 
-from eval.datasets import load_problems
+from eval.datasets import load_problems, read_rows
 from eval.errors import UserError
+
+DATA = Path(__file__).parent / "data"
 
 
 def test_humaneval_has_164_problems(humaneval_problems):
@@ -29,15 +34,13 @@ def _write_jsonl(path, rows):
 
 ROW = {"id": "t/1", "question": "def f():\n    '''one'''\n", "fn": "f",
        "tests": "def check(c):\n    assert c() == 1\n"}
+MAPPING = {"task_id": "id", "prompt": "question", "entry_point": "fn", "test": "tests"}
 
 
 def test_jsonl_with_field_mapping(tmp_path):
     path = tmp_path / "mine.jsonl"
     _write_jsonl(path, [ROW])
-    problems = load_problems(
-        str(path), {"task_id": "id", "prompt": "question", "entry_point": "fn", "test": "tests"},
-        cache_dir=tmp_path / "cache",
-    )
+    problems = load_problems(str(path), MAPPING)
     assert problems[0].task_id == "t/1" and problems[0].entry_point == "f"
 
 
@@ -45,24 +48,79 @@ def test_missing_field_names_the_field(tmp_path):
     path = tmp_path / "mine.jsonl"
     _write_jsonl(path, [ROW])
     with pytest.raises(UserError, match="no field 'entry_point'"):
-        load_problems(str(path), {"task_id": "id", "prompt": "question", "test": "tests"},
-                      cache_dir=tmp_path / "cache")
+        load_problems(str(path), {"task_id": "id", "prompt": "question", "test": "tests"})
 
 
 def test_parquet_and_saved_dataset(tmp_path):
     import datasets
     import pandas as pd
 
-    frame = pd.DataFrame([{"task_id": "p/1", "prompt": "def g():\n", "entry_point": "g",
+    frame = pd.DataFrame([{"task_id": "p/1", "prompt": "def g():\n    pass\n", "entry_point": "g",
                            "test": "def check(c):\n    pass\n"}])
     frame.to_parquet(tmp_path / "d.parquet")
-    assert load_problems(str(tmp_path / "d.parquet"), cache_dir=tmp_path / "c")[0].task_id == "p/1"
+    assert load_problems(str(tmp_path / "d.parquet"))[0].task_id == "p/1"
     datasets.Dataset.from_pandas(frame).save_to_disk(str(tmp_path / "saved"))
     assert load_problems(str(tmp_path / "saved"))[0].entry_point == "g"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.parquet", "saved"]  # no cache left
 
 
 def test_unreadable_file_is_a_user_error(tmp_path):
     path = tmp_path / "broken.jsonl"
     path.write_text("{not json\n")
-    with pytest.raises(UserError, match="could not be read"):
-        load_problems(str(path), cache_dir=tmp_path / "cache")
+    with pytest.raises(UserError, match="could not be read: line 1 is not JSON"):
+        load_problems(str(path))
+
+
+def test_json_values_are_kept_exactly_as_written(tmp_path):
+    """Arrow's inference would make the 3 a 3.0 (a different EvalPlus input) and the numeric
+    prompt the text '5' (hiding a bad row)."""
+    rows = [{"task_id": "a", "base_input": [[3], [2.5]], "prompt": "x"},
+            {"task_id": 7, "base_input": [[True]], "prompt": 5}]
+    _write_jsonl(tmp_path / "d.jsonl", rows)
+    assert read_rows(str(tmp_path / "d.jsonl")) == rows
+    assert type(read_rows(str(tmp_path / "d.jsonl"))[0]["base_input"][0][0]) is int
+    (tmp_path / "list.json").write_text(json.dumps(rows, indent=2))
+    assert read_rows(str(tmp_path / "list.json")) == rows
+    with gzip.open(tmp_path / "d.jsonl.gz", "wt") as handle:
+        handle.write("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    assert read_rows(str(tmp_path / "d.jsonl.gz")) == rows
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("mbpp.jsonl", "mbpp"), ("mbpp.parquet", "mbpp"), ("evalplus.jsonl", "evalplus"),
+     ("humaneval.jsonl", "humaneval")],
+)
+def test_format_is_detected_from_the_columns_with_one_notice(name, expected, caplog):
+    with caplog.at_level(logging.WARNING, logger="eval.datasets"):
+        problems = load_problems(str(DATA / name))
+    notices = [r.getMessage() for r in caplog.records]
+    assert len(notices) == 1
+    assert f"read as format '{expected}'" in notices[0] and name in notices[0]
+    assert problems and all(p.prompt and p.test and p.entry_point for p in problems)
+
+
+def test_named_format_gives_no_notice_and_wins_over_detection(caplog):
+    with caplog.at_level(logging.WARNING, logger="eval.datasets"):
+        assert len(load_problems(str(DATA / "mbpp.jsonl"), dataset_format="mbpp")) == 8
+        assert len(load_problems()) == 164  # the built-in source is known to be humaneval
+    assert caplog.records == []
+    with pytest.raises(UserError, match=r"no field 'prompt'.*format 'humaneval'"):
+        load_problems(str(DATA / "mbpp.jsonl"), dataset_format="humaneval")
+
+
+def test_renamed_columns_count_for_detection(tmp_path):
+    row = json.loads((DATA / "mbpp.jsonl").read_text().splitlines()[0])
+    row["asserts"] = row.pop("test_list")
+    _write_jsonl(tmp_path / "renamed.jsonl", [row])
+    problems = load_problems(str(tmp_path / "renamed.jsonl"), {"test_list": "asserts"})
+    assert problems[0].entry_point == "digit_square_sum"
+
+
+def test_options_that_do_not_fit_the_format_are_refused():
+    with pytest.raises(UserError, match=r"unknown field\(s\) \['test'\] for format 'mbpp'"):
+        load_problems(str(DATA / "mbpp.jsonl"), {"test": "tests"})
+    with pytest.raises(UserError, match="challenge_tests applies to the mbpp format"):
+        load_problems(str(DATA / "evalplus.jsonl"), challenge_tests=True)
+    with pytest.raises(UserError, match="unknown dataset format 'apps'"):
+        load_problems(str(DATA / "mbpp.jsonl"), dataset_format="apps")

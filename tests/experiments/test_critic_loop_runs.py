@@ -4,11 +4,13 @@ hidden tests into any LM request."""
 import json
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import review, role_responder
 from support.specs import fake_spec
 
+from eval.datasets import load_problems
 from experiments.api import run
 from experiments.tracking import tracking_uri
 from pipelines.chroma_store import ChromaPoolStore
@@ -105,3 +107,56 @@ def test_default_experiment_spec_runs_all_four_pipelines(home, humaneval_problem
     # every value that shaped the run is logged, defaults the spec left out included
     assert (params["pipeline.params.token_budget_from"], params["pipeline.params.k"]) == ("debate", "5")
     assert vote.metrics["tokens_per_problem"] >= debate.metrics["tokens_per_problem"] * 0.5
+
+
+DATA = Path(__file__).parents[1] / "eval" / "data"
+
+
+def _hidden_pieces(name):
+    """What the source file hides from the model, by task id: MBPP's assert lines after the
+    first (the one its prompt shows) and its challenge tests; EvalPlus's inputs (an argument
+    list's JSON, as it would be written in a prompt) that its own prompt does not show."""
+    rows = [json.loads(line) for line in (DATA / name).read_text().splitlines()]
+    if name.startswith("mbpp"):
+        return {str(r["task_id"]): r["test_list"][1:] + r["challenge_test_list"] for r in rows}
+    return {r["task_id"]: [piece for a in r["base_input"] + r["plus_input"]
+                           if (piece := json.dumps(a)[1:-1]) not in r["prompt"]] for r in rows}
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [("mbpp.jsonl", "FAIL: digit_square_sum(123) returned 'first draft', expected 14"),
+     ("evalplus.jsonl", "FAIL: running_max([1, 3, 2]) returned 'first draft', expected [1, 3, 3]")],
+)
+def test_no_hidden_test_of_the_other_formats_reaches_a_prompt(home, name, shown):
+    """MBPP's hidden asserts and EvalPlus's hidden inputs stay out of every LM request, while
+    execution feedback does run the example the prompt shows."""
+    problems = load_problems(str(DATA / name))
+    by_prompt = {p.prompt.strip(): p for p in problems}
+
+    def problem_in(text):
+        return next(p for key, p in by_prompt.items() if key in text)
+
+    scripts = _scripts(problems)
+    scripts["coder"] = lambda text: {"code": f"def {problem_in(text).entry_point}(*args):\n"
+                                             "    return 'first draft'\n"}
+    pipelines = [{"name": "critic_loop", "params": {"execution_feedback": True}}]
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        spec = fake_spec(fake.api_base, pipelines=pipelines, dataset={"source": str(DATA / name)})
+        result = run(spec, progress=False)
+        requests = list(fake.requests)
+    assert result.children[0].metrics["pass_at_1"] == 1.0  # the fixer's reference code passes
+
+    sent = "\n".join(json.dumps(r) for r in requests)
+    sent_raw = "\n".join(str(m.get("content", "")) for r in requests for m in r.get("messages", []))
+    assert shown in sent_raw
+    hidden = _hidden_pieces(name)
+    checked = 0
+    for problem in problems:
+        pieces = hidden[problem.task_id] + [line.strip() for line in problem.test.splitlines()
+                                            if line.strip() not in problem.prompt]
+        for piece in pieces:  # (the scripted fixer sends the reference code on purpose)
+            if len(piece) >= 5 and piece not in problem.canonical_solution:
+                checked += 1
+                assert piece not in sent_raw and json.dumps(piece)[1:-1] not in sent, (problem.task_id, piece)
+    assert checked >= 3 * len(problems)

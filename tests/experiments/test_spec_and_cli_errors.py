@@ -1,7 +1,9 @@
 """Bad input: one line naming what is wrong, exit code 2, no traceback, nothing written."""
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -123,3 +125,37 @@ def test_params_are_completed_so_explicit_defaults_share_checkpoints():
     assert implicit.pipelines[0].params == {
         "max_iterations": 3, "execution_feedback": False, "meta_critic": False, "feedback_timeout_s": 5.0,
     }
+
+
+DATA = Path(__file__).parents[1] / "eval" / "data"
+
+
+def _refused(capsys, home, *args):
+    code, err = _run_cli(capsys, "run", *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert not home.exists() or list(home.iterdir()) == []  # no dataset cache, no store
+    return err
+
+
+def test_a_bad_dataset_row_stops_the_run_and_writes_nothing(tmp_path, capsys, home):
+    rows = (DATA / "mbpp.jsonl").read_text().splitlines()
+    bad = json.loads(rows[2]) | {"test_list": []}
+    data = tmp_path / "bad.jsonl"
+    data.write_text("\n".join([rows[0], rows[1], json.dumps(bad)]) + "\n")
+    err = _refused(capsys, home, "experiments/baseline.yaml", "--dataset", str(data))
+    assert f"dataset '{data}' row 3 (task_id 3): field 'test_list' is empty" in err
+
+
+def test_refused_parquet_dataset_leaves_no_cache(capsys, home):
+    err = _refused(capsys, home, "experiments/baseline.yaml", "--dataset", str(DATA / "mbpp.parquet"),
+                   "--task-ids", "404")
+    assert "task id(s) not in dataset" in err and "'404'" in err
+
+
+def test_format_flag_and_unknown_format(tmp_path, capsys, home):
+    err = _refused(capsys, home, "experiments/baseline.yaml", "--dataset", str(DATA / "mbpp.jsonl"),
+                   "--format", "evalplus")
+    assert "no field 'prompt' (needed for 'prompt' in format 'evalplus')" in err
+    spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\ndataset: {format: apps}\n")
+    err = _refused(capsys, home, str(spec))
+    assert "dataset.format" in err and "'mbpp'" in err

@@ -1,0 +1,32 @@
+"""The HumanEval format: each row already is a problem (``task_id, prompt, entry_point, test``,
+optionally ``canonical_solution``); the loader only checks it."""
+
+from __future__ import annotations
+
+from eval.formats.base import DatasetFormat, FormatOptions
+from eval.formats.rows import RowReader, defined_functions
+from eval.problems import Problem
+
+
+def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
+    task_id = row.task_id()
+    prompt = row.text("prompt")
+    entry_point = row.identifier("entry_point")
+    test = row.text("test")
+    canonical = row.optional_text("canonical_solution")
+    # The trusted checker executes the prompt (for helpers the test uses) and then the test's
+    # check(candidate): either failing to parse would end every sample as error/test_setup.
+    row.parsed("prompt", prompt, "is not valid Python (the checker runs it for its helpers)")
+    tree = row.parsed("test", test)
+    if "check" not in defined_functions(tree):
+        raise row.error("test", "defines no function check(candidate)")
+    return Problem(task_id=task_id, prompt=prompt, entry_point=entry_point, test=test,
+                   canonical_solution=canonical)
+
+
+FORMAT = DatasetFormat(
+    name="humaneval",
+    required=("task_id", "prompt", "entry_point", "test"),
+    optional=("canonical_solution",),
+    build=problem_from_row,
+)

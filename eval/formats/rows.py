@@ -1,0 +1,139 @@
+"""Read one dataset row's fields with their types checked, failing with one line that names
+the dataset, the row, its task id and the field.
+
+Why every field is checked up front: a row whose ``prompt`` is a number, or whose ``test`` is
+empty, used to be accepted and then ran every problem to a failure or ``error/test_setup`` —
+a wrong result with exit code 0. A bad row must stop the run before anything runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from eval.errors import UserError
+
+
+class RowReader:
+    """One raw row of a dataset, read through the format's field -> column mapping.
+
+    ``position`` is 1-based: the n-th row of the file (for JSON Lines, the n-th non-blank line).
+    """
+
+    def __init__(self, source: str, position: int, row: Mapping[str, Any], columns: Mapping[str, str]):
+        self.source = source
+        self.position = position
+        self._row = row
+        self._columns = columns
+        self._task_id: str | None = None
+
+    def _where(self) -> str:
+        task = f" (task_id {self._task_id})" if self._task_id is not None else ""
+        return f"dataset '{self.source}' row {self.position}{task}"
+
+    def column(self, field: str) -> str:
+        """The dataset column that holds ``field``."""
+        return self._columns.get(field, field)
+
+    def error(self, field: str, problem: str) -> UserError:
+        """A one-line error about ``field`` of this row (named by its dataset column)."""
+        return UserError(f"{self._where()}: field '{self.column(field)}' {problem}")
+
+    def raw(self, field: str) -> Any:
+        return self._row.get(self.column(field))
+
+    def task_id(self) -> str:
+        """The task id as text; MBPP's integer ids are accepted and kept as their digits."""
+        value = self.raw("task_id")
+        if value is None:
+            raise self.error("task_id", "is missing")
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise self.error("task_id", f"must be text or an integer, not {_kind(value)}")
+        text = str(value).strip()
+        if not text:
+            raise self.error("task_id", "is empty")
+        self._task_id = text
+        return text
+
+    def text(self, field: str) -> str:
+        """A required, non-empty string."""
+        value = self.optional_text(field)
+        if value is None:
+            raise self.error(field, "is missing")
+        if not value.strip():
+            raise self.error(field, "is empty")
+        return value
+
+    def optional_text(self, field: str) -> str | None:
+        value = self.raw(field)
+        if value is not None and not isinstance(value, str):
+            raise self.error(field, f"must be text, not {_kind(value)}")
+        return value
+
+    def identifier(self, field: str) -> str:
+        """A required Python function name."""
+        value = self.text(field).strip()
+        if not value.isidentifier() or keyword.iskeyword(value):
+            raise self.error(field, f"must be a Python function name, not {value!r}")
+        return value
+
+    def text_list(self, field: str, *, required: bool = True) -> list[str]:
+        """A list of non-empty strings; ``required`` also means the list is not empty."""
+        value = self.raw(field)
+        if value is None or (not required and value == []):
+            if required:
+                raise self.error(field, "is missing")
+            return []
+        if not isinstance(value, list):
+            raise self.error(field, f"must be a list of text, not {_kind(value)}")
+        if not value:
+            raise self.error(field, "is empty")
+        for index, item in enumerate(value, start=1):
+            if not isinstance(item, str):
+                raise self.error(field, f"item {index} must be text, not {_kind(item)}")
+            if not item.strip():
+                raise self.error(field, f"item {index} is empty")
+        return value
+
+    def number(self, field: str, default: float) -> float:
+        """An optional non-negative finite number."""
+        value = self.raw(field)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(field, f"must be a number, not {_kind(value)}")
+        if not math.isfinite(value) or value < 0:
+            raise self.error(field, f"must be a finite number >= 0, not {value!r}")
+        return float(value)
+
+    def parsed(self, field: str, source: str, what: str = "") -> ast.Module:
+        """``source`` (this field's text, or built from it) parsed as Python."""
+        try:
+            return ast.parse(source)
+        except (SyntaxError, ValueError) as exc:
+            line = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
+            message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+            raise self.error(field, f"{what or 'is not valid Python'}: {message}{line}") from exc
+
+
+def defined_functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module-level functions of a parsed program, by name (the last definition wins)."""
+    return {
+        node.name: node for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__

@@ -1,0 +1,94 @@
+"""Every row is checked before anything runs: a bad one is one line naming the row and field."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.datasets import load_problems
+from eval.errors import UserError
+
+DATA = Path(__file__).parents[1] / "data"
+MISSING = object()
+
+
+def _rows(name):
+    return [json.loads(line) for line in (DATA / name).read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value", "message"),
+    [
+        ("humaneval.jsonl", "prompt", 5, "field 'prompt' must be text, not a number (5)"),
+        ("humaneval.jsonl", "prompt", ["def f():"], "field 'prompt' must be text, not a list"),
+        ("humaneval.jsonl", "prompt", "Count the words.", "field 'prompt' is not valid Python"),
+        ("humaneval.jsonl", "test", "", "field 'test' is empty"),
+        ("humaneval.jsonl", "test", "  \n", "field 'test' is empty"),
+        ("humaneval.jsonl", "test", "assert True\n", "field 'test' defines no function check(candidate)"),
+        ("humaneval.jsonl", "test", "def check(c):\n    assert (\n", "field 'test' is not valid Python"),
+        ("humaneval.jsonl", "entry_point", MISSING, "field 'entry_point' is missing"),
+        ("humaneval.jsonl", "entry_point", "count words", "must be a Python function name"),
+        ("humaneval.jsonl", "canonical_solution", 3, "field 'canonical_solution' must be text"),
+        ("mbpp.jsonl", "test_list", [], "field 'test_list' is empty"),
+        ("mbpp.jsonl", "test_list", "assert f(1) == 1", "field 'test_list' must be a list of text, not str"),
+        ("mbpp.jsonl", "test_list", [3], "field 'test_list' item 1 must be text, not a number (3)"),
+        ("mbpp.jsonl", "test_list", ["assert common_items((1,), (1,)) ==", "x"],
+         "field 'test_list' item 1 is not valid Python"),
+        ("mbpp.jsonl", "code", "def other(a, b):\n    return a\n",
+         "field 'test_list' calls no function that field 'code' defines"),
+        ("mbpp.jsonl", "text", None, "field 'text' is missing"),
+        ("mbpp.jsonl", "challenge_test_list", "assert x", "field 'challenge_test_list' must be a list"),
+        ("evalplus.jsonl", "base_input", "[[1]]", "field 'base_input' must be a list of argument lists"),
+        ("evalplus.jsonl", "base_input", [1, 2], "field 'base_input' item 1 must be a list of arguments"),
+        ("evalplus.jsonl", "atol", -1, "field 'atol' must be a finite number >= 0"),
+        ("evalplus.jsonl", "atol", "0", "field 'atol' must be a number, not str"),
+        ("evalplus.jsonl", "canonical_solution", "    return values\n  oops\n",
+         "field 'canonical_solution' does not complete the prompt into valid Python"),
+        ("evalplus.jsonl", "entry_point", "median",
+         "field 'canonical_solution' defines no function 'median'"),
+    ],
+)
+def test_a_bad_row_is_one_line_naming_row_task_and_field(tmp_path, name, field, value, message):
+    rows = _rows(name)
+    if value is MISSING:
+        del rows[1][field]
+    else:
+        rows[1][field] = value
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(UserError) as caught:
+        load_problems(str(path))
+    text = str(caught.value)
+    assert text.startswith(f"dataset '{path}' row 2 (task_id {rows[1]['task_id']}): "), text
+    assert message in text and "\n" not in text
+
+
+def test_evalplus_row_without_any_input(tmp_path):
+    row = _rows("evalplus.jsonl")[0]
+    row.update(base_input=[], plus_input=[])
+    path = tmp_path / "e.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(UserError, match=r"row 1 .*field 'base_input' is empty .*nothing to test"):
+        load_problems(str(path))
+
+
+@pytest.mark.parametrize(("task_id", "message"), [
+    (None, "field 'task_id' is missing"), ("  ", "field 'task_id' is empty"),
+    ([1], "field 'task_id' must be text or an integer, not a list"),
+])
+def test_bad_task_id(tmp_path, task_id, message):
+    row = _rows("mbpp.jsonl")[0] | {"task_id": task_id}
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(UserError, match=f"^dataset '{path}' row 1: {message}"):
+        load_problems(str(path))
+
+
+def test_non_mapping_row_and_empty_file(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"task_id": "a"}\n[1, 2]\n')
+    with pytest.raises(UserError, match="row 2 is not a mapping of fields"):
+        load_problems(str(path))
+    path.write_text("\n")
+    with pytest.raises(UserError, match="has no rows"):
+        load_problems(str(path))
