@@ -120,12 +120,17 @@ def export(
 
     Files go to ``out`` (default: ``<home>/exports/<run id or directory name>``); ``mlflow`` in
     ``formats`` registers one prompt per role in the Prompt Registry. Returns what was written.
+    Formats and ``out`` are checked before anything is read or downloaded.
     """
+    from eval.errors import UserError
     from experiments.paths import data_dir
     from experiments.tracking import tracking_uri
-    from optimizers.export import export_program, load_program, register_prompts
+    from optimizers.export import check_formats, export_program, load_program, register_prompts
 
     offline_defaults()
+    formats = check_formats(formats)
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserError(f"{out}: exists and is not a directory (where the export would go)")
     home = home or data_dir()
     path, run_id = Path(target), ""
     if not path.exists():
@@ -176,7 +181,8 @@ def optimize(
 
     offline_defaults()
     return run_optimization(
-        load_optimize_spec(Path(spec)), home=home, fresh=fresh, cache=cache, log=log or (lambda _: None)
+        load_optimize_spec(Path(spec)), home=home, fresh=fresh, cache=cache, log=log or (lambda _: None),
+        source=str(spec),
     )
 
 

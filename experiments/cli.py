@@ -177,16 +177,23 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 
     result = optimize(args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
                       log=lambda line: print(line, file=sys.stderr, flush=True))
-    gate = result.steps["gate"]
+    gate, refine = result.steps["gate"], result.steps.get("refine")
     print(f"validation pass@1: baseline {gate['baseline_val']:.3f}, compiled {gate['compiled_val']:.3f}; "
-          f"kept {gate['kept']}")
-    test = result.steps.get("test")
-    if test:
-        print(f"held-out test pass@1: unoptimised {test['unoptimised_pass_at_1']:.3f}, "
-              f"kept ({result.kept}) {test['pass_at_1']:.3f}; every candidate, paired:\n\n"
-              f"{test['comparison']}")
-    print(f"MLflow parent run {result.parent_run_id}; export with: critiquelab export "
-          f"{result.steps['compile']['run_id']}")
+          f"kept {gate['kept']} ({gate['reason']})")
+    if refine is not None:
+        print(f"refine ({refine['val_before']:.3f} -> {refine['val_after']:.3f}): "
+              f"{'kept' if refine['kept'] else 'not kept'} ({refine['reason']})")
+    test = result.steps["test"]
+    print(f"held-out test pass@1: unoptimised {test['unoptimised_pass_at_1']:.3f}, "
+          f"kept ({result.kept}) {test['pass_at_1']:.3f}; every candidate, paired:\n\n{test['comparison']}")
+    print(f"MLflow parent run {result.parent_run_id}")
+    if result.kept_run_id is not None:
+        print(f"export the kept ({result.kept}) program with: critiquelab export {result.kept_run_id}")
+    else:
+        rejected = "; ".join(f"{name}: critiquelab export {run}"
+                             for name, run in result.rejected_run_ids.items())
+        print(f"kept the unoptimised pipeline: nothing optimised to export (rejected candidates, should you "
+              f"want one anyway: {rejected})")
     return 0
 
 

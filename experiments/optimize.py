@@ -4,12 +4,16 @@ Steps, each its own MLflow child run under one parent run, each result saved und
 ``<home>/optimize/<name>-<key>/steps/`` so a re-run (after a kill, or just again) skips the
 steps already finished:
 
+0. checks: the spec's fields when it is loaded, then — before anything is written — what needs
+   the pipeline and the models (:func:`experiments.optimize_spec.check_spec`) and the dataset (no
+   part of the split may be empty).
 1. the seeded train/val/test split (logged on the parent as params and ``split.json``).
 2. ``baseline_val``: the unoptimised pipeline on the validation split.
 3. ``compile``: traces (from earlier runs, or by running on the train split) → DSPy compile;
    the program is exported and logged as the ``program`` artifact (``critiquelab export RUN``).
 4. ``compiled_val``: the compiled program on the validation split.
-5. gate: the compiled program is kept only if its validation score does not drop.
+5. gate: the compiled program is kept only if its validation score does not drop (and both
+   scores exist: :mod:`optimizers.gate`); the reason is printed and tagged on the parent run.
 5b. ``refine`` (optional, spec ``refine:``): TextGrad refines one role's instruction of the kept
    program (``optimizers.refine``), kept only if validation does not drop.
 6. ``test``: the kept program and the unoptimised pipeline side by side on the held-out test
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.datasets import load_problems
-from experiments.optimize_spec import OptimizeSpec
+from experiments.optimize_spec import OptimizeSpec, check_spec
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.provenance import code_fingerprint, git_commit
@@ -50,6 +54,24 @@ class OptimizeResult:
         if self.steps.get("refine", {}).get("kept"):
             return "refined"
         return str(self.steps["gate"]["kept"])
+
+    @property
+    def kept_run_id(self) -> str | None:
+        """The step run whose ``program`` artifact is the kept program; None when the gates kept
+        the unoptimised pipeline (there is nothing optimised to export)."""
+        return {"refined": self.steps.get("refine", {}).get("run_id"),
+                "compiled": self.steps["compile"]["run_id"]}.get(self.kept)
+
+    @property
+    def rejected_run_ids(self) -> dict[str, str]:
+        """``{candidate: step run holding its program}`` for the candidates the gates rejected."""
+        rejected = {}
+        if self.steps["gate"]["kept"] != "compiled":
+            rejected["compiled"] = self.steps["compile"]["run_id"]
+        refine = self.steps.get("refine")
+        if refine is not None and not refine["kept"] and refine.get("candidate_dir"):
+            rejected["refined"] = refine["run_id"]
+        return rejected
 
     @property
     def program_dir(self) -> Path:
@@ -90,22 +112,29 @@ def _mean(scores: dict[str, bool]) -> float:
 
 def run_optimization(
     spec: OptimizeSpec, *, home: Path | None = None, fresh: bool = False, cache: bool = True,
-    log: Callable[[str], None] = lambda _: None,
+    log: Callable[[str], None] = lambda _: None, source: str = "spec",
 ) -> OptimizeResult:
-    """Run (or resume) the optimisation ``spec`` describes; see the module docstring."""
+    """Run (or resume) the optimisation ``spec`` describes; see the module docstring. ``source``
+    (the spec's file) prefixes the problems found before anything runs."""
+    from eval.errors import UserError
     from optimizers.compile import CompileConfig, compile_program, evaluate
     from optimizers.export import export_program, load_program
+    from optimizers.gate import gate as gate_decision
+    from optimizers.optimizer_params import optimizer_params
     from optimizers.splits import make_split
     from pipelines.registry import create_pipeline
 
     home = home or default_data_dir()
-    problems = load_problems(
-        spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
-        dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
-    )
+    try:
+        check_spec(spec)
+        problems = load_problems(
+            spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
+            dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
+        )
+        split = make_split([p.task_id for p in problems], spec.split)  # refuses a split with an empty part
+    except UserError as exc:
+        raise UserError(f"{source}: {exc}") from exc
     by_id = {p.task_id: p for p in problems}
-    create_pipeline(spec.pipeline.name, **spec.pipeline.params)  # bad name/params: fail first
-    split = make_split(by_id, spec.split)
     split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
     directory = home / "optimize" / f"{path_segment(spec.name)}-{_key(spec)}"
     if fresh and directory.exists():
@@ -184,6 +213,10 @@ def run_optimization(
                 task_lm=lm("task"), teacher_lm=lm("teacher") if spec.teacher else None,
                 traces=traces, progress=lambda k, v: metrics.__setitem__(k, v),
             )
+            if metrics.get("failed_proposals"):
+                log(f"compile: warning: {metrics['failed_proposals']:.0f} instruction proposal(s) could not "
+                    "be parsed from the prompt model's reply; the current instruction stood in for them "
+                    "(metric failed_proposals on this run)")
             out = directory / "program"
             export_program(compiled, out, pipeline=spec.pipeline.name, params=spec.pipeline.params,
                            source=run_id)
@@ -191,8 +224,9 @@ def run_optimization(
             demos = sum(len(p.demos) for _, p in compiled.named_predictors())
             return {"program_dir": str(out), "traces": float(len(traces)), "demos": float(demos), **metrics}
 
+        effective = optimizer_params(spec.optimizer.name, spec.optimizer.params).model_dump()
         compiled = step("compile", compile_step, {
-            "optimizer": spec.optimizer.name, **flatten(spec.optimizer.params, "optimizer.params."),
+            "optimizer": spec.optimizer.name, **flatten(effective, "optimizer.params."),
         })
         if spec.refine is None or spec.refine.model is not None:
             release("teacher")  # only compile and (by default) refine use it
@@ -200,19 +234,20 @@ def run_optimization(
                     {"split": "val", "program": "compiled"})
         gate = steps.get("gate")
         if gate is None:
-            # Keep the compiled program unless validation drops (no val split: nothing to gate on).
-            keep = not split.val or cand["pass_at_1"] >= base["pass_at_1"]
+            decision = gate_decision(base["pass_at_1"], cand["pass_at_1"], candidate="compiled program")
             gate = {
-                "kept": "compiled" if keep else "baseline",
-                "program_dir": compiled["program_dir"] if keep else "",
+                "kept": "compiled" if decision.keep else "baseline",
+                "program_dir": compiled["program_dir"] if decision.keep else "",
                 "baseline_val": base["pass_at_1"], "compiled_val": cand["pass_at_1"],
+                "reason": decision.reason,
             }
             tracker.log_metrics(parent, {"val_pass_at_1": base["pass_at_1"]}, step=0)
             tracker.log_metrics(parent, {"val_pass_at_1": cand["pass_at_1"]}, step=1)
-            tracker.set_tags(parent, {"critiquelab.kept": gate["kept"]})
-            if keep:
+            tracker.set_tags(parent, {"critiquelab.kept": gate["kept"], "critiquelab.gate": decision.reason})
+            if decision.keep:
                 tracker.client.log_artifacts(parent, gate["program_dir"], "program")
             steps.put("gate", gate)
+        log(f"gate: kept {gate['kept']} ({gate['reason']})")
         result.steps["gate"] = gate
         kept = gate["kept"]
         # Every optimised candidate goes to the held-out test, kept or not: the choice was made
@@ -229,18 +264,17 @@ def run_optimization(
                 kept = "refined"
             if refined.get("candidate_dir"):
                 candidates["refined"] = refined["candidate_dir"]
-        if split.test:
-            release("teacher")
-            release("task")  # the test experiment serves its own
-            split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
-            test = step("test", lambda run_id: _paired_test(
-                spec, split.test, candidates, kept, home, cache, tracker, run_id, log,
-            ), {"split": "test", "program": kept})
-            tracker.log_metrics(parent, {
-                "test_pass_at_1": test["pass_at_1"],
-                "test_pass_at_1_unoptimised": test["unoptimised_pass_at_1"],
-            })
-            tracker.log_text(parent, test["comparison"], "test_comparison.md")
+        release("teacher")
+        release("task")  # the test experiment serves its own
+        split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
+        test = step("test", lambda run_id: _paired_test(
+            spec, split.test, candidates, kept, home, cache, tracker, run_id, log,
+        ), {"split": "test", "program": kept})
+        tracker.log_metrics(parent, {
+            "test_pass_at_1": test["pass_at_1"],
+            "test_pass_at_1_unoptimised": test["unoptimised_pass_at_1"],
+        })
+        tracker.log_text(parent, test["comparison"], "test_comparison.md")
     tracker.finish(parent)
     return result
 
@@ -271,6 +305,8 @@ def _refine(
     tracker.log_text(run_id, refined.instruction_after, "instruction_after.txt")
     tracker.log_text(run_id, json.dumps(refined.history, indent=2), "history.json")
     tracker.log_metrics(run_id, {"kept": float(refined.kept)})
+    tracker.set_tags(run_id, {"critiquelab.gate": refined.reason})
+    log(f"refine gate: {'kept' if refined.kept else 'not kept'} ({refined.reason})")
     tracker.log_metrics(parent, {"val_pass_at_1": refined.val_after}, step=2)
     candidate = ""
     if refined.instruction_after != refined.instruction_before:  # a candidate exists, kept or not
@@ -283,7 +319,7 @@ def _refine(
         tracker.set_tags(parent, {"critiquelab.kept": "refined"})
     return {"kept": refined.kept, "program_dir": candidate if refined.kept else "",
             "candidate_dir": candidate, "val_before": refined.val_before, "val_after": refined.val_after,
-            "instruction_after": refined.instruction_after}
+            "instruction_after": refined.instruction_after, "reason": refined.reason}
 
 
 def _paired_test(

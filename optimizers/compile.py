@@ -6,7 +6,9 @@ Optimisers:
   each predictor gets up to ``k`` demos of its role whose output passed / whose verdict was right.
 * ``bootstrap``: ``dspy.BootstrapFewShot`` — runs the (teacher) pipeline on the train split and
   keeps the role calls of runs whose final code passes the hidden tests.
-* ``mipro``: ``dspy.MIPROv2`` (``auto: light`` by default) with the teacher as prompt model.
+* ``mipro``: ``dspy.MIPROv2`` (``auto: light`` by default) with the teacher as prompt model;
+  a proposal the teacher's reply does not parse into is recorded, not fatal
+  (:mod:`optimizers.mipro`).
 * ``gepa``: ``dspy.GEPA`` with a feedback metric built from the sandbox verdict (failed
   assertion, exception, timeout) and the teacher as reflection LM.
 
@@ -14,7 +16,8 @@ Every optimiser returns a new program and never mutates its input (it works on a
 The metric needs the hidden tests, so it holds the problems in a closure keyed by ``task_id``;
 the examples the optimisers see (and may turn into demos) carry only the prompt, entry point
 and task id. Feedback text for GEPA has hidden-test lines redacted, because GEPA's reflection
-LM writes instructions from it: a test line there would leak into a prompt.
+LM writes instructions from it: a test line there would leak into a prompt. Each optimiser's
+parameters are typed and checked when the config is made (:mod:`optimizers.optimizer_params`).
 """
 
 from __future__ import annotations
@@ -30,10 +33,9 @@ import dspy
 from eval.problems import Problem
 from eval.scoring import score_code
 from eval.verdict import Verdict
+from optimizers.optimizer_params import optimizer_params
 from optimizers.traces import RoleTrace
 from signatures.adapter import CodeAdapter
-
-OPTIMIZERS = ("traces", "bootstrap", "mipro", "gepa")
 
 
 def problem_examples(problems: Iterable[Problem]) -> list[dspy.Example]:
@@ -139,14 +141,18 @@ def attach_trace_demos(
 
 @dataclass
 class CompileConfig:
-    """Which optimiser and its parameters, and the LMs: ``task_lm`` runs the pipeline,
-    ``teacher_lm`` bootstraps demos / proposes instructions / reflects (default: the task LM)."""
+    """Which optimiser and its parameters (validated on creation: see
+    :mod:`optimizers.optimizer_params`; ``settings`` holds them typed, defaults filled in)."""
 
     optimizer: str = "bootstrap"
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 10.0
     seed: int = 0
     log_dir: Path | None = None  # GEPA's state, so a killed optimisation resumes where it stopped
+    settings: Any = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.settings = optimizer_params(self.optimizer, self.params)
 
 
 def compile_program(
@@ -160,14 +166,13 @@ def compile_program(
     traces: Sequence[RoleTrace] = (),
     progress: Callable[[str, float], None] | None = None,
 ) -> dspy.Module:
-    """Optimise a copy of ``program`` on ``train`` (``val`` for optimisers that select on it)."""
-    if config.optimizer not in OPTIMIZERS:
-        from eval.errors import UserError
-
-        raise UserError(f"unknown optimizer '{config.optimizer}'; one of {', '.join(OPTIMIZERS)}")
-    params = dict(config.params)
+    """Optimise a copy of ``program`` on ``train`` (``val`` for optimisers that select on it) with
+    ``task_lm`` running the pipeline and ``teacher_lm`` bootstrapping demos / proposing
+    instructions / reflecting (default: the task LM). ``progress(name, value)`` receives
+    measurements of the compilation (the mean train metric, MIPROv2's failed proposals)."""
+    settings = config.settings
     if config.optimizer == "traces":
-        return attach_trace_demos(program, traces, k=int(params.get("k", 3)), seed=config.seed)
+        return attach_trace_demos(program, traces, k=settings.k, seed=config.seed)
     student = program.deepcopy()
     metric = PassMetric({p.task_id: p for p in [*train, *val]}, config.timeout_s)
     trainset, valset = problem_examples(train), problem_examples(val) or None
@@ -175,20 +180,25 @@ def compile_program(
     with dspy.context(lm=task_lm, adapter=CodeAdapter()):
         if config.optimizer == "bootstrap":
             optimizer = dspy.BootstrapFewShot(
-                metric=metric, max_bootstrapped_demos=int(params.get("max_bootstrapped_demos", 2)),
+                metric=metric, max_bootstrapped_demos=settings.max_bootstrapped_demos,
                 max_labeled_demos=0,  # problem-level examples are not role demos
-                max_rounds=int(params.get("max_rounds", 1)),
+                max_rounds=settings.max_rounds,
                 teacher_settings={"lm": teacher} if teacher_lm is not None else {},
             )
             compiled = optimizer.compile(student, trainset=trainset)
         elif config.optimizer == "mipro":
-            compiled = _mipro(student, params, metric, trainset, valset, task_lm, teacher, config.seed)
+            from optimizers.mipro import compile_mipro
+
+            compiled, failed = compile_mipro(student, settings, metric, trainset, valset, task_lm, teacher,
+                                             config.seed)
+            if progress is not None:
+                progress("failed_proposals", float(len(failed)))
         else:
             optimizer = dspy.GEPA(
-                metric=metric.with_feedback, reflection_lm=teacher, auto=params.get("auto"),
-                max_metric_calls=params.get("max_metric_calls", None if params.get("auto") else 50),
-                reflection_minibatch_size=int(params.get("reflection_minibatch_size", 3)),
-                num_threads=int(params.get("num_threads", 1)), seed=config.seed,
+                metric=metric.with_feedback, reflection_lm=teacher, auto=settings.auto,
+                max_metric_calls=settings.max_metric_calls or (None if settings.auto else 50),
+                reflection_minibatch_size=settings.reflection_minibatch_size,
+                num_threads=settings.num_threads, seed=config.seed,
                 # GEPA saves its state here after every iteration and resumes from it when rerun.
                 log_dir=str(config.log_dir) if config.log_dir else None,
             )
@@ -196,28 +206,6 @@ def compile_program(
     if progress is not None and metric.calls:
         progress("train_metric_mean", sum(p for _, p in metric.calls) / len(metric.calls))
     return compiled
-
-
-def _mipro(
-    student: dspy.Module, params: dict[str, Any], metric: PassMetric, trainset: list[dspy.Example],
-    valset: list[dspy.Example] | None, task_lm: dspy.BaseLM | None, teacher: dspy.BaseLM | None, seed: int,
-) -> dspy.Module:
-    """MIPROv2 with ``auto`` (light/medium/heavy), or with ``auto: null`` and explicit
-    ``num_candidates``/``num_trials`` — the cheap setting for a local model."""
-    auto = params.get("auto", "light")
-    optimizer = dspy.MIPROv2(
-        metric=metric, prompt_model=teacher, task_model=task_lm, auto=auto,
-        num_candidates=None if auto else int(params.get("num_candidates", 3)),
-        max_bootstrapped_demos=int(params.get("max_bootstrapped_demos", 2)), max_labeled_demos=0,
-        num_threads=int(params.get("num_threads", 1)), seed=seed,
-    )
-    options: dict[str, Any] = {}
-    if not auto:  # DSPy's default minibatch (35) would exceed a small validation split
-        size = len(valset or trainset)
-        minibatch_size = min(int(params.get("minibatch_size", 35)), size)
-        options = {"num_trials": int(params.get("num_trials", 4)), "minibatch": minibatch_size < size,
-                   "minibatch_size": minibatch_size}
-    return optimizer.compile(student, trainset=trainset, valset=valset, **options)
 
 
 def evaluate(

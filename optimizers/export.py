@@ -17,6 +17,11 @@ Round trip: a program exported and loaded back sends byte-identical LM requests 
 checks it against the fake server). Demos are stored as JSON data; a bootstrapped demo whose
 values were pydantic objects (a critic's findings) renders the same either way, which the
 round-trip test covers. Exporting does not modify the program.
+
+Anything read back is checked first: a file that is not a program state (the readable
+``prompts.md``, some other JSON), a manifest without its pipeline, a state that would set a
+predictor's own LM — each is one line naming the file and what was expected, never a
+traceback and never a half-loaded program.
 """
 
 from __future__ import annotations
@@ -69,6 +74,16 @@ def to_text(prompts: Mapping[str, list[dict[str, str]]]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def check_formats(formats: Iterable[str]) -> list[str]:
+    """``formats`` as a list, refused (one line) if empty or naming an unknown format."""
+    chosen = list(formats)
+    unknown = sorted(set(chosen) - set(FORMATS))
+    if unknown or not chosen:
+        given = f"unknown export format(s) {', '.join(unknown)}" if unknown else "no export format given"
+        raise UserError(f"{given}; choose from {', '.join(FORMATS)}")
+    return chosen
+
+
 def export_program(
     program: dspy.Module,
     out_dir: Path,
@@ -79,10 +94,7 @@ def export_program(
     source: str = "",
 ) -> list[Path]:
     """Write ``program`` to ``out_dir`` in ``formats`` (``mlflow`` is :func:`register_prompts`)."""
-    formats = set(formats)
-    unknown = formats - set(FORMATS)
-    if unknown:
-        raise UserError(f"unknown export format(s) {sorted(unknown)}; one of {', '.join(FORMATS)}")
+    formats = set(check_formats(formats))
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     # The state and manifest are always written: they are what every other format is made from.
@@ -103,12 +115,58 @@ def export_program(
     return written
 
 
+EXPECTED = f"expected a `critiquelab export` directory or its {STATE_FILE}"
+PREDICTOR_KEYS = {"signature", "demos", "lm", "traces", "train"}  # what ``Predict.dump_state`` writes
+
+
 def state_path(path: Path) -> Path:
     """The ``program.json`` of an export directory (or the file itself)."""
     path = Path(path)
     state = path / STATE_FILE if path.is_dir() else path
     if not state.is_file():
-        raise UserError(f"{path}: no exported program ({STATE_FILE}) there")
+        raise UserError(f"{path}: no exported program ({STATE_FILE}) there; {EXPECTED}")
+    return state
+
+
+def _state_problem(state: Any) -> str | None:
+    """Why ``state`` is not a DSPy program state as :func:`export_program` writes it, or None."""
+    if not isinstance(state, dict):
+        return "not a JSON object"
+    roles = {k: v for k, v in state.items() if k != "metadata"}
+    if not roles:
+        return "no roles in it"
+    for role, predictor in roles.items():
+        if not isinstance(predictor, dict) or not {"signature", "demos", "lm"} <= set(predictor):
+            return f"'{role}' is not a predictor state (needs signature, demos, lm)"
+        if set(predictor) - PREDICTOR_KEYS:
+            return f"'{role}' has unexpected keys {sorted(set(predictor) - PREDICTOR_KEYS)}"
+        signature = predictor["signature"]
+        fields = signature.get("fields") if isinstance(signature, dict) else None
+        if not (isinstance(signature, dict) and isinstance(signature.get("instructions"), str)
+                and isinstance(fields, list)
+                and all(isinstance(f, dict) and {"prefix", "description"} <= set(f) for f in fields)):
+            return f"'{role}' has no signature instructions and fields"
+        demos = predictor["demos"]
+        if not isinstance(demos, list) or not all(isinstance(d, dict) for d in demos):
+            return f"'{role}' demos are not a list of examples"
+        if predictor["lm"] is not None:  # it would answer with its own LM, not the run's
+            return f"'{role}' carries its own LM setting"
+    return None
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    """The checked DSPy state of an export directory or its ``program.json``."""
+    state_file = state_path(path)
+    try:
+        state = json.loads(state_file.read_text())
+    except (UnicodeDecodeError, ValueError):
+        state, problem = None, "not JSON"
+    else:
+        problem = _state_problem(state)
+    if problem is not None:
+        sibling = state_file.with_name(STATE_FILE)
+        hint = f" ({state_file.parent} is one)" if state_file != sibling and sibling.is_file() else ""
+        raise UserError(f"{state_file}: not an exported program ({problem}); {EXPECTED}{hint}")
     return state
 
 
@@ -122,7 +180,7 @@ def prompts_state(source: str | Path, *, registry_uri: str | None = None) -> dic
     comma-separated, one per role) as ``critiquelab export --format mlflow`` registered them."""
     text = str(source)
     if not text.startswith(REGISTRY_SCHEME):
-        return json.loads(state_path(Path(source)).read_text())
+        return read_state(Path(source))
     if registry_uri is None:
         raise UserError(f"{text}: a Prompt Registry URI needs the MLflow store it lives in")
     from mlflow.tracking import MlflowClient
@@ -137,7 +195,13 @@ def prompts_state(source: str | Path, *, registry_uri: str | None = None) -> dic
         tags = version.tags or {}
         if STATE_TAG not in tags or "critiquelab.role" not in tags:
             raise UserError(f"{uri}: not registered by `critiquelab export` (no role state on it)")
-        state[tags["critiquelab.role"]] = json.loads(tags[STATE_TAG])
+        try:
+            state[tags["critiquelab.role"]] = json.loads(tags[STATE_TAG])
+        except ValueError:
+            raise UserError(f"{uri}: its {STATE_TAG} tag is not JSON (edited by hand?)") from None
+    problem = _state_problem(state)
+    if problem is not None:
+        raise UserError(f"{text}: not prompts registered by `critiquelab export` ({problem})")
     return state
 
 
@@ -169,14 +233,31 @@ def load_prompts_into(
     return loaded
 
 
+def read_manifest(state_file: Path) -> dict[str, Any]:
+    """The checked manifest next to ``state_file``: which pipeline, with which params."""
+    manifest_path = state_file.with_name(MANIFEST_FILE)
+    if not manifest_path.is_file():
+        raise UserError(f"{state_file.parent}: no {MANIFEST_FILE}; cannot tell which pipeline it is")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (UnicodeDecodeError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("pipeline"), str) \
+            or not isinstance(manifest.get("params", {}), dict):
+        raise UserError(f"{manifest_path}: not a `critiquelab export` manifest; expected a JSON object "
+                        "with 'pipeline' (a name) and 'params' (an object)")
+    return manifest
+
+
 def load_program(path: Path) -> tuple[dspy.Module, dict[str, Any]]:
     """Rebuild an exported program: the pipeline from the manifest, then its state."""
     state = state_path(path)
-    manifest_path = state.with_name(MANIFEST_FILE)
-    if not manifest_path.is_file():
-        raise UserError(f"{state.parent}: no {MANIFEST_FILE}; cannot tell which pipeline it is")
-    manifest = json.loads(manifest_path.read_text())
-    program = create_pipeline(manifest["pipeline"], **manifest.get("params", {}))
+    read_state(state)  # a file that is no program is named before its manifest is read
+    manifest = read_manifest(state)
+    try:
+        program = create_pipeline(manifest["pipeline"], **manifest.get("params", {}))
+    except UserError as exc:
+        raise UserError(f"{state.with_name(MANIFEST_FILE)}: {exc}") from exc
     load_prompts_into(program, state)
     return program, manifest
 

@@ -57,6 +57,7 @@ class RefineResult:
     val_after: float
     val_scores_after: dict[str, bool] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""  # why the gate kept or rejected the candidate
 
     @property
     def candidate(self) -> dspy.Module:
@@ -71,13 +72,20 @@ def role_predictors(program: dspy.Module, role: str) -> list[Any]:
     return [p for name, p in program.named_predictors() if role_of_predictor(name) == role]
 
 
+def pipeline_roles(program: dspy.Module) -> list[str]:
+    """The roles ``program``'s predictors play, sorted."""
+    from optimizers.compile import role_of_predictor
+
+    return sorted({role_of_predictor(name) for name, _ in program.named_predictors()})
+
+
 def instruction_of(program: dspy.Module, role: str) -> str:
     found = role_predictors(program, role)
     if not found:
         from eval.errors import UserError
 
-        roles = sorted({n.split(".")[-1] for n, _ in program.named_predictors()})
-        raise UserError(f"the program has no '{role}' role to refine; roles: {', '.join(roles)}")
+        roles = ", ".join(pipeline_roles(program))
+        raise UserError(f"the program has no '{role}' role to refine; roles: {roles}")
     return str(found[0].signature.instructions)
 
 
@@ -205,9 +213,13 @@ def refine_instruction(
     instruction is left as it was — small models often miss the format, and that is no reason
     to abort.
     """
+    from eval.errors import UserError
     from optimizers.compile import evaluate
+    from optimizers.gate import gate
     from optimizers.textgrad_engine import import_textgrad
 
+    if not problems_val:  # checked first: the gate needs them, and refining takes hours locally
+        raise UserError("refine: no validation problems to gate the refined instruction on")
     tg = import_textgrad()
 
     base = program.deepcopy()
@@ -266,18 +278,19 @@ def refine_instruction(
     if val_before is None:
         val_before = _mean(evaluate(base, problems_val, lm=task_lm, timeout_s=timeout_s))
     if after == before:
-        return RefineResult(base, role, before, after, False, val_before, val_before, history=history)
+        return RefineResult(base, role, before, after, False, val_before, val_before, history=history,
+                            reason="TextGrad proposed no new instruction")
     candidate = with_instruction(base, role, after)
     scores = evaluate(candidate, problems_val, lm=task_lm, timeout_s=timeout_s)
     val_after = _mean(scores)
-    # Keep unless validation drops (no validation split: nothing to gate on, as in compile).
-    kept = not problems_val or val_after >= val_before
+    decision = gate(val_before, val_after, candidate="refined program")
     return RefineResult(
-        candidate if kept else base, role, before, after, kept, val_before, val_after, scores, history,
+        candidate if decision.keep else base, role, before, after, decision.keep, val_before, val_after,
+        scores, history, decision.reason,
     )
 
 
 __all__ = [
-    "RefineResult", "guarded_engine", "instruction_of", "refine_instruction", "role_predictors",
-    "run_and_explain", "with_instruction",
+    "RefineResult", "guarded_engine", "instruction_of", "pipeline_roles", "refine_instruction",
+    "role_predictors", "run_and_explain", "with_instruction",
 ]

@@ -4,7 +4,9 @@ Why fixed and seeded: an optimised program is only evidence of anything when it 
 problems it never saw while being optimised. The split is a pure function of the problem ids
 and the seed (ids are sorted first, so dataset order does not matter), logged with every
 optimisation, and :meth:`Split.check_scoring` refuses to score on train/validation problems
-unless the caller explicitly allows the overlap.
+unless the caller explicitly allows the overlap. A split with an empty part is refused when it
+is made: without train problems nothing is optimised, without validation problems the gate has
+nothing to compare, without test problems nothing judges the result.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class SplitSpec(BaseModel):
 
     seed: int = Field(default=0, description="Seed of the shuffle; the split is a function of it.")
     train: float = Field(default=0.5, gt=0, description="Fraction (< 1) or count (≥ 1) for train.")
-    val: float = Field(default=0.25, ge=0, description="Fraction (< 1) or count (≥ 1) for validation.")
+    val: float = Field(default=0.25, gt=0, description="Fraction (< 1) or count (≥ 1) for validation.")
     allow_overlap: bool = Field(
         default=False, description="Allow scoring on train/validation problems (reported as such)."
     )
@@ -77,14 +79,21 @@ def _count(amount: float, total: int) -> int:
 
 
 def make_split(task_ids: Iterable[str], spec: SplitSpec | None = None) -> Split:
-    """Split ``task_ids`` by ``spec``. Same ids and seed ⇒ same split, whatever their order."""
+    """Split ``task_ids`` by ``spec``. Same ids and seed ⇒ same split, whatever their order.
+    Raises :class:`UserError` (with the sizes it would produce) if a part would be empty."""
     spec = spec or SplitSpec()
     ids = sorted(set(task_ids))
     random.Random(spec.seed).shuffle(ids)
     n_train = _count(spec.train, len(ids))
     n_val = min(_count(spec.val, len(ids)), len(ids) - n_train)
-    if n_train == 0:
-        raise UserError(f"split: {len(ids)} problems leave no training problem (train={spec.train})")
+    sizes = {"train": n_train, "validation": n_val, "test": len(ids) - n_train - n_val}
+    empty = [part for part, size in sizes.items() if size == 0]
+    if empty:
+        raise UserError(
+            f"split: {len(ids)} problems with train={spec.train:g}, val={spec.val:g} give "
+            f"{'/'.join(str(n) for n in sizes.values())} train/validation/test problems; "
+            f"{' and '.join(empty)} would be empty (every part needs at least one problem)"
+        )
     return Split(
         spec.seed, tuple(ids[:n_train]), tuple(ids[n_train:n_train + n_val]), tuple(ids[n_train + n_val:])
     )

@@ -13,10 +13,10 @@ from pipelines.registry import create_pipeline
 TUNED = "TUNED: write the function, nothing else."
 
 
-def _export_tuned(path):
+def _export_tuned(path, formats=("json",)):
     program = create_pipeline("critic_loop")
     program.coder.signature = program.coder.signature.with_instructions(TUNED)
-    export_program(program, path, pipeline="critic_loop", formats=["json"], source="test")
+    export_program(program, path, pipeline="critic_loop", formats=formats, source="test")
 
 
 def test_export_command_writes_readable_prompts_and_registers_them(tmp_path, home, capsys):
@@ -98,3 +98,85 @@ def test_registry_state_round_trips_every_role(tmp_path):
     fresh = create_pipeline("critic_loop")
     assert sorted(load_prompts_into(fresh, uris, registry_uri=uri)) == ["coder", "critic", "fixer"]
     assert fresh.coder.signature.instructions == TUNED and fresh.critic.demos == program.critic.demos
+
+
+def _bad_targets(root):
+    """Each: (CLI arguments after `export`, what the one line must say)."""
+    _export_tuned(root / "prog", formats=("json", "md"))
+    program = (root / "prog" / "program.json").read_text()
+    (root / "random.json").write_text(json.dumps({"answer": 42}))
+    (root / "list.json").write_text("[1, 2]")
+    (root / "empty_dir").mkdir()
+    (root / "no_manifest").mkdir()
+    (root / "no_manifest" / "program.json").write_text(program)
+    for name, manifest in {"keyless": {"params": {}}, "unknown_pipeline": {"pipeline": "nope"}}.items():
+        (root / name).mkdir()
+        (root / name / "program.json").write_text(program)
+        (root / name / "manifest.json").write_text(json.dumps(manifest))
+    state = json.loads(program)
+    state["coder"]["lm"] = {"model": "openai/gpt-4o"}
+    (root / "own_lm").mkdir()
+    (root / "own_lm" / "program.json").write_text(json.dumps(state))
+    (root / "a_file").write_text("")
+    prompts_md = root / "prog" / "prompts.md"
+    return {
+        "readable prompts": (
+            [str(prompts_md)],
+            f"{prompts_md}: not an exported program (not JSON); expected a `critiquelab export` "
+            f"directory or its program.json ({root / 'prog'} is one)",
+        ),
+        "some other JSON": (
+            [str(root / "random.json")], "random.json: not an exported program ('answer' is not a predictor",
+        ),
+        "a JSON list": ([str(root / "list.json")], "list.json: not an exported program (not a JSON object)"),
+        "directory without a program": (
+            [str(root / "empty_dir")], "empty_dir: no exported program (program.json) there",
+        ),
+        "program without manifest": (
+            [str(root / "no_manifest")], "no_manifest: no manifest.json; cannot tell which pipeline it is",
+        ),
+        "manifest lacking its pipeline": (
+            [str(root / "keyless")],
+            "keyless/manifest.json: not a `critiquelab export` manifest; expected a JSON object with "
+            "'pipeline' (a name) and 'params' (an object)",
+        ),
+        "manifest naming no pipeline": (
+            [str(root / "unknown_pipeline")], "unknown_pipeline/manifest.json: unknown pipeline 'nope'",
+        ),
+        "state with its own LM": ([str(root / "own_lm")], "'coder' carries its own LM setting"),
+        "unknown format, checked before the run id": (
+            ["no-such-run", "--format", "json,bogus"],
+            "unknown export format(s) bogus; choose from json, md, txt, mlflow",
+        ),
+        "no format": ([str(root / "prog"), "--format", ","], "no export format given"),
+        "output that is a file": (
+            [str(root / "prog"), "--out", str(root / "a_file")], "a_file: exists and is not a directory",
+        ),
+    }
+
+
+def test_bad_export_targets_and_options_are_one_line_exit_2_writing_nothing(tmp_path, home, capsys):
+    cases = _bad_targets(tmp_path / "targets")
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "targets").rglob("*")}
+    for name, (arguments, expected) in cases.items():
+        out = [] if "--out" in arguments else ["--out", str(tmp_path / "out")]
+        assert main(["export", *arguments, *out]) == 2, name
+        captured = capsys.readouterr()
+        err = captured.err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("critiquelab: error: "), (name, captured.err)
+        assert expected in err[0], (name, err[0])
+        assert not captured.out, name
+    assert not home.exists() and not (tmp_path / "out").exists()
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "targets").rglob("*")} == before
+
+
+def test_run_with_prompts_that_are_no_program_is_one_line_exit_2(tmp_path, home, capsys):
+    _export_tuned(tmp_path / "prog", formats=("json", "md"))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(fake_spec("http://127.0.0.1:9/v1", limit=2)))  # never contacted
+    for prompts in (tmp_path / "prog" / "prompts.md", tmp_path / "prog" / "manifest.json"):
+        assert main(["run", str(spec), "--no-progress", "--prompts", str(prompts)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"critiquelab: error: {prompts}: not an exported program")
+    # No run, store or checkpoint; the runner reads (and caches) the dataset before the pipelines.
+    assert {p.name for p in home.iterdir()} <= {"datasets"}

@@ -85,7 +85,7 @@ def test_refinement_that_lowers_validation_is_rejected(humaneval_problems, make_
     program, before, result, _ = _refine(humaneval_problems, make_lm, SLOPPY)
     assert result.instruction_after == SLOPPY and result.history[0]["updated"]
     assert (result.val_before, result.val_after) == (1.0, 0.0)
-    assert result.kept is False
+    assert result.kept is False and result.reason == "validation pass@1 dropped: 0.000 < 1.000"
     assert instruction_of(result.program, "coder") == before
     assert result.program is not program
 
@@ -128,6 +128,25 @@ def test_unusable_optimiser_reply_leaves_the_instruction(humaneval_problems, mak
     assert result.history[0]["error"] and not result.history[0]["updated"]
     assert result.kept is False and result.instruction_after == result.instruction_before
     assert (result.val_before, result.val_after) == (0.5, 0.5)
+    assert result.reason == "TextGrad proposed no new instruction"
+
+
+def test_a_missing_validation_score_keeps_the_instruction_before(humaneval_problems, make_lm):
+    _, before, result, _ = _refine(humaneval_problems, make_lm, CAREFUL, val_before=float("nan"))
+    assert result.instruction_after == CAREFUL and result.val_after == 1.0
+    assert result.kept is False and instruction_of(result.program, "coder") == before
+    assert result.reason.startswith("no validation score for the program before")
+
+
+def test_refining_without_validation_problems_is_refused_before_any_lm_call(humaneval_problems, make_lm):
+    from eval.errors import UserError
+
+    train, _ = _split(humaneval_problems)
+    with FakeOpenAIServer(role_responder(task_scripts(humaneval_problems))) as task:
+        with pytest.raises(UserError, match="no validation problems"):
+            refine_instruction(create_pipeline("critic_loop"), "coder", train, [],
+                               task_lm=make_lm(task.api_base), engine=None)
+        assert task.completions == 0
 
 
 def test_hidden_test_line_in_a_request_is_refused(humaneval_problems, make_lm):
@@ -178,6 +197,7 @@ def test_optimize_loop_runs_refine_as_a_logged_resumable_step(tmp_path, home, hu
     )
     refine = result.steps["refine"]
     assert refine["kept"] is True and result.kept == "refined" and again.steps == result.steps
+    assert result.kept_run_id == refine["run_id"] and "refined" not in result.rejected_run_ids
     assert refine["val_after"] >= refine["val_before"]
     program, _ = load_program(result.program_dir)
     assert instruction_of(program, "coder") == CAREFUL

@@ -41,3 +41,21 @@ def test_scoring_on_train_or_val_is_an_error_unless_allowed():
 def test_bad_fractions_are_rejected():
     with pytest.raises(ValueError, match="exceed 1"):
         SplitSpec(train=0.8, val=0.5)
+
+
+@pytest.mark.parametrize("ids, spec, sizes, empty", [
+    (IDS[:4], SplitSpec(train=3, val=0.1), "3/0/1", "validation would be empty"),
+    (IDS[:5], SplitSpec(train=3, val=2), "3/2/0", "test would be empty"),
+    (IDS[:3], SplitSpec(train=3, val=1), "3/0/0", "validation and test would be empty"),
+    (IDS[:3], SplitSpec(train=0.1, val=1), "0/1/2", "train would be empty"),
+])
+def test_a_split_with_an_empty_part_is_refused_with_the_sizes_it_would_give(ids, spec, sizes, empty):
+    from eval.errors import UserError
+
+    with pytest.raises(UserError, match=f"give {sizes} train/validation/test problems; {empty}"):
+        make_split(ids, spec)
+
+
+def test_no_validation_part_is_refused_in_the_spec():
+    with pytest.raises(ValueError, match="greater than 0"):
+        SplitSpec(val=0)

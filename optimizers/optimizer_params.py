@@ -1,0 +1,115 @@
+"""Each optimiser's parameters as a typed, documented model (``optimizer.params`` of an
+optimisation spec; :class:`~optimizers.compile.CompileConfig` in Python).
+
+Why typed: DSPy's optimisers take keyword arguments, and a dict handed through to them turns a
+misspelled name (``max_bootstraped_demos``) into a setting silently ignored — a different
+optimisation from the one the researcher wrote down and logged. Here an unknown name, a wrong
+type, or a combination the optimiser would ignore or reject is one line naming the parameter
+and what is allowed, before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from eval.errors import UserError
+
+Budget = Literal["light", "medium", "heavy"]
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TracesParams(_Params):
+    k: int = Field(default=3, ge=1, description="Demos per role, drawn (seeded) from successful pool traces.")
+
+
+class BootstrapParams(_Params):
+    max_bootstrapped_demos: int = Field(
+        default=2, ge=0,
+        description="Demos per predictor, from runs whose final code passes the hidden tests.",
+    )
+    max_rounds: int = Field(default=1, ge=1, description="Attempts per train problem to get a passing run.")
+
+
+class MiproParams(_Params):
+    auto: Budget | None = Field(
+        default="light",
+        description="DSPy's preset search budget; null: set num_candidates / num_trials yourself "
+        "(the cheap setting for a local model).",
+    )
+    num_candidates: int | None = Field(
+        default=None, ge=1,
+        description="Instruction and demo-set candidates; only with auto: null (default 3).",
+    )
+    num_trials: int | None = Field(
+        default=None, ge=1, description="Bayesian-search trials; only with auto: null (default 4).",
+    )
+    minibatch_size: int | None = Field(
+        default=None, ge=1,
+        description="Validation problems per trial; only with auto: null (default 35, at most the "
+        "validation split).",
+    )
+    max_bootstrapped_demos: int = Field(default=2, ge=0, description="Demos per predictor candidate set.")
+    num_threads: int = Field(default=1, ge=1, description="Parallel evaluations (the local server runs one).")
+
+    @model_validator(mode="after")
+    def _budget_is_auto_or_explicit(self) -> MiproParams:
+        explicit = [name for name in ("num_candidates", "num_trials", "minibatch_size")
+                    if name in self.model_fields_set]
+        if self.auto is not None and explicit:
+            raise ValueError(
+                f"{', '.join(explicit)} only apply with auto: null (auto: {self.auto} sets its own budget)"
+            )
+        return self
+
+
+class GepaParams(_Params):
+    auto: Budget | None = Field(
+        default=None, description="DSPy's preset budget; or set max_metric_calls (not both).",
+    )
+    max_metric_calls: int | None = Field(
+        default=None, ge=1, description="Metric calls GEPA may spend (default 50 when auto is not set).",
+    )
+    reflection_minibatch_size: int = Field(
+        default=3, ge=1, description="Train problems the reflection LM reads per proposal.",
+    )
+    num_threads: int = Field(default=1, ge=1, description="Parallel evaluations (the local server runs one).")
+
+    @model_validator(mode="after")
+    def _one_budget(self) -> GepaParams:
+        if self.auto is not None and self.max_metric_calls is not None:
+            raise ValueError("set auto or max_metric_calls, not both")
+        return self
+
+
+OPTIMIZER_PARAMS: dict[str, type[_Params]] = {
+    "traces": TracesParams, "bootstrap": BootstrapParams, "mipro": MiproParams, "gepa": GepaParams,
+}
+OPTIMIZERS = tuple(OPTIMIZER_PARAMS)
+
+
+def params_problem(optimizer: str, error: ValidationError) -> str:
+    """One line for the first problem of ``error``: the parameter, and what is allowed."""
+    model = OPTIMIZER_PARAMS[optimizer]
+    first = error.errors()[0]
+    name = ".".join(str(part) for part in first["loc"])
+    if first["type"] == "extra_forbidden":
+        return f"'{name}' is not a {optimizer} parameter; allowed: {', '.join(model.model_fields)}"
+    if first["type"] == "value_error":  # a combination rule above: its own message says it all
+        return f"{optimizer}: {first['ctx']['error']}"
+    return f"{optimizer} parameter {name}: {first['msg']}"
+
+
+def optimizer_params(optimizer: str, params: Mapping[str, Any]) -> _Params:
+    """``params`` validated as ``optimizer``'s parameters (defaults filled in)."""
+    if optimizer not in OPTIMIZER_PARAMS:
+        raise UserError(f"unknown optimizer '{optimizer}'; one of {', '.join(OPTIMIZERS)}")
+    try:
+        return OPTIMIZER_PARAMS[optimizer].model_validate(dict(params))
+    except ValidationError as exc:
+        raise UserError(params_problem(optimizer, exc)) from exc
