@@ -303,7 +303,10 @@ def _hard_exit(code: int, message: str = "") -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error, already printed as one line (2)
+        return int(exc.code or 0)
     from experiments.api import offline_defaults
 
     offline_defaults()
