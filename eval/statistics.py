@@ -8,7 +8,8 @@ per-problem table the runner logs (``problems.parquet``: one row per problem × 
 Every interval lies inside the range its quantity can take and contains its own estimate, for
 every sample size and count (checked exhaustively and by property tests): library results are
 exact up to floating-point rounding, and the last ulps are clamped rather than trusted, so a
-plot's error bars are never negative.
+plot's error bars are never negative. Metrics that do not apply to a pipeline are absent, by
+the rule stated in :mod:`eval.summary`.
 """
 
 from __future__ import annotations
@@ -167,10 +168,15 @@ def paired_bootstrap(
     return BootstrapResult(difference, low, high, confidence, n_resamples, seed, method)
 
 
-def _rate(numerator: pd.Series, denominator: pd.Series) -> float:
-    """Share of ``denominator`` rows for which ``numerator`` holds; NaN when none qualify."""
+def _rate(numerator: pd.Series, denominator: pd.Series) -> float | None:
+    """Share of ``denominator`` rows for which ``numerator`` holds; None (absent) when none qualify."""
     total = int(denominator.sum())
-    return float((numerator & denominator).sum() / total) if total else float("nan")
+    return float((numerator & denominator).sum() / total) if total else None
+
+
+def _applicable(metrics: dict[str, float | None]) -> dict[str, float]:
+    """The metrics that apply: a rate over no qualifying problem is left out, never reported as 0."""
+    return {name: value for name, value in metrics.items() if value is not None}
 
 
 def _bools(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -191,16 +197,18 @@ def _revision_metrics(frame: pd.DataFrame) -> dict[str, float]:
     asked = first & False
     if "extra.changes_requested" in scored:
         asked = _bools(scored, "extra.changes_requested")
-    return {
+    return _applicable({
         "first_pass@1": float(first.mean()),
         "critique_success_rate": _rate(passed, ~first & asked),
         "harmful_revision_rate": _rate(~passed, first),
-    }
+    })
 
 
 def _consensus_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """Debate metrics. ``final_in_majority`` is rated only where a majority exists (consensus)."""
-    out: dict[str, float] = {}
+    """Debate and vote metrics, as far as the rows carry them. ``final_in_majority_rate`` is
+    rated only where a majority exists (consensus), flip rates only over debaters that started
+    correct (resp. wrong)."""
+    out: dict[str, float | None] = {}
     if "extra.consensus" in frame and frame["extra.consensus"].notna().any():
         scored = frame[frame["extra.consensus"].notna()]
         consensus, passed = _bools(scored, "extra.consensus"), _bools(scored, "passed")
@@ -224,9 +232,10 @@ def _consensus_metrics(frame: pd.DataFrame) -> dict[str, float]:
             out["flip_w2c_rate"] = _rate(pd.Series(final), pd.Series(~first))
     if {"extra.samples", "extra.largest_group"} <= set(frame):
         votes = frame[["extra.samples", "extra.largest_group"]].dropna()
+        votes = votes[votes["extra.samples"] > 0]  # no sample drawn: no vote to agree with
         if len(votes):
             out["vote_agreement"] = float((votes["extra.largest_group"] / votes["extra.samples"]).mean())
-    return out
+    return _applicable(out)
 
 
 def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
@@ -236,7 +245,8 @@ def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.
     attempts passed (= the mean of per-seed pass@1 when seeds cover the same problems), the CI is
     Wilson on the pooled counts, and ``seed_sd`` is the spread of per-seed pass@1. Costs are means
     per attempt. ``pass@1_per_1k_tokens`` = pass@1 / (total tokens per problem / 1000), i.e.
-    problems solved per 1000 tokens spent.
+    problems solved per 1000 tokens spent. Metrics that do not apply to a pipeline (see
+    :mod:`eval.summary`) are missing from its row: NaN in the frame, "–" in the report.
     """
     check_confidence(confidence)
     rows: list[dict[str, Any]] = []
