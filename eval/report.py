@@ -1,7 +1,8 @@
 """Render a pipeline comparison: two plots, a Markdown summary and a self-contained HTML page.
 
 Rendering only: the numbers come from :mod:`eval.statistics`. The HTML embeds its images as
-base64 so it can be mailed or attached to an MLflow run and still open on its own.
+base64 so it can be mailed or attached to an MLflow run and still open on its own. A metric that
+does not apply to a pipeline (missing, NaN) is shown as "–" and draws nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 # Columns of the Markdown table (the HTML shows every column); optional ones appear when present.
@@ -44,7 +46,7 @@ class ReportContext:
 
 
 def _format(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, float):
         if value.is_integer() and abs(value) >= 10:
@@ -74,6 +76,16 @@ def markdown_table(frame: pd.DataFrame, columns: Sequence[str] | None = None) ->
     return "\n".join(lines)
 
 
+def _error_bars(table: pd.DataFrame) -> np.ndarray:
+    """Lengths of the CI bars below and above pass@1: non-negative by construction (matplotlib
+    rejects a negative one, and a bound a rounding error past the estimate is no bar at all); an
+    undefined CI draws no bar."""
+    estimate = table["pass@1"].to_numpy(dtype=float)
+    below = estimate - table["ci_low"].to_numpy(dtype=float)
+    above = table["ci_high"].to_numpy(dtype=float) - estimate
+    return np.nan_to_num(np.maximum(np.vstack([below, above]), 0.0), nan=0.0)
+
+
 def plot_pass_at_1(table: pd.DataFrame, path: Path) -> Path:
     """pass@1 per pipeline with its Wilson interval as error bars."""
     import matplotlib
@@ -84,9 +96,8 @@ def plot_pass_at_1(table: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(table) + 2), 3.6))
     try:
         x = range(len(table))
-        errors = [table["pass@1"] - table["ci_low"], table["ci_high"] - table["pass@1"]]
         ax.bar(x, table["pass@1"], color="#4c72b0", alpha=0.8)
-        ax.errorbar(x, table["pass@1"], yerr=errors, fmt="none", ecolor="black", capsize=5)
+        ax.errorbar(x, table["pass@1"], yerr=_error_bars(table), fmt="none", ecolor="black", capsize=5)
         ax.set_xticks(list(x), list(table["pipeline"]), rotation=20, ha="right")
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("pass@1 (95% Wilson CI)")
@@ -107,8 +118,7 @@ def plot_pass_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(5.5, 4.0))
     try:
-        errors = [table["pass@1"] - table["ci_low"], table["ci_high"] - table["pass@1"]]
-        ax.errorbar(table["tokens/problem"], table["pass@1"], yerr=errors, fmt="o", capsize=4)
+        ax.errorbar(table["tokens/problem"], table["pass@1"], yerr=_error_bars(table), fmt="o", capsize=4)
         for _, row in table.iterrows():
             ax.annotate(str(row["pipeline"]), (row["tokens/problem"], row["pass@1"]),
                         textcoords="offset points", xytext=(6, 6))

@@ -4,20 +4,37 @@ Every test statistic comes from a library (statsmodels, scipy) rather than being
 the numbers in a report can be checked against the reference implementation. The input is the
 per-problem table the runner logs (``problems.parquet``: one row per problem × seed, columns
 ``task_id, pipeline, seed, passed, …, extra.*``), concatenated over child runs.
+
+Every interval lies inside the range its quantity can take and contains its own estimate, for
+every sample size and count (checked exhaustively and by property tests): library results are
+exact up to floating-point rounding, and the last ulps are clamped rather than trusted, so a
+plot's error bars are never negative. Metrics that do not apply to a pipeline are absent, by
+the rule stated in :mod:`eval.summary`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from eval.errors import UserError
+
 CONFIDENCE = 0.95
 TOKENS_UNIT = 1000  # cost-normalised pass@1 is "problems solved per 1k tokens"
+# A 95% percentile interval reads the 2.5th and 97.5th percentiles of the resampled differences;
+# below ~100 resamples each tail holds two or fewer of them, so the bounds are near-extremes of a
+# handful of draws and jump with the seed. The cap keeps the stored distribution to 8 MB.
+MIN_RESAMPLES = 99
+MAX_RESAMPLES = 1_000_000
+MAX_SEED = 2**32 - 1  # numpy's seed range (RandomState; default_rng accepts it too)
+_RESAMPLE_BATCH = 10_000  # resamples drawn at once: bounds memory, same numbers as one draw
 
 
 @dataclass(frozen=True)
@@ -44,15 +61,56 @@ class BootstrapResult:
     method: str
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def check_confidence(confidence: float, name: str = "confidence") -> None:
+    """``confidence`` is a level strictly between 0 and 1; else :class:`UserError` naming ``name``."""
+    if isinstance(confidence, bool) or not isinstance(confidence, Real) or not 0 < confidence < 1:
+        raise UserError(f"{name} must be a number strictly between 0 and 1 (e.g. 0.95); got {confidence!r}")
+
+
+def check_bootstrap_options(
+    n_resamples: int, seed: int, confidence: float = CONFIDENCE, *,
+    resamples_name: str = "n_resamples", seed_name: str = "seed",
+) -> None:
+    """The bootstrap's options before anything runs: one-line :class:`UserError` naming the
+    option (the CLI passes its flag names) and the allowed range."""
+    if not _is_int(n_resamples) or not MIN_RESAMPLES <= n_resamples <= MAX_RESAMPLES:
+        raise UserError(f"{resamples_name} must be an integer from {MIN_RESAMPLES} to {MAX_RESAMPLES} "
+                        f"(bootstrap resamples); got {n_resamples!r}")
+    if not _is_int(seed) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"{seed_name} must be an integer from 0 to {MAX_SEED} (numpy's seed range); "
+                        f"got {seed!r}")
+    check_confidence(confidence)
+
+
+def _bracket(estimate: float, low: float, high: float, floor: float, ceiling: float) -> tuple[float, float]:
+    """``[low, high]`` kept inside ``[floor, ceiling]`` and reaching ``estimate`` on both sides;
+    an undefined (NaN) interval stays undefined."""
+    if math.isnan(low) or math.isnan(high) or math.isnan(estimate):
+        return low, high
+    return min(max(low, floor), estimate), max(min(high, ceiling), estimate)
+
+
 def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson score interval for a proportion: unlike the normal approximation it stays inside
-    [0, 1] and keeps its coverage at pass rates near 0 or 1 and at HumanEval-sized samples."""
+    [0, 1] and keeps its coverage at pass rates near 0 or 1 and at HumanEval-sized samples.
+
+    Always ``0 <= low <= successes / n <= high <= 1``. The formula's bounds at 0 and n
+    successes are exactly 0 and 1, but computed they come back as e.g. 5.6e-17 (0 of 3) or
+    0.9999999999999999 (20 of 20), on the wrong side of the estimate; those ulps are clamped.
+    """
+    check_confidence(confidence)
     if n <= 0:
         return (float("nan"), float("nan"))
+    if not 0 <= successes <= n:
+        raise ValueError(f"a proportion needs 0 <= successes <= n; got {successes} of {n}")
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
-    return float(low), float(high)
+    return _bracket(successes / n, float(low), float(high), 0.0, 1.0)
 
 
 def mcnemar_exact(a: Sequence[bool] | np.ndarray, b: Sequence[bool] | np.ndarray) -> McNemarResult:
@@ -84,9 +142,16 @@ def paired_bootstrap(
     Percentile rather than BCa by default: per-problem outcomes are 0/1, so the jackknife behind
     BCa is often degenerate (BCa returns NaN when A and B agree everywhere), while the
     percentile interval then correctly collapses to the single observed difference.
+
+    The interval lies within the range of the per-pair differences (within [-1, 1] for 0/1
+    outcomes) and contains the observed difference: with few discordant pairs the resampled
+    differences are lumpy and a percentile may land just past the observed value by Monte-Carlo
+    chance; the interval is then widened to it (conservative, never narrower). Fewer than two
+    pairs have no sampling spread to resample: the CI is NaN.
     """
     from scipy.stats import bootstrap
 
+    check_bootstrap_options(n_resamples, seed, confidence)
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"paired samples need equal 1-d shapes; got {x.shape} and {y.shape}")
@@ -95,16 +160,23 @@ def paired_bootstrap(
         return BootstrapResult(difference, float("nan"), float("nan"), confidence, 0, seed, method)
     result = bootstrap(
         (x, y), _mean_difference, paired=True, vectorized=True, n_resamples=n_resamples,
-        confidence_level=confidence, method=method, rng=np.random.default_rng(seed),
+        batch=_RESAMPLE_BATCH, confidence_level=confidence, method=method, rng=np.random.default_rng(seed),
     )
-    low, high = result.confidence_interval
-    return BootstrapResult(difference, float(low), float(high), confidence, n_resamples, seed, method)
+    per_pair = x - y
+    low, high = _bracket(difference, *map(float, result.confidence_interval),
+                         float(per_pair.min()), float(per_pair.max()))
+    return BootstrapResult(difference, low, high, confidence, n_resamples, seed, method)
 
 
-def _rate(numerator: pd.Series, denominator: pd.Series) -> float:
-    """Share of ``denominator`` rows for which ``numerator`` holds; NaN when none qualify."""
+def _rate(numerator: pd.Series, denominator: pd.Series) -> float | None:
+    """Share of ``denominator`` rows for which ``numerator`` holds; None (absent) when none qualify."""
     total = int(denominator.sum())
-    return float((numerator & denominator).sum() / total) if total else float("nan")
+    return float((numerator & denominator).sum() / total) if total else None
+
+
+def _applicable(metrics: dict[str, float | None]) -> dict[str, float]:
+    """The metrics that apply: a rate over no qualifying problem is left out, never reported as 0."""
+    return {name: value for name, value in metrics.items() if value is not None}
 
 
 def _bools(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -125,16 +197,18 @@ def _revision_metrics(frame: pd.DataFrame) -> dict[str, float]:
     asked = first & False
     if "extra.changes_requested" in scored:
         asked = _bools(scored, "extra.changes_requested")
-    return {
+    return _applicable({
         "first_pass@1": float(first.mean()),
         "critique_success_rate": _rate(passed, ~first & asked),
         "harmful_revision_rate": _rate(~passed, first),
-    }
+    })
 
 
 def _consensus_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """Debate metrics. ``final_in_majority`` is rated only where a majority exists (consensus)."""
-    out: dict[str, float] = {}
+    """Debate and vote metrics, as far as the rows carry them. ``final_in_majority_rate`` is
+    rated only where a majority exists (consensus), flip rates only over debaters that started
+    correct (resp. wrong)."""
+    out: dict[str, float | None] = {}
     if "extra.consensus" in frame and frame["extra.consensus"].notna().any():
         scored = frame[frame["extra.consensus"].notna()]
         consensus, passed = _bools(scored, "extra.consensus"), _bools(scored, "passed")
@@ -158,9 +232,10 @@ def _consensus_metrics(frame: pd.DataFrame) -> dict[str, float]:
             out["flip_w2c_rate"] = _rate(pd.Series(final), pd.Series(~first))
     if {"extra.samples", "extra.largest_group"} <= set(frame):
         votes = frame[["extra.samples", "extra.largest_group"]].dropna()
+        votes = votes[votes["extra.samples"] > 0]  # no sample drawn: no vote to agree with
         if len(votes):
             out["vote_agreement"] = float((votes["extra.largest_group"] / votes["extra.samples"]).mean())
-    return out
+    return _applicable(out)
 
 
 def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
@@ -170,8 +245,10 @@ def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.
     attempts passed (= the mean of per-seed pass@1 when seeds cover the same problems), the CI is
     Wilson on the pooled counts, and ``seed_sd`` is the spread of per-seed pass@1. Costs are means
     per attempt. ``pass@1_per_1k_tokens`` = pass@1 / (total tokens per problem / 1000), i.e.
-    problems solved per 1000 tokens spent.
+    problems solved per 1000 tokens spent. Metrics that do not apply to a pipeline (see
+    :mod:`eval.summary`) are missing from its row: NaN in the frame, "–" in the report.
     """
+    check_confidence(confidence)
     rows: list[dict[str, Any]] = []
     for label, group in frame.groupby("pipeline", sort=False):
         group = group.dropna(axis=1, how="all")  # other pipelines' extra.* columns
@@ -239,6 +316,7 @@ def pairwise_tests(
     With several seeds a problem contributes one unit per seed; those units are correlated, so
     the p-value and CI are then somewhat optimistic (noted in the report).
     """
+    check_bootstrap_options(n_resamples, seed, confidence)
     labels = list(dict.fromkeys(frame["pipeline"]))
     rows = []
     for a, b in combinations(labels, 2):

@@ -1,4 +1,13 @@
-"""Aggregate per-problem results of one pipeline × seed into the metrics MLflow logs."""
+"""Aggregate per-problem results of one pipeline × seed into the metrics MLflow logs.
+
+The rule for metrics that do not apply (here and in :func:`eval.statistics.pipeline_summary`):
+a rate or mean whose denominator is empty — no first version that failed and was challenged
+(critique success), none that passed (harmful revisions), no consensus reached (final in
+majority), no debater outcomes (flips), no agreement or sample data — is *absent*: not logged
+to MLflow, missing from compare's table and shown as "–" in its report. It is never 0, which
+would claim a measurement that was not made. Counts (``harmful_revisions``, ``critique_rescues``,
+flips) are measured whenever their pipeline produces the data, and are then a real 0.
+"""
 
 from __future__ import annotations
 
@@ -17,17 +26,18 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
     metrics: dict[str, float] = {
         "problems": n,
         "problems_passed": passed,
-        "pass_at_1": passed / n if n else 0.0,
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "tokens_per_problem": (prompt + completion) / n if n else 0.0,
         "lm_calls": sum(r.lm_calls for r in results),
         "cached_lm_calls": sum(r.cached_lm_calls for r in results),
-        "mean_iterations": sum(r.iterations for r in results) / n if n else 0.0,
         "unparsed_problems": sum(not r.parsed for r in results),
         "problem_latency_s": sum(r.latency_s for r in results),
     }
+    if n:  # per-problem means; datasets are never empty, but no problem means no mean
+        metrics["pass_at_1"] = passed / n
+        metrics["tokens_per_problem"] = (prompt + completion) / n
+        metrics["mean_iterations"] = sum(r.iterations for r in results) / n
     metrics.update(revision_metrics(results))
     metrics.update(consensus_metrics(results))
     metrics.update(sample_metrics(results))
@@ -55,14 +65,16 @@ def revision_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
     challenged = [r for r in scored if not r.extra["first_passed"] and r.extra.get("changes_requested")]
     harmed = [r for r in first_pass if not r.passed]
     rescued = [r for r in challenged if r.passed]
-    metrics = {
+    metrics: dict[str, float] = {
         "first_pass_at_1": len(first_pass) / len(scored),
         "harmful_revisions": len(harmed),
-        "harmful_revision_rate": len(harmed) / len(first_pass) if first_pass else 0.0,
         "critique_rescues": len(rescued),
-        "critique_success_rate": len(rescued) / len(challenged) if challenged else 0.0,
         "changes_requested_problems": sum(bool(r.extra.get("changes_requested")) for r in scored),
     }
+    if first_pass:
+        metrics["harmful_revision_rate"] = len(harmed) / len(first_pass)
+    if challenged:
+        metrics["critique_success_rate"] = len(rescued) / len(challenged)
     messages = [r.extra["messages"] for r in scored if "messages" in r.extra]
     if messages:
         metrics["messages_per_problem"] = sum(messages) / len(messages)
@@ -81,27 +93,35 @@ def _usage_by_role(results: Sequence[ProblemResult]) -> dict[str, dict[str, floa
 
 def consensus_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
     """For debates: how often debaters converge, whether converging means being right, and
-    how often debating flips a debater's solution between correct and wrong."""
+    how often debating flips a debater's solution between correct and wrong.
+
+    ``final_in_majority_rate`` is over the debates that reached consensus (a majority to be in),
+    as in :func:`eval.statistics.pipeline_summary`.
+    """
     debates = [r for r in results if "consensus" in r.extra]
     if not debates:
         return {}
     n = len(debates)
-    flips_to_wrong = flips_to_right = 0
-    for r in debates:
-        pairs = zip(r.extra.get("debaters_first_passed", []), r.extra.get("debaters_final_passed", []),
-                    strict=False)
-        for first, final in pairs:
-            flips_to_wrong += int(first and not final)
-            flips_to_right += int(final and not first)
-    final_agreement = [r.extra["agreement"][-1] for r in debates if r.extra.get("agreement")]
-    return {
-        "consensus_rate": sum(bool(r.extra["consensus"]) for r in debates) / n,
-        "consensus_correctness": sum(bool(r.extra["consensus"]) and r.passed for r in debates) / n,
-        "final_in_majority_rate": sum(bool(r.extra.get("final_in_majority")) for r in debates) / n,
-        "mean_final_agreement": sum(final_agreement) / len(final_agreement) if final_agreement else 0.0,
-        "flips_correct_to_wrong": flips_to_wrong,
-        "flips_wrong_to_correct": flips_to_right,
+    agreed = [r for r in debates if r.extra["consensus"]]
+    metrics: dict[str, float] = {
+        "consensus_rate": len(agreed) / n,
+        "consensus_correctness": sum(r.passed for r in agreed) / n,
     }
+    if agreed:
+        in_majority = sum(bool(r.extra.get("final_in_majority")) for r in agreed)
+        metrics["final_in_majority_rate"] = in_majority / len(agreed)
+    final_agreement = [r.extra["agreement"][-1] for r in debates if r.extra.get("agreement")]
+    if final_agreement:
+        metrics["mean_final_agreement"] = sum(final_agreement) / len(final_agreement)
+    flips = [
+        (bool(first), bool(final)) for r in debates
+        for first, final in zip(r.extra.get("debaters_first_passed", []),
+                                r.extra.get("debaters_final_passed", []), strict=False)
+    ]
+    if flips:
+        metrics["flips_correct_to_wrong"] = sum(first and not final for first, final in flips)
+        metrics["flips_wrong_to_correct"] = sum(final and not first for first, final in flips)
+    return metrics
 
 
 def sample_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:

@@ -78,8 +78,10 @@ def _add_compare(commands: Any) -> None:
     compare = commands.add_parser("compare", help="compare pipelines: table, paired tests, plots, report")
     compare.add_argument("runs", nargs="+", help="a parent run id (all its pipeline runs) or run ids")
     compare.add_argument("--out", type=Path, help="report directory (default <data dir>/reports/<id>)")
-    compare.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the paired bootstrap")
-    compare.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples")
+    compare.add_argument("--bootstrap-seed", type=int, default=0,
+                         help="seed of the paired bootstrap, 0 to 2**32-1 (default 0)")
+    compare.add_argument("--resamples", type=int, default=9999,
+                         help="bootstrap resamples, 99 to 1000000 (default 9999)")
     compare.add_argument("--no-log", action="store_true", help="do not attach the report to MLflow")
 
 
@@ -159,8 +161,13 @@ def _print_notices(notices: list[str]) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from eval.statistics import check_bootstrap_options
     from experiments.compare import compare_runs
 
+    # Checked here too so the message names the flags rather than compare_runs' parameters.
+    check_bootstrap_options(
+        args.resamples, args.bootstrap_seed, resamples_name="--resamples", seed_name="--bootstrap-seed"
+    )
     result = compare_runs(
         args.runs, home=args.home, out=args.out, log=not args.no_log,
         bootstrap_seed=args.bootstrap_seed, n_resamples=args.resamples,

@@ -244,12 +244,17 @@ def compare_runs(
 ) -> ComparisonResult:
     """Compare the pipelines of a parent run (all its children) or of explicit child run ids.
 
-    Unknown ids and runs without results are :class:`UserError`. ``log=False`` writes the files
-    but attaches nothing to MLflow.
+    Unknown ids, runs without results and options out of range (``n_resamples`` 99 to
+    1,000,000, ``bootstrap_seed`` 0 to 2**32-1, ``confidence`` strictly between 0 and 1) are
+    :class:`UserError`, raised before anything is read or written. ``log=False`` writes the
+    files but attaches nothing to MLflow.
     """
     from eval.report import ReportContext, write_report
-    from eval.statistics import pairwise_tests, pipeline_summary
+    from eval.statistics import check_bootstrap_options, pairwise_tests, pipeline_summary
 
+    check_bootstrap_options(
+        n_resamples, bootstrap_seed, confidence, resamples_name="n_resamples", seed_name="bootstrap_seed"
+    )
     run_ids = [runs] if isinstance(runs, str) else list(runs)
     if not run_ids:
         raise UserError("compare needs a parent run id or one or more pipeline run ids")

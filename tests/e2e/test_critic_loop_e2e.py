@@ -23,9 +23,14 @@ def test_critic_loop_with_execution_feedback(home, humaneval_problems):
     result = run(spec, progress=False)
     child = result.children[0]
     assert len(child.results) == 3
-    for key in ("pass_at_1", "first_pass_at_1", "critique_success_rate", "harmful_revision_rate",
-                "messages_per_problem", "role.coder.tokens", "role.critic.tokens"):
+    for key in ("pass_at_1", "first_pass_at_1", "messages_per_problem", "role.coder.tokens",
+                "role.critic.tokens"):
         assert key in child.metrics, key
+    # Rates over no qualifying problem are absent, never 0 (eval.summary).
+    assert ("harmful_revision_rate" in child.metrics) == (child.metrics["first_pass_at_1"] > 0)
+    challenged = [r for r in child.results
+                  if not r.extra["first_passed"] and r.extra.get("changes_requested")]
+    assert ("critique_success_rate" in child.metrics) == bool(challenged)
 
     log = MlflowClient(tracking_uri(home)).download_artifacts(child.run_id, "messages.jsonl")
     messages = [json.loads(line) for line in Path(log).read_text().splitlines()]

@@ -10,6 +10,7 @@ from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
+from eval.errors import UserError
 from eval.results import ProblemResult, results_table
 from eval.verdict import Status
 from experiments.api import run
@@ -166,3 +167,84 @@ def test_run_with_two_pipelines_ends_with_comparison(home, humaneval_problems, t
     parent = next(line.split()[3] for line in printed.splitlines() if line.startswith("MLflow parent run"))
     assert (home / "reports" / parent / "report.html").is_file()
     assert "| first | 1 | 3 | 0.6667 |" in printed and "| first | second | 3 |" in printed
+
+
+def _experiment(home, outcomes):
+    """One seed per pipeline, ``outcomes`` = label -> passed per problem, under one parent."""
+    tracker = Tracker(home, "extremes")
+    parent = tracker.start_run("extremes")
+    for label, passed in outcomes.items():
+        run_id = tracker.start_run(f"{label}-seed0", parent_id=parent)
+        tracker.log_params(run_id, {"pipeline": label, "pipeline.label": label, "seed": 0})
+        results = [ProblemResult(task_id=f"T/{i}", pipeline=label, seed=0, prompt_tokens=100,
+                                 completion_tokens=50, lm_calls=1,
+                                 status=Status.PASSED if p else Status.FAILED)
+                   for i, p in enumerate(passed)]
+        tracker.log_frame(run_id, results_table(results), "problems")
+        tracker.finish(run_id)
+    tracker.finish(parent)
+    return parent
+
+
+@pytest.mark.parametrize("problems", [20, 25])
+def test_compare_all_passed_against_all_failed(home, capsys, problems):
+    """Issue #21: n of n passed put the Wilson bound at 0.9999999999999999, below pass@1 (0 of n:
+    5.6e-17, above it), and the pass@1 plot raised, taking `run` and `optimize`'s held-out step
+    down with it. Which n depends on rounding: 20 is the issue's example, 25 fails both ways here."""
+    parent = _experiment(home, {"perfect": [True] * problems, "broken": [False] * problems,
+                                "half": [True, False] * (problems // 2) + [True] * (problems % 2)})
+    result = compare_runs(parent, home=home, n_resamples=999)
+
+    table = result.table.set_index("pipeline")
+    assert table.loc["perfect", "ci_high"] == 1.0 and 0.8 < table.loc["perfect", "ci_low"] < 1.0
+    assert table.loc["broken", "ci_low"] == 0.0 and 0.0 < table.loc["broken", "ci_high"] < 0.2
+    assert ((table["ci_low"] <= table["pass@1"]) & (table["pass@1"] <= table["ci_high"])).all()
+    pairs = result.pairs.set_index(["a", "b"])
+    extreme = pairs.loc[("perfect", "broken")]
+    # Every pair discordant the same way: the bootstrap has nothing to vary, McNemar carries it.
+    assert (extreme["difference"], extreme["ci_low"], extreme["ci_high"]) == (1.0, 1.0, 1.0)
+    assert extreme["mcnemar_p"] == pytest.approx(2 / 2**problems)
+    half = pairs.loc[("perfect", "half")]
+    assert 0.0 < half["ci_low"] < half["difference"] < half["ci_high"] <= 1.0
+    assert (pairs["ci_low"].between(-1, 1) & pairs["ci_high"].between(-1, 1)).all()
+    for key in ("pass_plot", "cost_plot", "html"):
+        assert result.files[key].stat().st_size > 0
+    assert f"| perfect | 1 | {problems} | 1 | [0.8" in result.markdown
+
+    assert main(["--home", str(home), "compare", parent, "--no-log", "--out", str(home / "cli")]) == 0
+    printed = capsys.readouterr().out
+    assert f"| broken | 1 | {problems} | 0 | [0, 0.1" in printed
+    assert f"| perfect | broken | {problems} | 1 | 0 | 1 | [1, 1] | {problems} | 0 |" in printed
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--resamples", "0", "--resamples must be an integer from 99 to 1000000"),
+        ("--resamples", "98", "--resamples must be an integer from 99 to 1000000"),
+        ("--resamples", "1000001", "--resamples must be an integer from 99 to 1000000"),
+        ("--bootstrap-seed", "-1", "--bootstrap-seed must be an integer from 0 to 4294967295"),
+        ("--bootstrap-seed", str(2**32), "--bootstrap-seed must be an integer from 0 to 4294967295"),
+    ],
+)
+def test_cli_compare_options_out_of_range_are_one_line_exit_2(home, capsys, flag, value, expected):
+    out = home / "report"
+    assert main(["--home", str(home), "compare", "0123456789abcdef", flag, value, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"critiquelab: error: {expected}") and f"got {value}" in err and "\n" not in err
+    assert not out.exists() and not (home / "mlflow.db").exists()  # checked before anything is read
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (dict(n_resamples=0), "n_resamples"),
+        (dict(bootstrap_seed=-1), "bootstrap_seed"),
+        (dict(bootstrap_seed=2**32), "bootstrap_seed"),
+        (dict(confidence=1.0), "confidence"),
+        (dict(confidence=0.0), "confidence"),
+    ],
+)
+def test_compare_runs_checks_its_options_first(home, options, named):
+    with pytest.raises(UserError, match=f"^{named} must be"):
+        compare_runs("0123456789abcdef", home=home, **options)
