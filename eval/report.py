@@ -43,6 +43,7 @@ class ReportContext:
     bootstrap_seed: int
     bootstrap_resamples: int
     confidence: float
+    notices: Sequence[str] = ()  # what was chosen or left out (duplicate or unfinished runs)
 
 
 def _format(value: Any) -> str:
@@ -156,7 +157,10 @@ def _methods(context: ReportContext, seeded: bool) -> list[str]:
 def render_markdown(context: ReportContext, table: pd.DataFrame, pairs: pd.DataFrame) -> str:
     """The summary printed in the terminal and saved as ``summary.md``."""
     summary = _with_ci(table)
-    parts = [f"# {context.title}", "", markdown_table(summary, _present(summary, SUMMARY_COLUMNS)), ""]
+    parts = [f"# {context.title}", ""]
+    if context.notices:
+        parts += [f"> note: {notice}" for notice in context.notices] + [""]
+    parts += [markdown_table(summary, _present(summary, SUMMARY_COLUMNS)), ""]
     behaviour = _present(summary, BEHAVIOUR_COLUMNS)
     if behaviour:  # critique and debate metrics, for the pipelines that have them
         rows = summary[summary[behaviour].notna().any(axis=1)]
@@ -194,7 +198,9 @@ def render_html(
     runs = "".join(f"<li>{html.escape(str(label))} seed {seed}: <code>{run}</code> (parent <code>{parent}"
                    "</code>)</li>" for label, seed, run, parent in context.runs)
     body = [
-        f"<h1>{html.escape(context.title)}</h1>", "<h2>Pipelines</h2>", frame_html(table),
+        f"<h1>{html.escape(context.title)}</h1>",
+        *(f"<p><b>Note:</b> {html.escape(notice)}</p>" for notice in context.notices),
+        "<h2>Pipelines</h2>", frame_html(table),
         "<div>" + "".join(_image(p, p.stem) for p in images) + "</div>",
         "<h2>Paired comparisons</h2>",
         frame_html(pairs) if len(pairs) else "<p>Only one pipeline: no paired comparison.</p>",

@@ -270,7 +270,7 @@ def compare_runs(
     title = f"Pipeline comparison: {run_ids[0] if single_parent else f'{len(resolved)} runs'}"
     context = ReportContext(
         title, [(r.label, str(r.seed), r.run_id, r.parent_id or "–") for r in resolved],
-        bootstrap_seed, n_resamples, confidence,
+        bootstrap_seed, n_resamples, confidence, tuple(notices),
     )
     files, markdown = write_report(context, table, pairs, out)
     logged = None

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.tracking import PARENT_TAG, RESULTS_TAG, Tracker, tracking_uri
+from experiments.tracking import CHILD_TAG, PARENT_TAG, RESULTS_TAG, Tracker, tracking_uri
 
 KILL_AT = Path(__file__).parents[1] / "support" / "kill_at.py"
 PIPELINES = [{"name": "baseline"}, {"name": "vote", "params": {"k": 2}}]
@@ -132,7 +132,8 @@ def test_kill_then_same_command_matches_uninterrupted_run(point, straight, spec_
 
 def test_compare_picks_the_most_complete_of_duplicate_child_runs(home, capsys):
     """Data directories from before resume reused child runs can hold two runs of one
-    pipeline × seed under a parent: compare takes the most complete and says so in one line."""
+    pipeline × seed under a parent: compare takes the most complete and says so in one line; a
+    pipeline of an interrupted parent with no finished run is named in a line too."""
     from eval.results import ProblemResult, results_table
     from eval.verdict import Status
     from experiments.cli import main
@@ -149,9 +150,14 @@ def test_compare_picks_the_most_complete_of_duplicate_child_runs(home, capsys):
         tracker.log_frame(run_id, results_table(results), "problems")
         tracker.finish(run_id)
         ids[(label, count)] = run_id
+    interrupted = tracker.start_run("debate-seed0", parent_id=parent, tags={CHILD_TAG: "debate/seed=0"})
+    tracker.finish(interrupted, "KILLED")  # a pipeline that never finished is named, not dropped
     tracker.finish(parent)
 
     assert main(["--home", str(home), "compare", parent, "--resamples", "99"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1
+    assert len(err) == 2
     assert "2 runs of baseline/seed=0" in err[0] and ids[("baseline", 4)] in err[0]
+    assert "debate/seed=0 has no finished run (KILLED); left out" in err[1]
+    report = (home / "reports" / parent / "summary.md").read_text()  # logged with the report too
+    assert "2 runs of baseline/seed=0" in report and "| baseline | 1 | 4 |" in report
