@@ -27,6 +27,10 @@ def offline_defaults() -> None:
     # The embedding model's loading bars are noise next to the harness's own progress bar.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # A tracking server that stops answering: a few bounded retries, then one line (exit 3),
+    # instead of MLflow's default of minutes of retries.
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
 
 
 def apply_overrides(
@@ -112,7 +116,7 @@ def export(
     *,
     formats: Sequence[str] = ("json", "md", "txt"),
     out: Path | None = None,
-    home: Path | None = None,
+    home: str | Path | None = None,
     prefix: str | None = None,
 ) -> dict[str, Any]:
     """Export an optimised program: ``target`` is an export directory / ``program.json``, or the
@@ -131,7 +135,7 @@ def export(
     formats = check_formats(formats)
     if out is not None and out.exists() and not out.is_dir():
         raise UserError(f"{out}: exists and is not a directory (where the export would go)")
-    home = home or data_dir()
+    home = Path(home) if home else data_dir()
     path, run_id = Path(target), ""
     if not path.exists():
         run_id, path = str(target), _download_program(home, str(target))
@@ -153,26 +157,28 @@ def export(
 
 
 def _download_program(home: Path, run_id: str) -> Path:
+    from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
     from eval.errors import UserError
-    from experiments.tracking import tracking_uri
+    from experiments.tracking import ServiceClient, is_server, tracking_uri
 
-    if not (home / "mlflow.db").exists():
+    uri = tracking_uri(home)
+    if not is_server(uri) and not (home / "mlflow.db").exists():
         raise UserError(f"'{run_id}' is neither a path nor a run in {home} (no MLflow store there)")
-    client = MlflowClient(tracking_uri=tracking_uri(home))
+    client = ServiceClient(MlflowClient(tracking_uri=uri), uri)  # a server down: exit 3, not "unknown"
     try:
         client.get_run(run_id)
-    except Exception as exc:
-        raise UserError(f"'{run_id}' is neither a path nor an MLflow run id in {home}") from exc
+    except MlflowException as exc:
+        raise UserError(f"'{run_id}' is neither a path nor an MLflow run id in {uri}") from exc
     try:
         return Path(client.download_artifacts(run_id, "program"))
-    except Exception as exc:
+    except (MlflowException, OSError) as exc:
         raise UserError(f"run {run_id} has no 'program' artifact (not an optimisation run?)") from exc
 
 
 def optimize(
-    spec: str | Path, *, home: Path | None = None, fresh: bool = False, cache: bool = True,
+    spec: str | Path, *, home: str | Path | None = None, fresh: bool = False, cache: bool = True,
     log: Any = None,
 ) -> Any:
     """Run (or resume) an optimisation spec; returns an ``OptimizeResult``."""
@@ -181,8 +187,8 @@ def optimize(
 
     offline_defaults()
     return run_optimization(
-        load_optimize_spec(Path(spec)), home=home, fresh=fresh, cache=cache, log=log or (lambda _: None),
-        source=str(spec),
+        load_optimize_spec(Path(spec)), home=Path(home) if home else None, fresh=fresh, cache=cache,
+        log=log or (lambda _: None), source=str(spec),
     )
 
 

@@ -217,9 +217,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_ui(args: argparse.Namespace) -> int:
     from experiments.paths import data_dir
-    from experiments.tracking import tracking_uri
+    from experiments.tracking import is_server, tracking_uri
 
     home = args.home or data_dir()
+    if is_server(tracking_uri(home)):  # a team's server has its own UI
+        print(f"runs are logged to the MLflow tracking server {tracking_uri(home)}: open it in a browser")
+        return 0
     with socket.socket() as probe:  # MLflow would print the URL, then fail on a taken port
         try:
             probe.bind((args.host, args.port))

@@ -29,7 +29,15 @@ from typing import Any
 
 from eval.errors import UserError
 from experiments.paths import data_dir as default_data_dir
-from experiments.tracking import CHILD_TAG, PARENT_TAG, child_key, most_complete, tracking_uri
+from experiments.tracking import (
+    CHILD_TAG,
+    PARENT_TAG,
+    ServiceClient,
+    child_key,
+    is_server,
+    most_complete,
+    tracking_uri,
+)
 
 COMPARISON_TAG = "critiquelab.comparison"
 ARTIFACT_PATH = "comparison"
@@ -65,14 +73,15 @@ class ComparisonResult:
         return self.markdown
 
 
-def _client(home: Path) -> Any:
+def _client(home: Path, tracking: str | None) -> Any:
     # Per-file download progress bars are noise in a terminal report.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from mlflow.tracking import MlflowClient
 
-    if not (home / "mlflow.db").exists():
+    uri = tracking_uri(home, tracking)
+    if not is_server(uri) and uri == tracking_uri(home) and not (home / "mlflow.db").exists():
         raise UserError(f"no MLflow store under {home}; run an experiment first or pass --home")
-    return MlflowClient(tracking_uri(home))
+    return ServiceClient(MlflowClient(uri), uri)
 
 
 def _get_run(client: Any, run_id: str) -> Any:
@@ -241,13 +250,15 @@ def compare_runs(
     bootstrap_seed: int = 0,
     n_resamples: int = 9999,
     confidence: float = 0.95,
+    tracking: str | None = None,
 ) -> ComparisonResult:
     """Compare the pipelines of a parent run (all its children) or of explicit child run ids.
 
     Unknown ids, runs without results and options out of range (``n_resamples`` 99 to
     1,000,000, ``bootstrap_seed`` 0 to 2**32-1, ``confidence`` strictly between 0 and 1) are
     :class:`UserError`, raised before anything is read or written. ``log=False`` writes the
-    files but attaches nothing to MLflow.
+    files but attaches nothing to MLflow. ``tracking``: the MLflow tracking URI (default
+    ``$MLFLOW_TRACKING_URI``, else the data directory's store).
     """
     from eval.report import ReportContext, write_report
     from eval.statistics import check_bootstrap_options, pairwise_tests, pipeline_summary
@@ -259,7 +270,7 @@ def compare_runs(
     if not run_ids:
         raise UserError("compare needs a parent run id or one or more pipeline run ids")
     home = Path(home) if home else default_data_dir()
-    client = _client(home)
+    client = _client(home, tracking)
     notices: list[str] = []
     resolved = resolve_runs(client, run_ids, notices)
     single_parent = len(run_ids) == 1 and all(r.parent_id == run_ids[0] for r in resolved)

@@ -40,7 +40,7 @@ from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.provenance import code_fingerprint, git_commit
 from experiments.provision import resolve_model, serve_model
-from experiments.tracking import Tracker, flatten
+from experiments.tracking import Tracker, flatten, tracking_uri
 
 
 @dataclass
@@ -140,7 +140,7 @@ def run_optimization(
     if fresh and directory.exists():
         directory.rename(directory.with_name(f"{directory.name}.old-{int(time.time())}"))
     steps = _Steps(directory)
-    tracker = Tracker(home, spec.name)
+    tracker = Tracker(home, spec.name, spec.tracking.uri)
     parent = _parent_run(tracker, steps, spec, split)
     result = OptimizeResult(parent, split.as_dict())
     timeout = spec.execution.timeout_s
@@ -342,7 +342,7 @@ def _paired_test(
     experiment = ExperimentSpec(
         name=f"{spec.name}-test", description=f"held-out test split of optimisation {spec.name}",
         dataset=spec.dataset.model_copy(update={"task_ids": list(test_ids)}), model=spec.model,
-        pipelines=pipelines, execution=spec.execution,
+        pipelines=pipelines, execution=spec.execution, tracking=spec.tracking,
     )
     log(f"test: {' vs '.join(p.display_name for p in pipelines)} on {len(test_ids)} held-out problems")
     result = run_experiment(experiment, home=home, cache=cache, progress=False)
@@ -372,7 +372,8 @@ def _traces(
 
     if spec.traces.run_ids or spec.traces.experiment:
         return collect_from_home(
-            home, run_ids=spec.traces.run_ids, experiment=spec.traces.experiment,
+            home, uri=tracking_uri(home, spec.tracking.uri), run_ids=spec.traces.run_ids,
+            experiment=spec.traces.experiment,
             pipeline=spec.pipeline.name if spec.traces.experiment else None, task_ids=train,
         )
     traces: list[Any] = []

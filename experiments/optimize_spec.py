@@ -22,6 +22,7 @@ from experiments.spec import (
     ExecutionSpec,
     ModelSpec,
     PipelineSpec,
+    TrackingSpec,
     _Strict,
     format_validation_error,
     load_yaml,
@@ -102,6 +103,7 @@ class OptimizeSpec(_Strict):
         "gepa, and refine's default engine; default: the task model.",
     )
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec)
 
     @field_validator("traces")
     @classmethod

@@ -337,6 +337,7 @@ def run_experiment(
     killed at any point — the comparison included — is resumed by the same call.
     """
     home = home or default_data_dir()
+    uri = tracking_uri(home, spec.tracking.uri)
     problems = load_problems(
         spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
         dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
@@ -345,10 +346,10 @@ def run_experiment(
     for pipeline_spec in spec.pipelines:  # prompts that cannot be loaded fail before any run exists
         # Names, params and BUDGET_FROM's label were checked with the spec; the budget is per run.
         params = {k: v for k, v in pipeline_spec.params.items() if k != BUDGET_FROM}
-        make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), tracking_uri(home))
+        make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), uri)
         labels.append(pipeline_spec.display_name)
     identity = resolve_model(spec.model)
-    key = checkpoint_key(spec, identity, tracking_uri(home))
+    key = checkpoint_key(spec, identity, uri)
     store = CheckpointStore(home / "checkpoints" / f"{path_segment(spec.name)}-{key}")
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
@@ -356,7 +357,7 @@ def run_experiment(
         wanted = {p.task_id for p in problems}
         if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
             lazy_lm.get()  # start and check the model before any run exists
-        tracker = Tracker(home, spec.name)
+        tracker = Tracker(home, spec.name, uri)
         parent_id = _open_parent_run(tracker, spec, identity, key, problems, resume=not fresh)
         result = ExperimentResult(tracker.experiment_id, parent_id)
         siblings = tracker.runs_tagged({PARENT_TAG: parent_id})
@@ -375,7 +376,7 @@ def run_experiment(
         if compare or (compare is None and len(labels) > 1):
             from experiments.compare import compare_runs
 
-            result.comparison = compare_runs(parent_id, home=home)
+            result.comparison = compare_runs(parent_id, home=home, tracking=uri)
     except BaseException:
         tracker.finish(parent_id, "KILLED")
         raise

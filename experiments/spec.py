@@ -132,6 +132,15 @@ class PoolSpec(_Strict):
     )
 
 
+class TrackingSpec(_Strict):
+    uri: str | None = Field(
+        default=None,
+        description="MLflow tracking URI, e.g. a team's server http://host:5000 (artifacts go where "
+        "that server stores them). Default: $MLFLOW_TRACKING_URI, else SQLite under the data "
+        "directory.",
+    )
+
+
 class ExecutionSpec(_Strict):
     timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit per test run.")
 
@@ -145,6 +154,7 @@ class ExperimentSpec(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
     pool: PoolSpec = Field(default_factory=PoolSpec)
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec)
     prompts: str | None = Field(
         default=None,
         description="An exported program (`critiquelab export` directory or its program.json, or "

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.errors import ServiceError, UserError
 from experiments.paths import path_segment
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -24,8 +25,15 @@ _MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 _BATCH = 100  # MLflow's limit on params per log_batch call
 
 
-def tracking_uri(data_dir: Path) -> str:
-    return f"sqlite:///{data_dir / 'mlflow.db'}"
+def tracking_uri(data_dir: Path, explicit: str | None = None) -> str:
+    """Where runs are logged: ``explicit`` (a spec's ``tracking.uri``), else
+    ``$MLFLOW_TRACKING_URI`` (a team's tracking server), else SQLite under the data directory."""
+    return explicit or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{data_dir / 'mlflow.db'}"
+
+
+def is_server(uri: str) -> bool:
+    """A tracking server (it decides where artifacts go), not a database file of ours."""
+    return uri.split(":", 1)[0] in ("http", "https", "databricks")
 
 
 def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -60,20 +68,65 @@ def most_complete(runs: Sequence[Any]) -> Any:
     ))
 
 
+class ServiceClient:
+    """An ``MlflowClient`` whose calls to a tracking server that stopped answering raise
+    :class:`ServiceError` (one line, exit code 3, resumable) instead of a traceback. Answers such
+    as "no such run" stay ``MlflowException``s for the caller to interpret."""
+
+    def __init__(self, client: Any, uri: str) -> None:
+        self._client, self._uri = client, uri
+        self.tracking_uri = uri
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attribute(*args, **kwargs)
+            except Exception as exc:
+                if _unreachable(exc):
+                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+                    raise ServiceError(f"MLflow tracking store {self._uri} failed mid-run: {first}") from exc
+                raise
+
+        return call
+
+
+def _unreachable(exc: Exception) -> bool:
+    """The store did not answer (connection refused or reset, timeout, HTTP 5xx), as opposed to
+    answering that something does not exist or is invalid."""
+    import requests
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(exc, requests.exceptions.RequestException | ConnectionError | TimeoutError):
+        return True
+    # MLflow's REST client says "API request to … failed" for both, after its own retries.
+    return isinstance(exc, MlflowException) and str(exc).startswith("API request to")
+
+
 class Tracker:
     """Thin wrapper over ``MlflowClient`` bound to one experiment."""
 
-    def __init__(self, data_dir: Path, experiment_name: str) -> None:
+    def __init__(self, data_dir: Path, experiment_name: str, uri: str | None = None) -> None:
+        """``uri``: an explicit tracking URI; default :func:`tracking_uri`'s choice."""
         # MLflow logs its database migrations at INFO on first use; they are noise to a user.
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
         from mlflow.tracking import MlflowClient
 
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.uri = tracking_uri(data_dir)
-        self.client = MlflowClient(tracking_uri=self.uri)
-        existing = self.client.get_experiment_by_name(experiment_name)
+        self.uri = tracking_uri(data_dir, uri)
+        if not is_server(self.uri):
+            data_dir.mkdir(parents=True, exist_ok=True)
+        self.client = ServiceClient(MlflowClient(tracking_uri=self.uri), self.uri)
+        try:
+            existing = self.client.get_experiment_by_name(experiment_name)
+        except ServiceError as exc:  # before anything ran: the address is bad input
+            raise UserError(str(exc).replace("failed mid-run", "is not usable")) from exc
         if existing is not None:
             self.experiment_id = existing.experiment_id
+        elif is_server(self.uri):  # the server stores the artifacts where it is configured to
+            self.experiment_id = self.client.create_experiment(experiment_name)
         else:
             artifacts = (data_dir / "mlartifacts" / path_segment(experiment_name)).resolve().as_uri()
             self.experiment_id = self.client.create_experiment(

@@ -211,14 +211,14 @@ def runs_of_experiment(tracking_uri: str, experiment: str, pipeline: str | None 
 
 
 def collect_from_home(
-    home: Path, *, run_ids: Iterable[str] = (), experiment: str | None = None,
+    home: Path, *, uri: str | None = None, run_ids: Iterable[str] = (), experiment: str | None = None,
     pipeline: str | None = None, **kwargs: Any,
 ) -> list[RoleTrace]:
-    """Traces from a data directory's MLflow store and persisted pool (what ``critiquelab run``
-    wrote), by run ids and/or an experiment name."""
+    """Traces from a data directory's persisted pool and the MLflow store its runs were logged
+    to (``uri``; default the data directory's own), by run ids and/or an experiment name."""
     from pipelines.chroma_store import ChromaPoolStore
 
-    uri = f"sqlite:///{home / 'mlflow.db'}"
+    uri = uri or f"sqlite:///{home / 'mlflow.db'}"
     ids = list(run_ids)
     if experiment:
         ids += runs_of_experiment(uri, experiment, pipeline)

@@ -1,35 +1,9 @@
-"""Shared pieces of the optimiser tests: a scripted critic loop and an LM pointed at it."""
+"""Shared pieces of the optimiser tests: an LM pointed at a scripted endpoint."""
 
 from __future__ import annotations
 
 import dspy
 import pytest
-from support.role_responder import review
-
-HOPELESS = "HumanEval/2"  # the fixer never gets this one right
-
-
-def critic_loop_scripts(problems):
-    """Coder writes a wrong draft, critic asks for changes, fixer writes the canonical solution
-    (except for HOPELESS), critic approves code that is no longer a draft."""
-    by_prompt = {p.prompt.strip(): p for p in problems}
-
-    def problem_in(text):
-        return next(p for key, p in by_prompt.items() if key in text)
-
-    def coder(text):
-        return {"code": problem_in(text).prompt + "    return 'first draft'\n"}
-
-    def critic(text):
-        code = text.rsplit("code:", 1)[-1]
-        return review("request_changes", "a placeholder") if "first draft" in code else review("approve")
-
-    def fixer(text):
-        problem = problem_in(text)
-        body = "    return None\n" if problem.task_id == HOPELESS else problem.canonical_solution
-        return {"revised_code": problem.prompt + body}
-
-    return {"coder": coder, "critic": critic, "fixer": fixer}
 
 
 @pytest.fixture

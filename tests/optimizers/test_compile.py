@@ -1,6 +1,6 @@
 """Compilation: BootstrapFewShot over a scripted critic loop; demos from pool traces."""
 
-from conftest import HOPELESS, critic_loop_scripts
+from support.critic_scripts import HOPELESS, critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 

@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import critic_loop_scripts
+from support.critic_scripts import critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 

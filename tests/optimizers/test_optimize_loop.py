@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import critic_loop_scripts
 from mlflow.tracking import MlflowClient
+from support.critic_scripts import critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_of, role_responder
 

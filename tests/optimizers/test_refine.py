@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import HOPELESS, critic_loop_scripts
+from support.critic_scripts import HOPELESS, critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
