@@ -141,3 +141,36 @@ def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
         resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert " 1.0 " in resumed.stdout
+
+
+def test_fault_mid_optimize_then_same_command(tmp_path, home, capsys, humaneval_problems):
+    """The other verb that calls the model: a 500 mid-way is exit 3, and the same command then
+    finishes from the steps and checkpoints it had."""
+    from support.critic_scripts import critic_loop_scripts
+    from support.role_responder import role_responder
+
+    healthy = role_responder(critic_loop_scripts(humaneval_problems))
+    calls = {"n": 0, "broken": True}
+
+    def respond(messages):
+        calls["n"] += 1
+        if calls["broken"] and calls["n"] > 8:  # a few problems into the baseline validation
+            return HttpError(500, "internal server error")
+        return healthy(messages)
+
+    with FakeOpenAIServer(respond) as fake:
+        spec = {
+            "name": "opt-fault", "pipeline": {"name": "critic_loop", "params": {"max_iterations": 2}},
+            "optimizer": {"name": "bootstrap", "params": {"max_bootstrapped_demos": 1}},
+            "split": {"seed": 1, "train": 2, "val": 2}, "dataset": {"source": "humaneval", "limit": 6},
+            "model": {"id": "openai/fake", "api_base": fake.api_base, "num_retries": 0},
+        }
+        path = tmp_path / "opt.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        assert main(["optimize", str(path)]) == 3
+        err = capsys.readouterr().err
+        line = err.strip().splitlines()[-1]  # after optimize's step progress lines
+        assert "Traceback" not in err and line.startswith("critiquelab: error: model endpoint")
+        assert "failed mid-run" in line and "run the same command again" in line
+        calls["broken"] = False
+        assert main(["optimize", str(path)]) == 0, capsys.readouterr().err

@@ -1,0 +1,94 @@
+"""Bad command lines and spec files, as a table: each is one line on stderr, exit code 2, and
+nothing in the data directory; plus what must be accepted (options after the verb, a str home)
+and where a hostile experiment name may write."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import yaml
+from support.fake_openai import FakeOpenAIServer, humaneval_responder
+from support.specs import fake_spec
+
+from experiments.cli import main
+
+GOOD = "name: x\npipelines: [{name: baseline}]\n"
+
+
+def _spec(tmp_path, text: str | bytes) -> str:
+    path = tmp_path / "spec.yaml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return str(path)
+
+
+BAD = {  # name: (spec text, extra arguments after `run SPEC`, what the line must say)
+    "empty --task-ids": (GOOD, ["--task-ids", ","], "--task-ids: expected a comma-separated list"),
+    "empty --seeds": (GOOD, ["--seeds", ""], "--seeds: expected a comma-separated list"),
+    "non-integer --seeds": (GOOD, ["--seeds", "1,x"], "expected comma-separated integers"),
+    "seed too large": (GOOD + "seeds: [99999999999999999999]\n", [], "seeds must be between 0 and"),
+    "negative seed": (GOOD, ["--seeds", "-1"], "seeds must be between 0 and"),
+    "duplicate key": (GOOD + "seeds: [0]\nseeds: [1]\n", [], "duplicate key 'seeds'"),
+    "not UTF-8": (b"name: caf\xe9\npipelines: [{name: baseline}]\n", [], "not UTF-8"),
+    "unknown option": (GOOD, ["--limt", "3"], "unrecognized arguments: --limt"),
+    "request timeout <= 0": (GOOD, ["--request-timeout", "0"], "model.timeout_s"),
+    "retries out of range": (GOOD + "model: {num_retries: 99}\n", [], "model.num_retries"),
+    "bad tracking field": (GOOD + "tracking: {url: x}\n", [], "tracking.url: unknown field"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_run_input_is_one_line_exit_2_nothing_written(case, tmp_path, home, capsys):
+    text, extra, expected = BAD[case]
+    code = main(["--home", str(home), "run", _spec(tmp_path, text), *extra])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("critiquelab: error: ") and expected in line, line
+    assert not home.exists()
+
+
+def test_home_and_debug_are_accepted_after_the_verb(tmp_path, capsys):
+    home = tmp_path / "after"
+    assert main(["compare", "no-such-run", "--home", str(home)]) == 2
+    assert f"no MLflow store under {home}" in capsys.readouterr().err
+    with pytest.raises(Exception, match="no MLflow store"):  # --debug: the traceback, not a line
+        main(["compare", "no-such-run", "--home", str(home), "--debug"])
+
+
+def test_ui_on_a_taken_port_is_one_line(tmp_path, home, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["ui", "--port", str(port)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"cannot serve on 127.0.0.1:{port}" in line
+
+
+def test_python_api_takes_a_str_home_and_a_hostile_name_stays_inside_it(
+    tmp_path, monkeypatch, humaneval_problems
+):
+    from experiments.api import run
+
+    monkeypatch.chdir(tmp_path)
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        for name in ("../../escaped", str(tmp_path / "absolute")):
+            spec = fake_spec(fake.api_base, limit=1, pool={"persist": False}, name=name)
+            result = run(spec, home="runs/x", progress=False)  # a str, as a notebook passes it
+            assert result.children[0].metrics["pass_at_1"] == 1.0
+    written = {p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*")}
+    assert written == {"runs"}, written  # nothing next to the data directory or above it
+    assert not (tmp_path / "absolute").exists()
+
+
+def test_the_yaml_loader_still_reads_every_shipped_spec():
+    from pathlib import Path
+
+    from experiments.spec import load_yaml
+
+    for path in sorted(Path("experiments").glob("*.yaml")):
+        assert load_yaml(path) == yaml.safe_load(path.read_text()), path
