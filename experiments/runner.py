@@ -16,11 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from eval.datasets import HUMANEVAL, load_problems
 from eval.errors import UserError
-from eval.execution import isolation_level
 from eval.problems import Problem
 from eval.results import ProblemResult, results_table
 from eval.scoring import NO_CODE
@@ -29,21 +26,12 @@ from experiments.checkpoints import CheckpointStore
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.progress import ProgressBar
-from experiments.provenance import code_fingerprint, git_commit, package_versions
+from experiments.provenance import code_fingerprint
 from experiments.provision import ModelIdentity, resolve_model, serve_model
+from experiments.run_records import child_run, open_parent_run, results_digest
 from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
-from experiments.tracking import (
-    CHILD_TAG,
-    INVOCATION_TAG,
-    PARENT_TAG,
-    RESULTS_TAG,
-    Tracker,
-    child_key,
-    flatten,
-    most_complete,
-    tracking_uri,
-)
+from experiments.tracking import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from pipelines.pool import MessagePool
 from pipelines.pool_context import bind_pool
 from pipelines.registry import create_pipeline
@@ -230,35 +218,13 @@ def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> li
     ]
 
 
-def results_digest(results: list[ProblemResult]) -> str:
-    """What a child run logged, in one value: a resumed run whose results are unchanged leaves
-    that child exactly as it is."""
-    digest = hashlib.sha256()
-    for result in results:
-        digest.update(result.model_dump_json().encode() + b"\n")
-    return digest.hexdigest()
-
-
-def _child_run(
-    tracker: Tracker, parent_id: str, siblings: list[Any], label: str, seed: int
-) -> tuple[str, Any]:
-    """The parent's run of ``label`` × ``seed``, reused whatever its state (running, killed,
-    finished), else a new one; the tag is set at creation, so a kill can never orphan it."""
-    key = f"{label}/seed={seed}"
-    mine = [r for r in siblings if child_key(r) == key]
-    if mine:
-        run = most_complete(mine)
-        return run.info.run_id, run
-    return tracker.start_run(f"{label}-seed{seed}", parent_id=parent_id, tags={CHILD_TAG: key}), None
-
-
 def _run_child(
     tracker: Tracker, store: CheckpointStore, parent_id: str, siblings: list[Any],
     spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
     lazy_lm: _LazyLM, pool: MessagePool, show_progress: bool, finished: list[ChildRun],
 ) -> ChildRun:
     label = pipeline_spec.display_name
-    run_id, logged = _child_run(tracker, parent_id, siblings, label, seed)
+    run_id, logged = child_run(tracker, parent_id, siblings, label, seed)
     done = store.load(label, seed)
     pending = [p for p in problems if p.task_id not in done]
     if not pending and logged is not None and logged.info.status == "FINISHED":
@@ -358,7 +324,7 @@ def run_experiment(
         if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
             lazy_lm.get()  # start and check the model before any run exists
         tracker = Tracker(home, spec.name, uri)
-        parent_id = _open_parent_run(tracker, spec, identity, key, problems, resume=not fresh)
+        parent_id = open_parent_run(tracker, spec, identity, key, problems, resume=not fresh)
         result = ExperimentResult(tracker.experiment_id, parent_id)
         siblings = tracker.runs_tagged({PARENT_TAG: parent_id})
         try:
@@ -393,58 +359,3 @@ def _open_pool(spec: ExperimentSpec, home: Path) -> MessagePool:
     if spec.pool.chroma_url:
         return MessagePool(ChromaProcessStore(url=spec.pool.chroma_url))
     return MessagePool(ChromaProcessStore(home / "chroma"))
-
-
-def _invocation_digest(key: str, spec: ExperimentSpec, problems: list[Problem]) -> str:
-    """What one parent run holds: the configuration (checkpoint key), the problems and the seeds.
-    The same command after a kill has the same digest and resumes that parent; another subset
-    or seed list is another invocation with a parent of its own (reusing the checkpoints)."""
-    material = json.dumps({"key": key, "tasks": [p.task_id for p in problems], "seeds": spec.seeds})
-    return hashlib.sha256(material.encode()).hexdigest()[:16]
-
-
-def _open_parent_run(
-    tracker: Tracker, spec: ExperimentSpec, identity: ModelIdentity, key: str,
-    problems: list[Problem], *, resume: bool,
-) -> str:
-    """Reopen the parent run that a killed invocation of the same command left unfinished, else
-    start a new one. Found by tag in MLflow, so a kill between two steps can never lose it."""
-    invocation = _invocation_digest(key, spec, problems)
-    unfinished = [
-        r for r in tracker.runs_tagged({INVOCATION_TAG: invocation})
-        if r.info.status != "FINISHED" and PARENT_TAG not in r.data.tags
-    ]
-    if resume and unfinished:
-        parent_id = str(unfinished[0].info.run_id)
-        tracker.reopen(parent_id)
-    else:
-        parent_id = tracker.start_run(
-            spec.name, tags={"critiquelab.checkpoint_key": key, INVOCATION_TAG: invocation}
-        )
-    # Logged on a reopened parent too (params already there are kept): a kill may have come
-    # between the parent's creation and these lines.
-    local = "127.0.0.1 (local server)" if identity.is_local else "default"
-    tracker.log_params(parent_id, {
-        **flatten(spec.model_dump(mode="json"), "config."),
-        "model.resolved": identity.resolved, "model.file_sha256": identity.file_sha256 or "n/a",
-        "model.api_base": identity.api_base or local,
-        "isolation": isolation_level(), "problems": len(problems),
-        **{f"version.{k}": v for k, v in package_versions().items()},
-    })
-    tracker.set_tags(parent_id, {
-        "git_commit": git_commit(), "critiquelab.code_fingerprint": code_fingerprint(),
-    })
-    config = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
-    tracker.log_text(parent_id, config, "config.yaml")
-    from optimizers.export import prompts_state
-
-    def loaded(source: str) -> str:
-        return json.dumps(prompts_state(source, registry_uri=tracker.uri), indent=2, sort_keys=True)
-
-    if spec.prompts:
-        tracker.log_text(parent_id, loaded(spec.prompts), "prompts/program.json")
-    for pipeline_spec in spec.pipelines:
-        if pipeline_spec.prompts:
-            tracker.log_text(parent_id, loaded(pipeline_spec.prompts),
-                             f"prompts/{pipeline_spec.display_name}/program.json")
-    return parent_id
