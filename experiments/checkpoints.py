@@ -3,28 +3,66 @@ double-counting work.
 
 One append-only JSONL file per pipeline × seed. Each finished problem is one line, flushed
 and fsynced before the next problem is reported done. A line torn by a kill is dropped on
-the next open; a task recorded twice keeps its first record.
+the next open; a task recorded twice keeps its first record. A manifest beside them names each
+pipeline's cost key, so ``critiquelab run --estimate`` can use these problems' measured cost for
+any later experiment that runs the same pipeline the same way.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from eval.results import ProblemResult
+from experiments.spec import ExperimentSpec
+
+MANIFEST = "manifest.json"
+# The model settings that change what the model answers (hence tokens and time); transport
+# settings (retries, timeouts, keys) do not.
+_ANSWER_SETTINGS = {"temperature", "max_tokens", "n_ctx", "send_seed"}
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
+def cost_keys(
+    spec: ExperimentSpec, model_identity: str, dataset_fingerprint: str, prompts: Mapping[str, str]
+) -> dict[str, str]:
+    """Per pipeline label, what its cost per problem depends on: the model (``model_identity``)
+    and the settings that change its answers, the dataset, the pipeline with its params and loaded
+    prompts (``prompts``: fingerprints by label). Not the experiment's name, its other pipelines,
+    the seeds or the code version, so an estimate draws on every earlier problem that shares it."""
+    common = {
+        "model_identity": model_identity,
+        "model": spec.model.model_dump(include=_ANSWER_SETTINGS),
+        "dataset": {
+            "source": dataset_fingerprint, "fields": spec.dataset.fields,
+            "format": spec.dataset.format, "challenge_tests": spec.dataset.challenge_tests,
+        },
+    }
+    keys = {}
+    for pipeline in spec.pipelines:
+        material = {**common, "pipeline": pipeline.name, "params": pipeline.params,
+                    "prompts": prompts.get(pipeline.display_name)}
+        blob = json.dumps(material, sort_keys=True, default=str)
+        keys[pipeline.display_name] = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return keys
+
+
 class CheckpointStore:
     """Checkpoints of one experiment configuration, in ``directory``."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, cost_keys: Mapping[str, str] | None = None) -> None:
+        """``cost_keys``: each pipeline label's cost key, written to the manifest with the first
+        checkpoint (a store only read, as by an estimate, writes nothing)."""
         self.directory = directory
+        self.pipeline_cost_keys = dict(cost_keys or {})
         self._lock = threading.Lock()
 
     def _path(self, pipeline: str, seed: int) -> Path:
@@ -43,15 +81,39 @@ class CheckpointStore:
             done.setdefault(result.task_id, result)
         return done
 
+    def load_all(self, pipeline: str) -> list[ProblemResult]:
+        """Every problem checkpointed for ``pipeline``, all seeds."""
+        found = self.directory.glob(f"{_slug(pipeline)}__seed*.jsonl")
+        seeds = sorted(int(path.stem.rsplit("__seed", 1)[1]) for path in found)
+        return [r for seed in seeds for r in self.load(pipeline, seed).values() if r.pipeline == pipeline]
+
+    def recorded_cost_keys(self) -> dict[str, str]:
+        """The manifest's cost key per pipeline label; empty for stores written before manifests
+        existed, or a manifest that cannot be read."""
+        try:
+            recorded = json.loads((self.directory / MANIFEST).read_text())["cost_keys"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+        return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
+
     def append(self, result: ProblemResult) -> None:
         path = self._path(result.pipeline, result.seed)
         with self._lock:
             path.parent.mkdir(parents=True, exist_ok=True)
+            self._write_manifest()
             self._drop_torn_tail(path)
             with path.open("a") as handle:
                 handle.write(result.model_dump_json() + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
+
+    def _write_manifest(self) -> None:
+        manifest = self.directory / MANIFEST
+        if not self.pipeline_cost_keys or manifest.exists():
+            return
+        partial = manifest.with_suffix(f".partial-{os.getpid()}")
+        partial.write_text(json.dumps({"cost_keys": self.pipeline_cost_keys}, indent=2, sort_keys=True))
+        os.replace(partial, manifest)  # atomic: a kill never leaves half a manifest
 
     @staticmethod
     def _drop_torn_tail(path: Path) -> None:

@@ -22,7 +22,7 @@ from eval.problems import Problem
 from eval.results import ProblemResult, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
-from experiments.checkpoints import CheckpointStore
+from experiments.checkpoints import CheckpointStore, cost_keys
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.progress import ProgressBar
@@ -139,6 +139,30 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: 
     }
     blob = json.dumps(material, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def checkpoint_store(
+    spec: ExperimentSpec, identity: ModelIdentity, key: str, home: Path, registry_uri: str
+) -> CheckpointStore:
+    """Where the configuration ``key`` checkpoints its finished problems, with each pipeline's
+    cost key in the store's manifest."""
+    prompts = _prompts_fingerprint(spec, registry_uri) or {}
+    keys = cost_keys(spec, identity.cache_identity, _dataset_fingerprint(spec), prompts)
+    return CheckpointStore(home / "checkpoints" / f"{path_segment(spec.name)}-{key}", cost_keys=keys)
+
+
+def load_inputs(spec: ExperimentSpec, registry_uri: str) -> list[Problem]:
+    """The spec's problems, each pipeline built once with its prompts: bad input fails here,
+    before anything is written."""
+    problems = load_problems(
+        spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
+        dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
+    )
+    for pipeline_spec in spec.pipelines:
+        # Names, params and BUDGET_FROM's label were checked with the spec; the budget is per run.
+        params = {k: v for k, v in pipeline_spec.params.items() if k != BUDGET_FROM}
+        make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), registry_uri)
+    return problems
 
 
 class _LazyLM:
@@ -304,19 +328,10 @@ def run_experiment(
     """
     home = home or default_data_dir()
     uri = tracking_uri(home, spec.tracking.uri)
-    problems = load_problems(
-        spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
-        dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
-    )
-    labels: list[str] = []
-    for pipeline_spec in spec.pipelines:  # prompts that cannot be loaded fail before any run exists
-        # Names, params and BUDGET_FROM's label were checked with the spec; the budget is per run.
-        params = {k: v for k, v in pipeline_spec.params.items() if k != BUDGET_FROM}
-        make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), uri)
-        labels.append(pipeline_spec.display_name)
+    problems = load_inputs(spec, uri)
     identity = resolve_model(spec.model)
     key = checkpoint_key(spec, identity, uri)
-    store = CheckpointStore(home / "checkpoints" / f"{path_segment(spec.name)}-{key}")
+    store = checkpoint_store(spec, identity, key, home, uri)
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
     with contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm, _open_pool(spec, home) as pool:
@@ -339,7 +354,7 @@ def run_experiment(
             raise
     try:
         tracker.log_frame(parent_id, result.summary(), "summary")
-        if compare or (compare is None and len(labels) > 1):
+        if compare or (compare is None and len(spec.pipelines) > 1):
             from experiments.compare import compare_runs
 
             result.comparison = compare_runs(parent_id, home=home, tracking=uri)
