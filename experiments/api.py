@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.estimate import Estimate, estimate_run
 from experiments.runner import ExperimentResult, run_experiment
 from experiments.spec import ExperimentSpec, load_yaml, parse_spec
 
@@ -109,6 +110,21 @@ def run(
         experiment, home=Path(home) if home is not None else None, fresh=fresh, cache=cache,
         progress=progress, compare=compare,
     )
+
+
+def estimate(
+    spec: str | Path | dict[str, Any],
+    *,
+    home: str | Path | None = None,
+    fresh: bool = False,
+    **overrides: Any,
+) -> Estimate:
+    """What :func:`run` with the same arguments would cost, per pipeline × seed: an
+    :class:`experiments.estimate.Estimate` (``.table()`` prints as ``run --estimate`` does). Calls
+    no model and writes nothing; the spec is checked as ``run`` checks it."""
+    offline_defaults()
+    experiment = load_experiment(spec, **overrides)
+    return estimate_run(experiment, Path(home) if home is not None else None, fresh=fresh)
 
 
 def export(

@@ -72,6 +72,9 @@ def _add_run(commands: Any) -> None:
     )
     run.add_argument("--prompts", help="exported prompts to load: a `critiquelab export` directory or its "
                      "program.json, or Prompt Registry URIs prompts:/NAME/VERSION (comma-separated)")
+    run.add_argument("--estimate", action="store_true",
+                     help="print the expected LM calls, tokens and wall time per pipeline (from earlier runs "
+                     "in this data directory, or shipped defaults) and exit: no model call, nothing written")
 
 
 def _add_compare(commands: Any) -> None:
@@ -136,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.api import run
 
+    if args.estimate:
+        return _cmd_estimate(args)
     result = run(
         args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
         progress=not args.no_progress, compare=args.compare, model=args.model, api_base=args.api_base,
@@ -152,6 +157,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result.comparison is not None:
         _print_notices(result.comparison.notices)
         print(f"\n{result.comparison.markdown}\nReport: {result.comparison.files['html']}")
+    return 0
+
+
+def _cmd_estimate(args: argparse.Namespace) -> int:
+    from experiments.api import estimate
+
+    result = estimate(
+        args.spec, home=args.home, fresh=args.fresh, model=args.model, api_base=args.api_base,
+        api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
+        limit=args.limit, task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency,
+        prompts=args.prompts, request_timeout=args.request_timeout,
+    )
+    print(result.table())
     return 0
 
 

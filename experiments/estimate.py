@@ -1,0 +1,361 @@
+"""Know the cost before you pay it: the LM calls, tokens and wall time that running an experiment
+would take, per pipeline × seed, without calling the model or writing anything.
+
+Each pipeline's cost per problem comes from the first of:
+
+- ``measured``: every earlier problem checkpointed in this data directory under the same cost key
+  (model and the settings that change its answers, dataset, pipeline, params, loaded prompts; see
+  :func:`experiments.checkpoints.cost_keys`), from any experiment and seed;
+- ``default``: :data:`SHIPPED`, one documented run of the bundled 0.5B model on HumanEval, scaled
+  where the params fix the number of LM calls (debaters × rounds, vote samples);
+- ``unknown``: neither. No figure is invented.
+
+Problems this configuration has already checkpointed cost nothing and are not counted.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from eval.datasets import HUMANEVAL
+from eval.results import ProblemResult
+from experiments.checkpoints import CheckpointStore
+from experiments.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
+from experiments.paths import data_dir as default_data_dir
+from experiments.paths import model_cache_dir
+from experiments.provision import ModelIdentity, resolve_model
+from experiments.runner import checkpoint_key, checkpoint_store, load_inputs, prompts_of
+from experiments.spec import ExperimentSpec, ModelSpec
+from experiments.tracking import tracking_uri
+from pipelines.vote import BUDGET_FROM
+
+Z_80 = 1.2816  # the normal distribution's two-sided 80 % quantile
+Source = Literal["measured", "default", "unknown"]
+COST_FIGURES = ("lm_calls", "prompt_tokens", "completion_tokens", "wall_s")
+
+
+class Figure(BaseModel):
+    """A total over the problems to do."""
+
+    expected: float
+    low: float | None = Field(default=None, description="80 % range; None where no spread is known.")
+    high: float | None = None
+
+
+class PerProblem(BaseModel):
+    """Mean cost of one problem."""
+
+    lm_calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    seconds: float | None = Field(description="None: each measured problem replayed all calls from cache.")
+
+
+class PipelineEstimate(BaseModel):
+    label: str
+    pipeline: str
+    seed: int
+    problems: int = Field(description="Problems in the chosen subset.")
+    done: int = Field(description="Already checkpointed for this configuration: cost nothing.")
+    pending: int = Field(description="Problems to do.")
+    source: Source
+    measured_problems: int = Field(default=0, description="Earlier problems the figures come from.")
+    basis: str = Field(description="Where the figures come from, in words.")
+    per_problem: PerProblem | None = None
+    lm_calls: Figure | None = None
+    prompt_tokens: Figure | None = None
+    completion_tokens: Figure | None = None
+    wall_s: Figure | None = None
+
+
+class Estimate(BaseModel):
+    experiment: str
+    model: str
+    parallel: int = Field(description="Problems assumed to run at once (the wall-time divisor).")
+    parallel_reason: str
+    pipelines: list[PipelineEstimate]
+
+    @property
+    def unknown(self) -> list[str]:
+        """Labels whose problems to do have no cost figure."""
+        return sorted({p.label for p in self.pipelines if p.pending and p.source == "unknown"})
+
+    def total(self, figure: str) -> Figure:
+        """The sum over the pipelines with a figure (see :attr:`unknown`); a range only if every
+        one of them has one (the ranges added up: wider than 80 %)."""
+        parts = [getattr(p, figure) for p in self.pipelines if p.pending and getattr(p, figure)]
+        ranged = all(part.low is not None for part in parts)
+        return Figure(
+            expected=sum(part.expected for part in parts),
+            low=sum(part.low for part in parts) if ranged and parts else None,
+            high=sum(part.high for part in parts) if ranged and parts else None,
+        )
+
+    def table(self) -> str:
+        """What ``critiquelab run SPEC --estimate`` prints: a row per pipeline × seed, the total,
+        where the figures come from and what they assume."""
+        header = ["pipeline", "seed", "to do", "done", "LM calls", "prompt tokens", "completion tokens",
+                  "wall time", "from"]
+        rows = [
+            [p.label, str(p.seed), str(p.pending), str(p.done), *(_cell(p, f) for f in COST_FIGURES),
+             p.source if p.source != "measured" else f"measured ({p.measured_problems})"]
+            for p in self.pipelines
+        ]
+        unknown = " + ?" if self.unknown else ""
+        pending, done = sum(p.pending for p in self.pipelines), sum(p.done for p in self.pipelines)
+        rows.append(["total", "", str(pending), str(done),
+                     *(_format(self.total(f), f) + unknown for f in COST_FIGURES), ""])
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        lines = [f"Estimate for '{self.experiment}' on {self.model} (no model called, nothing written):"]
+        for row in [header, *rows]:  # names left-aligned, figures right-aligned
+            pairs = enumerate(zip(row, widths, strict=True))
+            cells = [cell.ljust(width) if i in (0, 8) else cell.rjust(width) for i, (cell, width) in pairs]
+            lines.append("  ".join(cells).rstrip())
+        bases = {p.label: p.basis for p in self.pipelines}
+        lines += ["", *(f"{label}: {basis}" for label, basis in bases.items())]
+        if self.unknown:
+            lines.append(f"No figures for {', '.join(self.unknown)}: the total leaves them out.")
+        lines += [
+            "Ranges: 80 % prediction intervals from the spread of the measured problems, assuming the "
+            "problems to do cost like them (the total adds them up); a shipped default is one run's "
+            "mean, without a range.",
+            f"Wall time: seconds per problem × problems to do ÷ {self.parallel} ({self.parallel_reason}). "
+            "Problems already checkpointed cost nothing and are not counted; calls that the LM cache "
+            "already holds (a renamed or --fresh rerun) would cost nothing either, but are counted.",
+        ]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ShippedCost:
+    """One pipeline's mean cost per problem on the bundled 0.5B model (HumanEval, temperature 0,
+    max_tokens 1024) in a documented run, and the LM calls per problem that given params make
+    (None: that run does not cover them, so the estimate says unknown)."""
+
+    lm_calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    seconds: float
+    measured_with: str
+    calls_at: Callable[[Mapping[str, Any], float | None], float | None]  # (params, token budget)
+
+    def at(self, params: Mapping[str, Any], budget: float | None) -> PerProblem | None:
+        calls = self.calls_at(params, budget)
+        if calls is None:
+            return None
+        share = calls / self.lm_calls  # tokens and time scale with the calls
+        return PerProblem(
+            lm_calls=calls, prompt_tokens=share * self.prompt_tokens,
+            completion_tokens=share * self.completion_tokens, seconds=share * self.seconds,
+        )
+
+
+def _vote_samples(params: Mapping[str, Any], budget: float | None) -> float:
+    """vote samples until the budget is spent (at least one, at most max_samples), else k."""
+    if budget is None:
+        return float(params["k"])
+    return float(min(params["max_samples"], max(1, math.ceil(budget / _VOTE_SAMPLE_TOKENS))))
+
+
+def _critic_loop_calls(params: Mapping[str, Any], budget: float | None) -> float | None:
+    measured = params["max_iterations"] == 3 and params["execution_feedback"] and not params["meta_critic"]
+    return 2.75 if measured else None
+
+
+# The README's quick run (`critiquelab run experiments/debate_vs_critic.yaml --limit 20`, bundled
+# 0.5B on a 2-core machine, one request at a time, 2026-11): per problem prompt / completion
+# tokens 233.4 / 188.7 (baseline), 1,855.2 / 346.7 (critic loop with execution feedback),
+# 10,749.1 / 6,644.6 (debate, 3 debaters × 2 rounds: 10 calls), 4,669 / 3,836.6 (vote at debate's
+# budget: capped at 20 samples); wall time ~7 s, ~15 s, ~315 s (mean of 16), ~84 s (mean of 20).
+# The critic loop's 2.75 calls: its 5.2 messages per problem less the task, 1.3 execution-feedback
+# messages and 0.15 "max_iterations reached".
+_README_RUN = "the README's 20-problem run (bundled 0.5B, HumanEval, 2-core machine)"
+_VOTE_SAMPLE_TOKENS = (4669 + 3836.6) / 20
+SHIPPED: Mapping[str, ShippedCost] = {
+    "baseline": ShippedCost(1, 233.4, 188.7, 7.0, _README_RUN, lambda params, budget: 1.0),
+    "critic_loop": ShippedCost(
+        2.75, 1855.2, 346.7, 15.0, f"{_README_RUN}, max_iterations 3 with execution feedback",
+        _critic_loop_calls,
+    ),
+    "debate": ShippedCost(
+        10, 10749.1, 6644.6, 315.0, f"{_README_RUN}, 3 debaters × 2 rounds, full topology",
+        lambda params, budget: (
+            params["debaters"] * (params["rounds"] + 1) + 1.0 if params["topology"] == "full" else None
+        ),
+    ),
+    "vote": ShippedCost(20, 4669.0, 3836.6, 84.0, f"{_README_RUN}, 20 samples", _vote_samples),
+}
+
+
+_UNITS = (("s", 1.0, 90.0), ("min", 60.0, 5400.0), ("h", 3600.0, math.inf))
+
+
+def _format(figure: Figure, name: str) -> str:
+    values = [figure.expected, *((figure.low, figure.high) if figure.low is not None else ())]
+    unit, size = "", 1.0
+    if name == "wall_s":  # one unit for the figure and its range, chosen by the figure
+        unit, size = next((f" {u}", s) for u, s, upto in _UNITS if figure.expected < upto)
+    digits = 1 if unit and (unit != " s" or figure.expected < 10) else 0
+    text = [f"{v / size:,.{digits}f}" for v in values]
+    if len(set(text)) == 1:  # no range, or none at this precision
+        return text[0] + unit
+    return f"{text[0]}{unit} ({text[1]}–{text[2]}{unit})"
+
+
+def _cell(row: PipelineEstimate, name: str) -> str:
+    figure = getattr(row, name)
+    if figure is None:
+        return "?" if row.pending else "0"
+    return _format(figure, name)
+
+
+def _identity(model: ModelSpec) -> ModelIdentity:
+    """The model as a run resolves it, without assembling or hashing a bundled model's file (its
+    SHA-256 is known in advance, and that is all the cache identity needs)."""
+    bundled = resolve_bundled(model.id)
+    if bundled is None:
+        return resolve_model(model)  # a LiteLLM string: checked, nothing touched
+    path = model_cache_dir() / "models" / bundled.filename
+    return ModelIdentity(model.id, bundled.key, bundled.sha256, path)
+
+
+def _history(home: Path, store: CheckpointStore) -> dict[str, list[ProblemResult]]:
+    """Per cost key of this experiment's pipelines, the problems checkpointed under it in
+    ``home``. Stores written before manifests existed count only for their own configuration
+    (this experiment's store, and what --fresh set aside from it)."""
+    wanted = set(store.pipeline_cost_keys.values())
+    found: dict[str, list[ProblemResult]] = defaultdict(list)
+    root = home / "checkpoints"
+    for directory in sorted(root.iterdir()) if root.is_dir() else []:
+        other = CheckpointStore(directory)
+        recorded = other.recorded_cost_keys()
+        if not recorded and directory.name.split(".old-")[0] == store.directory.name:
+            recorded = store.pipeline_cost_keys
+        for label, key in recorded.items():
+            if key in wanted:
+                found[key].extend(other.load_all(label))
+    return found
+
+
+def _total(values: Sequence[float], pending: int, divisor: float = 1.0) -> Figure:
+    """``pending`` more problems like ``values`` (one per measured problem): their expected sum,
+    and an 80 % prediction interval of it that allows for the spread of single problems and for
+    the uncertainty of the mean (two or more measured problems)."""
+    expected = pending * statistics.fmean(values) / divisor
+    if len(values) < 2:
+        return Figure(expected=expected)
+    half = Z_80 * statistics.stdev(values) * math.sqrt(pending + pending**2 / len(values)) / divisor
+    return Figure(expected=expected, low=max(0.0, expected - half), high=expected + half)
+
+
+def _measured(row: PipelineEstimate, results: list[ProblemResult], parallel: int) -> None:
+    # A problem that replayed every call from the LM cache says nothing of the model's time. One that
+    # replayed some is kept as it is: a critic loop after a baseline replays the baseline's coder
+    # call in every run of that experiment.
+    seconds = [r.latency_s for r in results if not (r.lm_calls and r.cached_lm_calls == r.lm_calls)]
+    calls = [float(r.lm_calls) for r in results]
+    prompt = [float(r.prompt_tokens) for r in results]
+    completion = [float(r.completion_tokens) for r in results]
+    row.source, row.measured_problems = "measured", len(results)
+    row.per_problem = PerProblem(
+        lm_calls=statistics.fmean(calls), prompt_tokens=statistics.fmean(prompt),
+        completion_tokens=statistics.fmean(completion),
+        seconds=statistics.fmean(seconds) if seconds else None,
+    )
+    row.lm_calls = _total(calls, row.pending)
+    row.prompt_tokens = _total(prompt, row.pending)
+    row.completion_tokens = _total(completion, row.pending)
+    row.wall_s = _total(seconds, row.pending, min(parallel, max(row.pending, 1))) if seconds else None
+    plural = "s" if len(results) != 1 else ""
+    row.basis = f"measured: {len(results)} earlier problem{plural} in this data directory"
+    if not seconds:
+        row.basis += " (all replayed from the LM cache: no wall time)"
+
+
+def _shipped(
+    row: PipelineEstimate, spec: ExperimentSpec, identity: ModelIdentity, params: Mapping[str, Any],
+    budget: float | None, parallel: int,
+) -> None:
+    shipped = SHIPPED.get(row.pipeline)
+    covered = (
+        identity.resolved == DEFAULT_LOCAL_MODEL and spec.dataset.source == HUMANEVAL
+        and spec.model.temperature == 0.0 and spec.model.max_tokens == 1024
+    )
+    per = shipped.at(params, budget) if shipped is not None and covered else None
+    if per is None:
+        row.basis = (
+            f"unknown: no earlier problem of '{row.label}' run this way in this data directory, and no "
+            f"shipped default for it on {identity.resolved}; run a few problems (--limit 3) to measure"
+        )
+        return
+    assert shipped is not None and per.seconds is not None
+    row.source, row.per_problem = "default", per
+    row.lm_calls = Figure(expected=row.pending * per.lm_calls)
+    row.prompt_tokens = Figure(expected=row.pending * per.prompt_tokens)
+    row.completion_tokens = Figure(expected=row.pending * per.completion_tokens)
+    row.wall_s = Figure(expected=row.pending * per.seconds / min(parallel, max(row.pending, 1)))
+    scaled = "" if per.lm_calls == shipped.lm_calls else (
+        f", scaled from {shipped.lm_calls:g} to {per.lm_calls:g} calls"
+    )
+    row.basis = f"shipped default: {shipped.measured_with}{scaled}"
+
+
+def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool = False) -> Estimate:
+    """What running ``spec`` in ``home`` would cost, per pipeline × seed; ``fresh`` as for
+    :func:`experiments.runner.run_experiment` (checkpoints ignored: every problem is to do).
+
+    The spec is checked as a run checks it (dataset rows, pipelines, prompts, model name), except
+    that no endpoint is contacted and no model file is assembled. Nothing is written to ``home``.
+    """
+    home = home or default_data_dir()
+    uri = tracking_uri(home, spec.tracking.uri)
+    problems = load_inputs(spec, uri)
+    identity = _identity(spec.model)
+    store = checkpoint_store(spec, identity, checkpoint_key(spec, identity, uri), home, uri)
+    history = _history(home, store)
+    wanted = {p.task_id for p in problems}
+    if identity.is_local:  # llama-cpp-python's server answers one request at a time
+        parallel, reason = 1, "the local model server answers one request at a time"
+    else:
+        parallel, reason = spec.concurrency, "the concurrency, if the endpoint serves that many at once"
+    rows: list[PipelineEstimate] = []
+    per_problem: dict[tuple[str, int], PerProblem | None] = {}
+    for pipeline_spec in spec.pipelines:
+        label = pipeline_spec.display_name
+        results = history.get(store.pipeline_cost_keys[label], [])
+        for seed in spec.seeds:
+            done = 0 if fresh else len(wanted & set(store.load(label, seed)))
+            row = PipelineEstimate(
+                label=label, pipeline=pipeline_spec.name, seed=seed, problems=len(wanted), done=done,
+                pending=len(wanted) - done, source="unknown", basis="",
+            )
+            if results:
+                _measured(row, results, parallel)
+            elif prompts_of(spec, pipeline_spec) is None:  # loaded prompts change every call's size
+                params, budget = dict(pipeline_spec.params), pipeline_spec.params.get("token_budget")
+                source = params.pop(BUDGET_FROM, None)
+                if source is not None:
+                    known = per_problem.get((source, seed))
+                    budget = known.prompt_tokens + known.completion_tokens if known else None
+                if source is None or budget is not None:
+                    _shipped(row, spec, identity, params, budget, parallel)
+                else:
+                    row.basis = f"unknown: its token budget comes from '{source}', whose cost is unknown"
+            if not row.basis:
+                row.basis = (
+                    f"unknown: no earlier problem of '{label}' with these prompts in this data directory"
+                )
+            per_problem[(label, seed)] = row.per_problem
+            rows.append(row)
+    model = identity.resolved + (f" at {identity.api_base}" if identity.api_base else "")
+    return Estimate(
+        experiment=spec.name, model=model, parallel=parallel, parallel_reason=reason, pipelines=rows
+    )
