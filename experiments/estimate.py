@@ -127,9 +127,10 @@ class Estimate(BaseModel):
             "Ranges: 80 % prediction intervals from the spread of the measured problems, assuming the "
             "problems to do cost like them (the total adds them up); a shipped default is one run's "
             "mean, without a range.",
-            f"Wall time: seconds per problem × problems to do ÷ {self.parallel} ({self.parallel_reason}). "
-            "Problems already checkpointed cost nothing and are not counted; calls that the LM cache "
-            "already holds (a renamed or --fresh rerun) would cost nothing either, but are counted.",
+            f"Wall time: seconds per problem × problems to do ÷ {self.parallel} ({self.parallel_reason}), "
+            "start-up not included. "
+            "Problems already checkpointed cost nothing and are not counted. Calls and tokens count as a "
+            "run counts them, LM-cache hits included (they cost no model time).",
         ]
         return "\n".join(lines)
 
@@ -276,8 +277,11 @@ def _measured(row: PipelineEstimate, results: list[ProblemResult], parallel: int
     row.wall_s = _total(seconds, row.pending, min(parallel, max(row.pending, 1))) if seconds else None
     plural = "s" if len(results) != 1 else ""
     row.basis = f"measured: {len(results)} earlier problem{plural} in this data directory"
+    cached = sum(r.cached_lm_calls for r in results)
+    if cached:  # counted, as a run counts them, but the model did not answer them again
+        row.basis += f"; {cached} of their {sum(r.lm_calls for r in results)} calls came from the LM cache"
     if not seconds:
-        row.basis += " (all replayed from the LM cache: no wall time)"
+        row.basis += " (all of them: no wall time)"
 
 
 def _shipped(
