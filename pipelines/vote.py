@@ -103,11 +103,12 @@ class SamplerAgent(Agent):
                     if index == 0:
                         bound = self._bound(done[0])
                     if bound is not None and _tokens(done[index]) > bound:
+                        # Samples drawn ahead might then be ones a sequential run would not draw.
                         raise ServiceError(
-                            f"model endpoint reported {_tokens(done[index])} tokens for vote sample "
-                            f"{index + 1}, more than its prompt and max_tokens allow ({bound}); "
-                            "drawing under a token budget in parallel relies on that limit "
-                            "(set vote's parallel_agents: 1)"
+                            f"vote sample {index + 1} cost {_tokens(done[index])} tokens, more than the "
+                            f"prompt plus max_tokens ({bound}) that drawing ahead under a token budget "
+                            "relies on (the endpoint answered past max_tokens); set vote's "
+                            "parallel_agents: 1"
                         )
                 while published in done:  # in sample order, whichever call finished first
                     self._publish(message, published, done[published])
