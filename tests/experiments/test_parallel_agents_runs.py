@@ -93,8 +93,10 @@ def test_parallel_agents_give_the_same_tables_and_requests(tmp_path, monkeypatch
         sequential = run(_spec(fake.api_base, parallel=1, concurrency=1), progress=False, compare=False)
         sent = _model_requests(fake)
         assert fake.max_in_flight == 1
-        # The same data directory: every model call is answered by the sequential run's cache.
-        replayed = run(_spec(fake.api_base, parallel=3, concurrency=2), progress=False, compare=False)
+        # The same data directory, checkpoints ignored (they are shared: the key leaves
+        # parallel_agents out): every model call is answered by the sequential run's cache.
+        replayed = run(_spec(fake.api_base, parallel=3, concurrency=2), progress=False, compare=False,
+                       fresh=True)
         assert _model_requests(fake) == sent
     assert _tables(replayed) == _tables(sequential)
     assert all(r.cached_lm_calls == r.lm_calls > 0 for c in replayed.children for r in c.results)
@@ -143,3 +145,20 @@ def test_ctrl_c_with_parallel_agents_in_flight_stops_at_once(home, humaneval_pro
     assert [json.loads(line)["task_id"] for line in checkpoint.read_text().splitlines()] == [
         "HumanEval/0"
     ]
+
+
+def test_parallel_agents_does_not_split_checkpoints():
+    """It changes when calls are made, never what they ask: the same finished problems serve both."""
+    from experiments.provision import ModelIdentity
+    from experiments.runner import checkpoint_key
+    from experiments.spec import parse_spec
+
+    identity = ModelIdentity("openai/fake", "openai/fake", api_base="http://x")
+    keys = {
+        checkpoint_key(parse_spec({"name": "x", "pipelines": [
+            {"name": "debate", "params": {"parallel_agents": n}}]}), identity, "sqlite:///x")
+        for n in (1, 3)
+    }
+    other = checkpoint_key(parse_spec({"name": "x", "pipelines": [
+        {"name": "debate", "params": {"debaters": 2}}]}), identity, "sqlite:///x")
+    assert len(keys) == 1 and other not in keys
