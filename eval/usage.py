@@ -56,12 +56,13 @@ class UsageMeter:
 
     def total(self) -> RoleUsage:
         total = RoleUsage()
-        for usage in self.by_role.values():
-            total.calls += usage.calls
-            total.cached_calls += usage.cached_calls
-            total.prompt_tokens += usage.prompt_tokens
-            total.completion_tokens += usage.completion_tokens
-            total.latency_s += usage.latency_s
+        with self._lock:  # calls in other threads may record meanwhile (parallel agents)
+            for usage in self.by_role.values():
+                total.calls += usage.calls
+                total.cached_calls += usage.cached_calls
+                total.prompt_tokens += usage.prompt_tokens
+                total.completion_tokens += usage.completion_tokens
+                total.latency_s += usage.latency_s
         return total
 
 

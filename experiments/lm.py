@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import dspy
-from dspy.utils.exceptions import ContextWindowExceededError, LMError
+from dspy.utils.exceptions import ContextWindowExceededError, LMError, LMTimeoutError
 from dspy.utils.usage_tracker import track_usage
 
 from eval.errors import ServiceError
@@ -117,6 +117,11 @@ class HarnessLM(dspy.LM):
         except LMError as exc:
             where = self.kwargs.get("api_base") or self.model
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            if "timed out" in first or isinstance(exc, LMTimeoutError):
+                # DSPy's own advice names its internals; ours names the setting a user has.
+                limit = self.kwargs.get("timeout")
+                within = f"within {limit:g} s" if isinstance(limit, int | float) else "in time"
+                first = f"no answer {within} (model.timeout_s / --request-timeout)"
             raise ServiceError(f"model endpoint {where} failed mid-run: {first}") from exc
 
     def close(self) -> None:

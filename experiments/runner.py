@@ -32,6 +32,7 @@ from experiments.run_records import child_run, open_parent_run, results_digest
 from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
 from experiments.tracking import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
+from pipelines.parallel_agents import PARALLEL_AGENTS
 from pipelines.pool import MessagePool
 from pipelines.pool_context import bind_pool
 from pipelines.registry import create_pipeline
@@ -132,7 +133,12 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: 
         },
         "model": spec.model.model_dump(exclude={"num_retries", "timeout_s"}),
         "model_identity": identity.cache_identity,
-        "pipelines": [p.model_dump() for p in spec.pipelines],
+        # parallel_agents changes when role calls are made, never what they ask (tested): runs
+        # that differ only in it share their finished problems.
+        "pipelines": [
+            {**p.model_dump(), "params": {k: v for k, v in p.params.items() if k != PARALLEL_AGENTS}}
+            for p in spec.pipelines
+        ],
         "execution": spec.execution.model_dump(),
         "prompts": _prompts_fingerprint(spec, registry_uri),
         "code": code_fingerprint(),

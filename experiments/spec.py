@@ -16,12 +16,14 @@ from pydantic_core import PydanticCustomError
 
 from eval.errors import UserError
 from eval.formats import FormatName
+from pipelines.parallel_agents import PARALLEL_AGENTS
 from pipelines.registry import validate_params
 from pipelines.vote import BUDGET_FROM
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0
 MAX_SEED = 2**31 - 1  # what every endpoint accepts as a sampling seed, and what the tables store
+MAX_CONCURRENCY = 64  # problems at once, and model calls at once (problems × parallel agents)
 
 
 class _Strict(BaseModel):
@@ -162,7 +164,7 @@ class ExperimentSpec(_Strict):
         "each pipeline, role by role, before running.",
     )
     concurrency: int = Field(
-        default=1, ge=1, le=64,
+        default=1, ge=1, le=MAX_CONCURRENCY,
         description="Problems solved at once. The local server answers one request at a time, "
         "so >1 only helps with remote endpoints.",
     )
@@ -189,6 +191,20 @@ class ExperimentSpec(_Strict):
                 )
                 raise PydanticCustomError("budget_source", "{message}", {"message": message})
         return pipelines
+
+    @model_validator(mode="after")
+    def _bounded_calls_in_flight(self) -> ExperimentSpec:
+        """Each problem in flight may have its pipeline's ``parallel_agents`` calls in flight."""
+        for pipeline in self.pipelines:
+            parallel = int(pipeline.params.get(PARALLEL_AGENTS, 1))
+            if self.concurrency * parallel > MAX_CONCURRENCY:
+                message = (
+                    f"concurrency {self.concurrency} × pipeline '{pipeline.display_name}' "
+                    f"params.{PARALLEL_AGENTS} {parallel} = {self.concurrency * parallel} model calls "
+                    f"at once; at most {MAX_CONCURRENCY}"
+                )
+                raise PydanticCustomError("calls_in_flight", "{message}", {"message": message})
+        return self
 
     @field_validator("seeds")
     @classmethod

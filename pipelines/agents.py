@@ -4,6 +4,7 @@ the result. Agents never call each other; a pipeline is agents reacting to messa
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,9 @@ class TaskContext:
     # Every message of this thread passes through publish(), so the thread's history is kept
     # here too: reading it back from a persisted pool would cost a store query per step.
     _log: list[Message] = field(default_factory=list, repr=False)
+    # Agents of one thread may publish from several threads (parallel agents): the log must keep
+    # the pool's order, so stamping and appending happen together.
+    _publishing: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if not self.thread_id:
@@ -45,16 +49,19 @@ class TaskContext:
     ) -> Message:
         if step is not None:
             metadata["trace"] = step.trace()
-        message = self.pool.publish(Message(
+        unstamped = Message(
             task_id=self.task_id, thread_id=self.thread_id, intent=intent, sender=sender,
             recipient=recipient, summary=summary, content=content, in_reply_to=in_reply_to,
             run_id=self.run_id, metadata=metadata,
-        ))
-        self._log.append(message)
+        )
+        with self._publishing:
+            message = self.pool.publish(unstamped)
+            self._log.append(message)
         return message
 
     def history(self) -> list[Message]:
-        return list(self._log)
+        with self._publishing:
+            return list(self._log)
 
     def pool_message(self, message_id: str) -> Message:
         return next(m for m in self.history() if m.id == message_id)
@@ -94,7 +101,11 @@ class Agent(abc.ABC):
         self.ctx.pool.unsubscribe(self.name)
 
 
-def run_until_quiet(agents: Sequence[Agent], max_rounds: int = 1000) -> int:
+# A guard against agents that would answer each other forever; no pipeline comes near it.
+MAX_ROUNDS = 1000
+
+
+def run_until_quiet(agents: Sequence[Agent], max_rounds: int = MAX_ROUNDS) -> int:
     """Deliver messages until no agent has anything pending. Returns the rounds used.
 
     Each round, every agent takes the batch waiting in its queue and reacts to it in order.

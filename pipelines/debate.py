@@ -17,6 +17,7 @@ from eval.behaviour import behaviour_signatures, largest_group
 from pipelines.agents import Agent, TaskContext
 from pipelines.debate_agents import DebaterAgent, JudgeAgent, Topology
 from pipelines.messages import Intent, Message
+from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 from pipelines.params import PipelineParams
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
@@ -70,6 +71,12 @@ class DebateParams(PipelineParams):
         default=0.7, ge=0, le=2,
         description="Sampling temperature of the debaters' proposals and arguments.",
     )
+    parallel_agents: int = Field(
+        default=1, ge=1, le=MAX_PARALLEL_AGENTS,
+        description="Debaters' model calls in flight at once (1: one after another). The proposals, "
+        "and each round's arguments, are independent; results do not depend on this, as every "
+        "request is built in debater order. Helps with an endpoint that serves requests in parallel.",
+    )
 
 
 @register_pipeline("debate", params=DebateParams)
@@ -98,7 +105,8 @@ class Debate(dspy.Module):
             for i in range(count)
         ]
         agents.append(JudgeAgent(ctx, self.judge, count=count, rounds=rounds))
-        history = converse(ctx, agents, None)  # broadcast: every debater starts
+        # Broadcast: every debater starts.
+        history = converse(ctx, agents, None, parallel=self.params.parallel_agents)
         final, by_round, metrics = debate_metrics(prompt, entry_point, history, count, rounds)
         return dspy.Prediction(
             code=final, iterations=rounds, parsed=metrics["unparsed_steps"] == 0,

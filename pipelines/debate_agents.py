@@ -107,13 +107,15 @@ class JudgeAgent(Agent):
         self.count = count
         self.rounds = rounds
         self.final: dict[int, Message] = {}
-        self.transcript: list[str] = []
+        # (round, debater) -> argument: the transcript is read in that order, never in order of
+        # arrival, which depends on how the debaters' calls were scheduled.
+        self.arguments: dict[tuple[int, int], str] = {}
         self.listen([Intent.PROPOSAL, Intent.ARGUMENT])
 
     def handle(self, message: Message) -> None:
         round_, debater = int(message.metadata["round"]), int(message.metadata["debater"])
         if message.intent == Intent.ARGUMENT:
-            self.transcript.append(f"Round {round_}, debater {debater + 1}: {message.metadata['argument']}")
+            self.arguments[round_, debater] = message.metadata["argument"]
         if round_ == self.rounds:
             self.final[debater] = message
         if len(self.final) == self.count:
@@ -122,9 +124,13 @@ class JudgeAgent(Agent):
     def _decide(self) -> None:
         codes = [self.final[i].content for i in range(self.count)]
         proposals = "\n\n".join(f"Solution {i + 1}:\n```python\n{c}\n```" for i, c in enumerate(codes))
+        transcript = "\n".join(
+            f"Round {round_}, debater {debater + 1}: {argument}"
+            for (round_, debater), argument in sorted(self.arguments.items())
+        )
         step = call_role(
             self.judge, self.role, prompt=self.ctx.prompt, proposals=proposals,
-            transcript="\n".join(self.transcript) or "(no debate rounds)",
+            transcript=transcript or "(no debate rounds)",
         )
         choice = step.get("choice")
         merged = (step.get("merged_code") or "").strip()

@@ -7,8 +7,9 @@ from typing import Any
 
 import dspy
 
-from pipelines.agents import Agent, TaskContext, code_messages, run_until_quiet
+from pipelines.agents import MAX_ROUNDS, Agent, TaskContext, code_messages, run_until_quiet
 from pipelines.messages import Intent, Message
+from pipelines.parallel_agents import run_agents_concurrently
 
 
 def thread_outcome(history: list[Message]) -> dict[str, Any]:
@@ -43,12 +44,18 @@ def thread_outcome(history: list[Message]) -> dict[str, Any]:
     }
 
 
-def converse(ctx: TaskContext, agents: Sequence[Agent], recipient: str | None) -> list[Message]:
+def converse(
+    ctx: TaskContext, agents: Sequence[Agent], recipient: str | None, *, parallel: int = 1
+) -> list[Message]:
     """Assign the task (``recipient=None`` broadcasts it), let the agents react until nobody has
-    anything pending, unsubscribe them, and return the thread's messages."""
+    anything pending, unsubscribe them, and return the thread's messages. With ``parallel`` > 1
+    up to that many agents handle their messages at once (each in its own thread)."""
     try:
         ctx.assign(recipient)
-        run_until_quiet(agents)
+        if parallel == 1:
+            run_until_quiet(agents)
+        else:  # the same bound on work as run_until_quiet's rounds
+            run_agents_concurrently(agents, parallel, max_batches=MAX_ROUNDS * len(agents))
     finally:
         for agent in agents:
             agent.close()

@@ -8,58 +8,119 @@ so its cost can match another pipeline's measured tokens per problem.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any
 
 import dspy
 from pydantic import Field, model_validator
 
 from eval.behaviour import behaviour_signatures, largest_group
-from eval.errors import UserError
-from eval.usage import current_meter
+from eval.errors import ServiceError, UserError
 from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.messages import Intent, Message
+from pipelines.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
 from pipelines.params import PipelineParams
 from pipelines.pool_context import current_pool
 from pipelines.registry import register_pipeline
-from pipelines.role_call import call_role
+from pipelines.role_call import RoleResult, call_role
 from pipelines.threads import converse
 from signatures.coder import Coder
 
 
+def _tokens(step: RoleResult) -> int:
+    return int(step.usage.get("prompt_tokens", 0) + step.usage.get("completion_tokens", 0))
+
+
 class SamplerAgent(Agent):
-    """Draws independent samples for the task, then tells the voter it is done."""
+    """Draws independent samples for the task, then tells the voter it is done.
+
+    Up to ``parallel`` samples are drawn at once. Sample ``i`` always has seed and rollout id
+    ``i`` and is published after samples ``0 … i-1``, so what is drawn and in which order it
+    appears never depends on which call finished first. Under a token budget a sample is drawn
+    when the samples before it cost less than the budget, exactly as one at a time; a sample
+    starts before those are all back only when even their most expensive outcome (the first
+    sample's prompt, which every sample repeats, plus ``max_tokens``) leaves it within budget.
+    """
 
     role = "sampler"
 
     def __init__(
         self, ctx: TaskContext, coder: dspy.Module, *, k: int, temperature: float,
-        token_budget: float | None, max_samples: int,
+        token_budget: float | None, max_samples: int, parallel: int,
     ) -> None:
         super().__init__(ctx)
         self.coder, self.k, self.temperature = coder, k, temperature
         self.token_budget, self.max_samples = token_budget, max_samples
+        self.parallel = parallel
         self.listen([Intent.TASK_ASSIGNMENT], to_me_only=True)
 
-    def _more(self, drawn: int) -> bool:
+    def _draw(self, index: int) -> RoleResult:
+        return call_role(
+            self.coder, "coder", config=sampling_config(index, self.temperature), prompt=self.ctx.prompt
+        )
+
+    def _may_start(self, index: int, done: dict[int, RoleResult], bound: int | None) -> bool:
+        """Would drawing one at a time draw sample ``index``? Unfinished earlier samples count
+        at ``bound`` tokens each; with no bound, wait for them."""
         if self.token_budget is None:
-            return drawn < self.k
-        meter = current_meter()
-        spent = meter.total().prompt_tokens + meter.total().completion_tokens if meter else 0
-        return drawn < self.max_samples and (drawn == 0 or spent < self.token_budget)
+            return index < self.k
+        if index >= self.max_samples:
+            return False
+        spent = 0
+        for earlier in range(index):
+            if earlier in done:
+                spent += _tokens(done[earlier])
+            elif bound is None:
+                return False
+            else:
+                spent += bound
+        return index == 0 or spent < self.token_budget
+
+    def _bound(self, first: RoleResult) -> int | None:
+        """Most tokens a sample can cost, from the first one: every sample sends the same prompt
+        in one call and gets at most ``max_tokens`` back. None when drawing one at a time."""
+        if self.parallel == 1 or self.token_budget is None or first.usage.get("calls") != 1:
+            return None
+        lm = dspy.settings.lm
+        max_tokens = lm.kwargs.get("max_tokens") if lm is not None else None
+        return int(first.usage["prompt_tokens"]) + max_tokens if isinstance(max_tokens, int) else None
 
     def handle(self, message: Message) -> None:
-        drawn = 0
-        while self._more(drawn):
-            step = call_role(
-                self.coder, "coder", config=sampling_config(drawn, self.temperature), prompt=self.ctx.prompt
-            )
-            self.ctx.publish(
-                intent=Intent.PROPOSAL, sender=self.name, content=step.get("code") or step.raw,
-                summary=f"sample {drawn + 1}", in_reply_to=message.id, step=step, sample=drawn,
-            )
-            drawn += 1
-        self.ctx.publish(intent=Intent.STATUS, sender=self.name, summary=f"{drawn} samples drawn",
-                         samples=drawn)
+        done: dict[int, RoleResult] = {}
+        running: dict[Future[RoleResult], int] = {}
+        started = published = 0
+        bound: int | None = None
+        with ParallelCalls(self.parallel) as calls:
+            while True:
+                while len(running) < self.parallel and self._may_start(started, done, bound):
+                    running[calls.submit(self._draw, started)] = started
+                    started += 1
+                if not running:
+                    break
+                for future in calls.finished(running):
+                    index = running.pop(future)
+                    done[index] = future.result()
+                    if index == 0:
+                        bound = self._bound(done[0])
+                    if bound is not None and _tokens(done[index]) > bound:
+                        # Samples drawn ahead might then be ones a sequential run would not draw.
+                        raise ServiceError(
+                            f"vote sample {index + 1} cost {_tokens(done[index])} tokens, more than the "
+                            f"prompt plus max_tokens ({bound}) that drawing ahead under a token budget "
+                            "relies on (the endpoint answered past max_tokens); set vote's "
+                            "parallel_agents: 1"
+                        )
+                while published in done:  # in sample order, whichever call finished first
+                    self._publish(message, published, done[published])
+                    published += 1
+        self.ctx.publish(intent=Intent.STATUS, sender=self.name, summary=f"{published} samples drawn",
+                         samples=published)
+
+    def _publish(self, assignment: Message, index: int, step: RoleResult) -> None:
+        self.ctx.publish(
+            intent=Intent.PROPOSAL, sender=self.name, content=step.get("code") or step.raw,
+            summary=f"sample {index + 1}", in_reply_to=assignment.id, step=step, sample=index,
+        )
 
 
 class VoterAgent(Agent):
@@ -76,7 +137,8 @@ class VoterAgent(Agent):
         if message.intent == Intent.PROPOSAL:
             self.samples.append(message)
             return
-        codes = [m.content for m in self.samples]
+        # In sample order (the seed's order), so ties between groups break the same way always.
+        codes = [m.content for m in sorted(self.samples, key=lambda m: int(m.metadata["sample"]))]
         group = largest_group(behaviour_signatures(self.ctx.prompt, self.ctx.entry_point, codes))
         chosen = group[0] if group else 0
         self.ctx.publish(
@@ -107,6 +169,12 @@ class VoteParams(PipelineParams):
         "what it is compared to.",
     )
     max_samples: int = Field(default=20, ge=1, description="Most samples drawn under a token budget.")
+    parallel_agents: int = Field(
+        default=1, ge=1, le=MAX_PARALLEL_AGENTS,
+        description="Samples drawn at once (1: one after another). Results do not depend on this: "
+        "sample i has seed i, and under a token budget the same samples are drawn as one at a time. "
+        "Helps with an endpoint that serves requests in parallel.",
+    )
 
     @model_validator(mode="after")
     def _one_budget(self) -> VoteParams:
@@ -139,6 +207,7 @@ class Vote(dspy.Module):
         sampler = SamplerAgent(
             ctx, self.coder, k=self.params.k, temperature=self.params.temperature,
             token_budget=self.params.token_budget, max_samples=self.params.max_samples,
+            parallel=self.params.parallel_agents,
         )
         history = converse(ctx, [sampler, VoterAgent(ctx)], sampler.name)
         verdict = next(m for m in reversed(history) if m.intent == Intent.VERDICT)

@@ -72,6 +72,8 @@ def test_fault_mid_run_then_same_command(fault, tmp_path, home, capsys, humaneva
         if expected == 3:
             (line,) = err.strip().splitlines()
             assert "failed mid-run" in line and "run the same command again" in line
+            if "hang" in fault:
+                assert "no answer within 2 s (model.timeout_s / --request-timeout)" in line
             status = [r.info.status for r in Tracker(home, "test-experiment").runs_tagged({})]
             assert status and set(status) == {"KILLED"}
         else:

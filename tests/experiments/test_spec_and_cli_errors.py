@@ -38,6 +38,10 @@ def _run_cli(capsys, *args):
         ("name: x\npipelines: [{name: nope}]\n", "unknown pipeline 'nope'"),
         ("- just\n- a list\n", "expected a mapping"),
         ("name: x\npipelines: [{name: baseline}]\nmodel: {max_tokens: -1}\n", "model.max_tokens"),
+        (
+            "name: x\nconcurrency: 8\npipelines: [{name: vote, params: {parallel_agents: 16}}]\n",
+            "concurrency 8 × pipeline 'vote' params.parallel_agents 16 = 128 model calls at once; at most 64",
+        ),
     ],
 )
 def test_bad_spec_is_one_line_exit_2(tmp_path, capsys, home, text, expected):

@@ -24,7 +24,9 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("debate", {"topology": "mesh"}, "params.topology: must be one of full, ring, star (got 'mesh')"),
     ("debate", {"temperature": 3}, "params.temperature: must be <= 2.0 (got 3)"),
     ("debate", {"judges": 2},
-     "params.judges: unknown field; allowed: debaters, rounds, topology, temperature"),
+     "params.judges: unknown field; allowed: debaters, rounds, topology, temperature, parallel_agents"),
+    ("debate", {"parallel_agents": 0}, "params.parallel_agents: must be >= 1 (got 0)"),
+    ("debate", {"parallel_agents": 17}, "params.parallel_agents: must be <= 16 (got 17)"),
     ("vote", {"k": 0}, "params.k: must be >= 1 (got 0)"),
     ("vote", {"temperature": "hot"}, "params.temperature: expected a number, got 'hot'"),
     ("vote", {"token_budget": -1}, "params.token_budget: must be >= 0.0 (got -1)"),
@@ -32,5 +34,7 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("vote", {"token_budget": 100, "token_budget_from": "baseline"},
      "params: give token_budget or token_budget_from, not both"),
     ("vote", {"samples": 3},
-     "params.samples: unknown field; allowed: k, temperature, token_budget, token_budget_from, max_samples"),
+     "params.samples: unknown field; allowed: k, temperature, token_budget, token_budget_from, max_samples, "
+     "parallel_agents"),
+    ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
 ]

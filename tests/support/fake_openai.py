@@ -7,6 +7,7 @@ The harness talks to it exactly as it talks to llama-cpp-python's server or a cl
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -65,12 +66,21 @@ def completion(content: str | None, *, choices: bool = True) -> RawReply:
 class FakeOpenAIServer:
     """Serve ``/v1/chat/completions`` and ``/v1/models`` on 127.0.0.1 in a background thread."""
 
-    def __init__(self, responder: Responder, delay_s: float = 0.0, *, pass_body: bool = False) -> None:
-        """``pass_body``: call ``responder(messages, body)`` so a script can read e.g. the seed."""
+    def __init__(
+        self, responder: Responder, delay_s: float = 0.0, *, pass_body: bool = False,
+        jitter_s: float = 0.0, jitter_seed: int = 0,
+    ) -> None:
+        """``pass_body``: call ``responder(messages, body)`` so a script can read e.g. the seed.
+        ``jitter_s``: each request also waits a random 0…jitter_s seconds (seeded), so concurrent
+        requests come back in an order of their own. ``max_in_flight`` is the most requests that
+        were being answered at once."""
         self.responder = responder
         self.pass_body = pass_body
         self.delay_s = delay_s
+        self.jitter_s = jitter_s
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = self.max_in_flight = 0
+        self._random = random.Random(jitter_seed)
         self._lock = threading.Lock()
         server = self
 
@@ -90,12 +100,23 @@ class FakeOpenAIServer:
                 self._send({"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
             def do_POST(self) -> None:
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer()
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
-                if server.delay_s:
-                    time.sleep(server.delay_s)
+                    delay = server.delay_s + server._random.uniform(0, server.jitter_s)
+                if delay:
+                    time.sleep(delay)
                 messages = body.get("messages", [])
                 text = server.responder(messages, body) if server.pass_body else server.responder(messages)
                 if isinstance(text, Hang):
