@@ -20,6 +20,7 @@ from pathlib import Path
 
 from eval.results import ProblemResult
 from experiments.spec import ExperimentSpec
+from pipelines.parallel_agents import PARALLEL_AGENTS
 
 MANIFEST = "manifest.json"
 # The model settings that change what the model answers (hence tokens and time); transport
@@ -48,7 +49,10 @@ def cost_keys(
     }
     keys = {}
     for pipeline in spec.pipelines:
-        material = {**common, "pipeline": pipeline.name, "params": pipeline.params,
+        # As in the checkpoint key: parallel_agents changes when calls are made, not what they
+        # ask, and one store holds problems run with any value of it.
+        params = {k: v for k, v in pipeline.params.items() if k != PARALLEL_AGENTS}
+        material = {**common, "pipeline": pipeline.name, "params": params,
                     "prompts": prompts.get(pipeline.display_name)}
         blob = json.dumps(material, sort_keys=True, default=str)
         keys[pipeline.display_name] = hashlib.sha256(blob.encode()).hexdigest()[:16]

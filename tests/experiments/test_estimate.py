@@ -91,6 +91,19 @@ def test_other_experiments_lend_costs_only_for_the_same_pipeline_and_params(home
     assert found.unknown == ["critic_loop"]
 
 
+def test_parallel_agents_shares_costs_like_it_shares_checkpoints(home, humaneval_problems):
+    vote = {"name": "vote", "params": {"k": 2, "parallel_agents": 1}}
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        run(fake_spec(fake.api_base, pipelines=[vote], limit=2, pool={"persist": False}), progress=False)
+        vote["params"] = {"k": 2, "parallel_agents": 2}
+        found = estimate(fake_spec(fake.api_base, pipelines=[vote], limit=3), home=home)
+        vote["params"] = {"k": 3, "parallel_agents": 2}
+        other = estimate(fake_spec(fake.api_base, pipelines=[vote], limit=3), home=home)
+    (row,) = found.pipelines
+    assert (row.done, row.pending, row.source, row.per_problem.lm_calls) == (2, 1, "measured", 2)
+    assert other.pipelines[0].source == "unknown"  # k changes the calls: not the same cost
+
+
 def test_a_store_from_before_manifests_still_counts_for_its_own_configuration(home, measured):
     fake, _ = measured
     (manifest,) = (home / "checkpoints").glob("*/manifest.json")
