@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,14 +48,7 @@ class HarnessLM(dspy.LM):
         super().__init__(model, cache=False, **kwargs)
         self.identity = identity
         self.cache_dir = cache_dir
-        self._store: Any = None
-
-    def _cache(self) -> Any:
-        if self._store is None and self.cache_dir is not None:
-            import diskcache
-
-            self._store = diskcache.Cache(str(self.cache_dir), size_limit=8 * 2**30)
-        return self._store
+        self._store = _SharedCache(cache_dir)
 
     def _key(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> str:
         request = {
@@ -76,7 +70,7 @@ class HarnessLM(dspy.LM):
         if prompt is not None and not isinstance(prompt, str):
             # An explicit dspy.lm15.Request: not a call this harness makes; pass it through.
             return super().__call__(prompt, messages=messages, **kwargs)
-        store = self._cache() if use_cache else None
+        store = self._store.get() if use_cache else None
         key = self._key(prompt, messages, kwargs) if store is not None else ""
         entry = store.get(key) if store is not None else None
         meter = current_meter()
@@ -125,10 +119,44 @@ class HarnessLM(dspy.LM):
             raise ServiceError(f"model endpoint {where} failed mid-run: {first}") from exc
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        self._store.close()
         super().close()
+
+
+class _SharedCache:
+    """The on-disk response cache of one LM and every copy of it: DSPy's ``copy()`` is shallow,
+    so copies (one per seed, per sample) share this holder, open one connection, and the
+    original's ``close()`` closes it — none is left for the garbage collector to close later."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self._cache: Any = None
+        self._lock = threading.Lock()  # two threads' first calls must not open two connections
+
+    def get(self) -> Any:
+        if self.directory is None:
+            return None
+        with self._lock:
+            if self._cache is None:
+                import diskcache
+
+                self._cache = diskcache.Cache(str(self.directory), size_limit=8 * 2**30)
+            return self._cache
+
+    def close(self) -> None:
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedCache:
+        return self  # a deep-copied program still talks to the same cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"directory": self.directory}  # a pickled LM reopens the cache where it lands
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["directory"])  # type: ignore[misc]
 
 
 def _text_of(output: Any) -> str:
