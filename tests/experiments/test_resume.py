@@ -18,7 +18,8 @@ from support.specs import fake_spec
 
 from experiments.tracking import CHILD_TAG, PARENT_TAG, RESULTS_TAG, Tracker, tracking_uri
 
-KILL_AT = Path(__file__).parents[1] / "support" / "kill_at.py"
+ROOT = Path(__file__).parents[2]
+KILL_AT = ROOT / "tests" / "support" / "kill_at.py"
 PIPELINES = [{"name": "baseline"}, {"name": "vote", "params": {"k": 2}}]
 APPEND = "experiments.checkpoints:CheckpointStore.append"
 # (point, occurrence, match, before, whether the first pipeline's child had finished)
@@ -47,7 +48,10 @@ def spec_path(endpoint, tmp_path_factory) -> Path:
 
 
 def _critiquelab(home: Path, spec: Path, *prefix: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CRITIQUELAB_HOME": str(home)}
+    # The checkout under test first: kill_at.py runs as a script, which would otherwise import
+    # whatever copy of the package the environment has installed.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "CRITIQUELAB_HOME": str(home), "PYTHONPATH": path}
     command = [sys.executable, *prefix, "--", "run", str(spec), "--no-progress"]
     if not prefix:
         command = [sys.executable, "-m", "experiments.cli", "run", str(spec), "--no-progress"]
