@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 import urllib.request
@@ -84,34 +85,43 @@ def _fresh(kind: str) -> str:
     if kind == "generate":
         return (f"[{nonce}] Write a long Python module of utility functions for text processing, "
                 "each with a docstring.")
-    words = " ".join(f"item{(int(nonce[:6], 16) + i) % 9973}" for i in range(160))  # ~500 tokens
+    words = " ".join(f"item{(int(nonce[:6], 16) + i) % 9973}" for i in range(95))  # ~500 tokens
     return f"[{nonce}] Here is a list: {words}. How many items are there?"
 
 
 def _prefix(topic: str) -> str:
     """~1.2k tokens that two questions of one agent share (instructions and a task)."""
-    lines = [f"Rule {i}: when handling {topic}, function f{i}(x) must return x * {i} + {i % 7}."
-             for i in range(75)]
-    return "You are a careful Python developer.\n" + "\n".join(lines) + "\n\nQuestion: "
+    lines = [f"Rule {i}: function f{i}(x) must return x * {i} + {i % 7}." for i in range(53)]
+    return f"You are {topic}, a careful Python developer.\n" + "\n".join(lines) + "\n\nQuestion: "
 
 
-def _cached(usage: dict) -> int:
-    return int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+def _cached(usages: list[dict[str, Any]]) -> str:
+    """Prompt tokens the server took from its cache / prompt tokens sent."""
+    sent = sum(u["prompt_tokens"] for u in usages)
+    if not all("prompt_tokens_details" in u for u in usages):
+        return f"not reported/{sent}"
+    return f"{sum(int(u['prompt_tokens_details'].get('cached_tokens') or 0) for u in usages)}/{sent}"
 
 
-def _measure(api_base: str, levels: list[int], gate: QuietGate) -> dict[str, Any]:
+def _measure(api_base: str, levels: list[int], gate: QuietGate, name: str) -> dict[str, Any]:
     out: dict[str, Any] = {"generate": {}, "prompt": {}}
+
+    def progress(what: str, value: float, load: float) -> None:  # the figures so far, if cut short
+        print(f"  {name}: {what} {value:.1f} @load {load:.1f}", file=sys.stderr, flush=True)
+
     _post(api_base, [{"role": "user", "content": "Hi"}], 4)  # warm-up, not measured
     for n in levels:
         load = gate.wait()
         wall, usages = _concurrently(api_base, [_fresh("generate") for _ in range(n)], ANSWER_TOKENS,
                                      logit_bias=NO_EOS)
         out["generate"][n] = (sum(u["completion_tokens"] for u in usages) / wall, load)
+        progress(f"{n} concurrent, completion tok/s", *out["generate"][n])
         load = gate.wait()
         wall, usages = _concurrently(api_base, [_fresh("prompt") for _ in range(n)], 1)
         out["prompt"][n] = (sum(u["prompt_tokens"] for u in usages) / wall, load)
+        progress(f"{n} concurrent, prompt tok/s", *out["prompt"][n])
 
-    a, b = _prefix(f"agent A {uuid.uuid4().hex}"), _prefix(f"agent B {uuid.uuid4().hex}")
+    a, b = _prefix(f"agent A{uuid.uuid4().hex[:8]}"), _prefix(f"agent B{uuid.uuid4().hex[:8]}")
     load = gate.wait()
     start = time.monotonic()
     first = [_post(api_base, [{"role": "user", "content": p + "What is f1(2)?"}], 8) for p in (a, b)]
@@ -124,8 +134,7 @@ def _measure(api_base: str, levels: list[int], gate: QuietGate) -> dict[str, Any
     out["prefix"] = {
         "load": load, "prefix_tokens": first[0]["prompt_tokens"], "prime_s": primed / 2,
         "alternate_s": alternated / len(alternating), "across_slots_s": wall,
-        "cached": (sum(map(_cached, alternating)) + sum(map(_cached, across)),
-                   sum(u["prompt_tokens"] for u in alternating + across)),
+        "cached": _cached(alternating + across),
     }
     return out
 
@@ -134,7 +143,7 @@ def _serve_and_measure(backend: Backend, model: Path, slots: int, levels: list[i
                        log: Path) -> dict[str, Any]:
     server = LocalModelServer(model, "bench", backend=backend, n_ctx=4096, slots=slots, log_path=log)
     with server:
-        return _measure(server.api_base, levels, gate)
+        return _measure(server.api_base, levels, gate, backend.name)
 
 
 def _cell(values: list[tuple[float, float]]) -> str:
@@ -176,14 +185,14 @@ def main() -> None:
         for n in levels:
             cells = [_cell([run[what][n] for run in results[b.name]]) for b in backends]
             print(f"  {n} concurrent{'':12}{cells[0]:>34}{cells[1]:>34}")
-    print("prefix reuse (s per request; prompt tokens taken from the server's cache / sent)")
+    print("prefix reuse (seconds; prompt tokens taken from the server's cache / sent)")
     rows = (("first request of a prefix", "prime_s"), ("A,B alternating, new question", "alternate_s"),
-            ("4 new questions on A at once", "across_slots_s"))
+            ("4 new questions on A at once (all 4)", "across_slots_s"))
     for row, key in rows:
         cells = [f"{statistics.median(run['prefix'][key] for run in results[b.name]):6.2f}" for b in backends]
-        print(f"  {row:30}{cells[0]:>28}{cells[1]:>34}")
-    cached = ["{}/{}".format(*results[b.name][-1]["prefix"]["cached"]) for b in backends]
-    print(f"  {'cached/sent prompt tokens':30}{cached[0]:>28}{cached[1]:>34}")
+        print(f"  {row:38}{cells[0]:>20}{cells[1]:>34}")
+    cached = [results[b.name][-1]["prefix"]["cached"] for b in backends]
+    print(f"  {'cached/sent prompt tokens':38}{cached[0]:>20}{cached[1]:>34}")
     print(f"prefix {results[backends[0].name][0]['prefix']['prefix_tokens']} prompt tokens; waited "
           f"{gate.waited_s:.0f}s for a quiet machine; total {time.monotonic() - started:.0f}s")
 
