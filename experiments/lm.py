@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import dspy
-from dspy.utils.exceptions import ContextWindowExceededError, LMError, LMTimeoutError
+from dspy.utils.exceptions import (
+    ContextWindowExceededError,
+    LMError,
+    LMInvalidRequestError,
+    LMTimeoutError,
+)
 from dspy.utils.usage_tracker import track_usage
 
 from eval.errors import ServiceError
@@ -26,6 +31,10 @@ from eval.usage import current_meter
 
 # Request settings that do not change a reply, so they stay out of the cache key.
 _TRANSPORT_KWARGS = ("timeout", "num_retries")
+# llama.cpp's llama-server says a prompt does not fit a slot with HTTP 400, error type
+# exceed_context_size_error and this message; DSPy's OpenAI client recognises only OpenAI's
+# context_length_exceeded code, so it would pass as an endpoint failure.
+_LLAMA_SERVER_OVERFLOW = "exceeds the available context size"
 
 
 def _usage_numbers(totals: dict[str, dict[str, Any]]) -> tuple[int, int]:
@@ -48,6 +57,9 @@ class HarnessLM(dspy.LM):
         super().__init__(model, cache=False, **kwargs)
         self.identity = identity
         self.cache_dir = cache_dir
+        # What served it, for the run's params (the local server's name, version, slots); empty
+        # for an endpoint given by its URL.
+        self.served_by: dict[str, str] = {}
         self._store = _SharedCache(cache_dir)
 
     def _key(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> str:
@@ -108,15 +120,22 @@ class HarnessLM(dspy.LM):
             return super().__call__(prompt, messages=messages, **kwargs)
         except ContextWindowExceededError:
             raise  # the prompt's fault, not the endpoint's: the role records an unparsed step
+        except LMInvalidRequestError as exc:
+            if _LLAMA_SERVER_OVERFLOW not in str(exc):
+                raise self._service_error(exc) from exc
+            raise ContextWindowExceededError(model=self.model, message=str(exc)) from exc
         except LMError as exc:
-            where = self.kwargs.get("api_base") or self.model
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            if "timed out" in first or isinstance(exc, LMTimeoutError):
-                # DSPy's own advice names its internals; ours names the setting a user has.
-                limit = self.kwargs.get("timeout")
-                within = f"within {limit:g} s" if isinstance(limit, int | float) else "in time"
-                first = f"no answer {within} (model.timeout_s / --request-timeout)"
-            raise ServiceError(f"model endpoint {where} failed mid-run: {first}") from exc
+            raise self._service_error(exc) from exc
+
+    def _service_error(self, exc: LMError) -> ServiceError:
+        where = self.kwargs.get("api_base") or self.model
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        if "timed out" in first or isinstance(exc, LMTimeoutError):
+            # DSPy's own advice names its internals; ours names the setting a user has.
+            limit = self.kwargs.get("timeout")
+            within = f"within {limit:g} s" if isinstance(limit, int | float) else "in time"
+            first = f"no answer {within} (model.timeout_s / --request-timeout)"
+        return ServiceError(f"model endpoint {where} failed mid-run: {first}")
 
     def close(self) -> None:
         self._store.close()

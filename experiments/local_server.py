@@ -1,14 +1,21 @@
-"""Serve a GGUF file with llama-cpp-python's OpenAI-compatible server on 127.0.0.1.
+"""Serve a GGUF file on 127.0.0.1 with llama.cpp's ``llama-server`` (parallel slots) or
+llama-cpp-python's OpenAI-compatible server (one request at a time, the fallback).
 
 One server per run, started before the first LM call and stopped when the run ends (normal
 exit, error, Ctrl-C). If the harness itself is killed, the kernel stops the server too
 (``PR_SET_PDEATHSIG``), so no orphan keeps the port and the CPU.
+
+``llama-server`` serves ``slots`` requests at once with continuous batching, each slot with the
+spec's context window and its own prompt cache, so the agents of a problem keep their shared
+prefixes while their requests interleave. Which server answered never changes the LM cache key
+(the model file's hash): a cached answer replays whichever server made it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.metadata
 import os
 import signal
 import socket
@@ -17,10 +24,23 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
 from eval.errors import UserError
+from experiments.server_build import BuiltServer
+
+ServerChoice = Literal["auto", "llama-server", "llama-cpp-python"]
+
+# Host memory for llama-server's prompt cache (slot states kept after their requests end, so a
+# later request with the same prefix reuses it on any slot). Its default, 8 GiB, is too much to
+# take on a shared machine; 1 GiB holds ~80 prompts of 1k tokens of the 0.5B model.
+PROMPT_CACHE_MIB = 1024
+# Reuse matching chunks of at least this many tokens by shifting the KV cache, beyond the
+# common prefix (a prompt whose middle matches an earlier one).
+CACHE_REUSE_TOKENS = 256
 
 _PR_SET_PDEATHSIG = 1
 
@@ -36,22 +56,54 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+@dataclass(frozen=True)
+class Backend:
+    """The server program that will serve the model: its name and, for llama-server, the build."""
+
+    name: Literal["llama-server", "llama-cpp-python"]
+    build: BuiltServer | None = None
+
+    @property
+    def version(self) -> str:
+        if self.build is not None:
+            return f"llama.cpp {self.build.llama_cpp_commit} (vendored in {self.build.sdist})"
+        return f"llama-cpp-python {importlib.metadata.version('llama-cpp-python')}"
+
+
+def select_backend(choice: ServerChoice, built: BuiltServer | None) -> Backend:
+    """``auto``: llama-server when the set-up built it, else llama-cpp-python; an explicit
+    choice is honoured, and an explicit llama-server that was not built is an input error."""
+    if choice == "llama-cpp-python" or (choice == "auto" and built is None):
+        return Backend("llama-cpp-python")
+    if built is None:
+        raise UserError(
+            "model.server is 'llama-server', but it was not built on this machine (scripts/"
+            "build_llama_server.sh builds it); use 'auto' or 'llama-cpp-python'"
+        )
+    return Backend("llama-server", built)
+
+
 class LocalModelServer:
-    """Context manager around ``python -m llama_cpp.server``."""
+    """Context manager around one local server process serving ``model_path`` as ``alias``."""
 
     def __init__(
         self,
         model_path: Path,
         alias: str,
         *,
+        backend: Backend,
         n_ctx: int = 4096,
+        slots: int = 1,
         n_threads: int | None = None,
         log_path: Path | None = None,
         startup_timeout_s: float = 180.0,
     ) -> None:
         self.model_path = model_path
         self.alias = alias
+        self.backend = backend
         self.n_ctx = n_ctx
+        # llama-cpp-python serves one request at a time whatever it is asked.
+        self.slots = slots if backend.name == "llama-server" else 1
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
         self.log_path = log_path
         self.startup_timeout_s = startup_timeout_s
@@ -64,19 +116,48 @@ class LocalModelServer:
             raise RuntimeError("server not started")
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> LocalModelServer:
-        self.port = free_port()
-        command = [
+    def params(self) -> dict[str, str]:
+        """What served the run, for its MLflow params."""
+        return {
+            "serving.server": self.backend.name, "serving.version": self.backend.version,
+            "serving.slots": str(self.slots), "serving.threads": str(self.n_threads),
+        }
+
+    def command(self, port: int) -> list[str]:
+        threads = str(self.n_threads)
+        if self.backend.build is not None:
+            return [
+                str(self.backend.build.path),
+                "--model", str(self.model_path), "--alias", self.alias,
+                "--host", "127.0.0.1", "--port", str(port),
+                # llama-server splits --ctx-size across its slots: each gets the spec's window.
+                "--ctx-size", str(self.n_ctx * self.slots), "--parallel", str(self.slots),
+                "--no-kv-unified", "--cont-batching",
+                "--threads", threads, "--threads-batch", threads,
+                "--cache-ram", str(PROMPT_CACHE_MIB), "--cache-reuse", str(CACHE_REUSE_TOKENS),
+                "--no-webui",
+            ]
+        return [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model_path), "--model_alias", self.alias,
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
+            "--host", "127.0.0.1", "--port", str(port),
+            "--n_ctx", str(self.n_ctx), "--n_threads", threads,
         ]
+
+    def _health_url(self) -> str:
+        # llama-server answers /health with 503 until the model is loaded; llama-cpp-python's
+        # server loads the model before it listens.
+        if self.backend.name == "llama-server":
+            return f"http://127.0.0.1:{self.port}/health"
+        return f"{self.api_base}/models"
+
+    def start(self) -> LocalModelServer:
+        self.port = free_port()
         log = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
         try:
             self._process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                self.command(self.port), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
             )
         finally:
             if self.log_path:
@@ -86,7 +167,7 @@ class LocalModelServer:
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
-        url = f"{self.api_base}/models"
+        url = self._health_url()
         while time.monotonic() < deadline:
             assert self._process is not None
             if self._process.poll() is not None:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from eval.errors import UserError
 from experiments.lm import HarnessLM
-from experiments.local_server import LocalModelServer
+from experiments.local_server import LocalModelServer, select_backend
 from experiments.model_files import ensure_model_file, resolve_bundled
+from experiments.server_build import find_built_server
 from experiments.spec import ModelSpec
 
 
@@ -94,10 +95,14 @@ def serve_model(
         alias = f"{identity.resolved}@{identity.file_sha256[:12]}"
         logs = data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
+        backend = select_backend(spec.server, find_built_server())
         with LocalModelServer(
-            identity.file_path, alias, n_ctx=spec.n_ctx, log_path=logs / "llama-server.log"
+            identity.file_path, alias, backend=backend, n_ctx=spec.n_ctx, slots=spec.slots,
+            log_path=logs / "llama-server.log",
         ) as server:
+            # The model name, like the cache key, is the same whichever server runs.
             lm = HarnessLM(f"openai/{alias}", api_base=server.api_base, api_key="local", **common)
+            lm.served_by = server.params()
             try:
                 yield lm
             finally:

@@ -63,7 +63,7 @@ def invocation_digest(key: str, spec: ExperimentSpec, problems: list[Problem]) -
 
 def open_parent_run(
     tracker: Tracker, spec: ExperimentSpec, identity: ModelIdentity, key: str,
-    problems: list[Problem], *, resume: bool,
+    problems: list[Problem], *, resume: bool, served_by: dict[str, str],
 ) -> str:
     """Reopen the parent run that a killed invocation of the same command left unfinished, else
     start a new one. Found by tag in MLflow, so a kill between two steps can never lose it."""
@@ -86,7 +86,7 @@ def open_parent_run(
         **flatten(spec.model_dump(mode="json"), "config."),
         "model.resolved": identity.resolved, "model.file_sha256": identity.file_sha256 or "n/a",
         "model.api_base": identity.api_base or local,
-        "isolation": isolation_level(), "problems": len(problems),
+        "isolation": isolation_level(), "problems": len(problems), **served_by,
         **{f"version.{k}": v for k, v in package_versions().items()},
     })
     tracker.set_tags(parent_id, {

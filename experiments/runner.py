@@ -131,7 +131,8 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: 
             "source": _dataset_fingerprint(spec), "fields": spec.dataset.fields,
             "format": spec.dataset.format, "challenge_tests": spec.dataset.challenge_tests,
         },
-        "model": spec.model.model_dump(exclude={"num_retries", "timeout_s"}),
+        # Transport and serving settings change no answer's cache key, so no checkpoint either.
+        "model": spec.model.model_dump(exclude={"num_retries", "timeout_s", "server", "slots"}),
         "model_identity": identity.cache_identity,
         # parallel_agents changes when role calls are made, never what they ask (tested): runs
         # that differ only in it share their finished problems.
@@ -186,6 +187,10 @@ class _LazyLM:
             identity, model, home = self._args
             self._lm = self._stack.enter_context(serve_model(identity, model, home, cache=self._cache))
         return self._lm
+
+    def served_by(self) -> dict[str, str]:
+        """What serves the model (empty until it is started)."""
+        return dict(self._lm.served_by) if self._lm is not None else {}
 
     def close(self) -> None:
         self._stack.close()
@@ -345,7 +350,9 @@ def run_experiment(
         if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
             lazy_lm.get()  # start and check the model before any run exists
         tracker = Tracker(home, spec.name, uri)
-        parent_id = open_parent_run(tracker, spec, identity, key, problems, resume=not fresh)
+        parent_id = open_parent_run(
+            tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
+        )
         result = ExperimentResult(tracker.experiment_id, parent_id)
         siblings = tracker.runs_tagged({PARENT_TAG: parent_id})
         try:

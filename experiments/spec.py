@@ -16,12 +16,16 @@ from pydantic_core import PydanticCustomError
 
 from eval.errors import UserError
 from eval.formats import FormatName
+from experiments.local_server import ServerChoice
 from pipelines.parallel_agents import PARALLEL_AGENTS
 from pipelines.registry import validate_params
 from pipelines.vote import BUDGET_FROM
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0
+# benchmarks/serving.py on 2 cores: llama-server's aggregate completion tok/s at 1/2/4/8 requests
+# at once was 51/45/69/105; more slots cost only memory (~400 MB of KV cache for the 0.5B model).
+DEFAULT_SLOTS = 8
 MAX_SEED = 2**31 - 1  # what every endpoint accepts as a sampling seed, and what the tables store
 MAX_CONCURRENCY = 64  # problems at once, and model calls at once (problems × parallel agents)
 
@@ -70,7 +74,21 @@ class ModelSpec(_Strict):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=1024, ge=1)
-    n_ctx: int = Field(default=4096, ge=512, description="Context window of the local server.")
+    n_ctx: int = Field(
+        default=4096, ge=512, description="Context window of the local server (per slot)."
+    )
+    server: ServerChoice = Field(
+        default="auto",
+        description="Bundled models: which local server serves them. 'llama-server' (llama.cpp's, "
+        "built by the set-up: parallel slots, a prompt cache per slot), 'llama-cpp-python' (one "
+        "request at a time), or 'auto': llama-server when it was built, else llama-cpp-python. "
+        "Never part of the LM cache key: a cached answer replays whichever server made it.",
+    )
+    slots: int = Field(
+        default=DEFAULT_SLOTS, ge=1, le=32,
+        description="llama-server only: requests served at once (continuous batching), each slot "
+        "with `n_ctx` tokens of context and its own prompt cache.",
+    )
     send_seed: bool = Field(
         default=True, description="Send the run's seed with each request (for sampling)."
     )

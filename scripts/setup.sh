@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up critiquelab on a fresh machine: system packages, .venv, the bundled model.
+# Set up critiquelab on a fresh machine: system packages, .venv, llama-server, the bundled model.
 # Idempotent: a second run only checks. Needs the package registries (PyPI, Debian), nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,10 @@ fi
 .venv/bin/pip install -q torch==2.13.0
 # llama-cpp-python builds from source here (about 3 minutes on 2 cores, once; pip caches the wheel).
 .venv/bin/pip install -q -e ".[dev]"
+# llama.cpp's llama-server (parallel slots, a prompt cache per slot), built once from the
+# llama.cpp tree vendored in the pinned llama-cpp-python sdist and cached; if it cannot be built,
+# one line says so and the bundled model is served by llama-cpp-python's server instead.
+scripts/build_llama_server.sh || true
 # Assemble and verify the bundled model (parts from PyPI; SHA-256 checked).
 LITELLM_LOCAL_MODEL_COST_MAP=True .venv/bin/critiquelab models fetch local >/dev/null
 echo "setup: ready (.venv, bundled model verified)"

@@ -1,4 +1,5 @@
-"""The real bundled model, served by llama-cpp-python, on 3 HumanEval problems."""
+"""The real bundled model, served by the local server (llama-server when the set-up built it,
+else llama-cpp-python), on 3 HumanEval problems."""
 
 import os
 import subprocess
@@ -9,6 +10,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from experiments.server_build import find_built_server
 from experiments.tracking import tracking_uri
 
 pytestmark = pytest.mark.e2e
@@ -16,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _llama_servers() -> list[str]:
-    out = subprocess.run(["pgrep", "-af", "llama_cpp.server"], capture_output=True, text=True)
+    out = subprocess.run(["pgrep", "-af", "llama_cpp.server|llama-server"], capture_output=True, text=True)
     return [line for line in out.stdout.splitlines() if "pgrep" not in line]
 
 
@@ -39,6 +41,8 @@ def test_cli_run_on_bundled_model(tmp_path):
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
     child = next(r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id)
     assert parent.data.params["model.file_sha256"].startswith("1d9614638d18")
+    expected_server = "llama-server" if find_built_server() else "llama-cpp-python"
+    assert parent.data.params["serving.server"] == expected_server
     assert 0.0 <= child.data.metrics["pass_at_1"] <= 1.0
     assert child.data.metrics["completion_tokens"] > 0
     table = pd.read_parquet(client.download_artifacts(child.info.run_id, "problems.parquet"))

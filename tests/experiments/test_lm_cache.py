@@ -1,8 +1,11 @@
 """HarnessLM: the cache key includes the endpoint identity; cached calls keep their usage."""
 
 import dspy
-from support.fake_openai import FakeOpenAIServer
+import pytest
+from dspy.utils.exceptions import ContextWindowExceededError
+from support.fake_openai import FakeOpenAIServer, HttpError, llama_server_overflow
 
+from eval.errors import ServiceError
 from eval.usage import UsageMeter, acting_as, metering
 from experiments.lm import HarnessLM
 
@@ -48,3 +51,15 @@ def test_works_inside_a_dspy_predict(tmp_path):
         lm = _lm(fake, tmp_path, "endpoint-a")
         with dspy.context(lm=lm):
             assert dspy.Predict("question -> answer")(question="?").answer == "42"
+
+
+def test_llama_server_context_overflow_is_the_prompts_fault_not_the_endpoints(tmp_path):
+    """llama-server's overflow reply is a context error (the role records an unparsed step); any
+    other rejected request still stops the run as an endpoint failure."""
+    replies = iter([llama_server_overflow(), HttpError(400, "unsupported parameter: foo")])
+    with FakeOpenAIServer(lambda messages: next(replies)) as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        with pytest.raises(ContextWindowExceededError, match="exceeds the available context size"):
+            lm("a long prompt")
+        with pytest.raises(ServiceError, match="unsupported parameter"):
+            lm("another prompt")

@@ -44,6 +44,15 @@ class RawReply:
         self.body, self.status, self.content_type = body, status, content_type
 
 
+def llama_server_overflow(tokens: int = 5000, window: int = 4096) -> RawReply:
+    """The reply llama.cpp's llama-server sends when the prompt does not fit a slot (its code is
+    the HTTP status, its type names the cause)."""
+    error = {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": window,
+             "message": f"request ({tokens} tokens) exceeds the available context size ({window} tokens), "
+                        "try increasing it"}
+    return RawReply(json.dumps({"error": error}).encode(), status=400)
+
+
 class Hang:
     """Return this from a responder to answer nothing for ``seconds`` and then drop the request."""
 
