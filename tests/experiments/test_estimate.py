@@ -1,6 +1,7 @@
 """`run --estimate`: the cost of an experiment from earlier problems in the data directory (or the
 shipped defaults for the bundled model), without calling the model or writing anything."""
 
+import gc
 import statistics
 
 import pytest
@@ -17,6 +18,9 @@ from experiments.estimate import SHIPPED
 
 def _state(path):
     """Every file and directory under ``path`` with its size and modification time."""
+    # The LM cache keeps one SQLite connection per thread; those of an earlier run's finished
+    # worker threads close (and fold their WAL into the database) only when collected.
+    gc.collect()
     if not path.exists():
         return None
     return {

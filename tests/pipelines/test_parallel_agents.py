@@ -57,7 +57,10 @@ def _debate_scripts():
 def _run(name, scripts, cache_dir, *, jitter_s=0.12, max_tokens=200, **params):
     """One problem through pipeline ``name``; returns what the tests compare."""
     pool, meter = MessagePool(), UsageMeter()
-    with FakeOpenAIServer(role_responder(scripts, with_body=True), pass_body=True, jitter_s=jitter_s) as fake:
+    # Every answer takes at least 0.1 s, so calls submitted together overlap even on a loaded
+    # machine; the jitter on top makes them come back in an order of their own.
+    with FakeOpenAIServer(role_responder(scripts, with_body=True), delay_s=0.1, pass_body=True,
+                          jitter_s=jitter_s) as fake:
         lm = HarnessLM("openai/fake", identity="t", cache_dir=cache_dir, api_base=fake.api_base,
                        api_key="x", temperature=0.0, max_tokens=max_tokens, num_retries=0, seed=BASE_SEED)
         pipeline = create_pipeline(name, **params)

@@ -109,25 +109,27 @@ class FakeOpenAIServer:
                 self._send({"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
             def do_POST(self) -> None:
-                with server._lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    self._answer()
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-            def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
                     delay = server.delay_s + server._random.uniform(0, server.jitter_s)
-                if delay:
-                    time.sleep(delay)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 messages = body.get("messages", [])
-                text = server.responder(messages, body) if server.pass_body else server.responder(messages)
+                try:
+                    if delay:
+                        time.sleep(delay)
+                    args = (messages, body) if server.pass_body else (messages,)
+                    text = server.responder(*args)
+                finally:
+                    # Before the reply is written: once the client has it, it may send its next
+                    # request, which must not count as overlapping this one.
+                    with server._lock:
+                        server.in_flight -= 1
+                self._reply(body, messages, text)
+
+            def _reply(self, body: dict[str, Any], messages: list[dict[str, Any]], text: Any) -> None:
                 if isinstance(text, Hang):
                     time.sleep(text.seconds)
                     return
