@@ -320,6 +320,11 @@ def _stop_on_signal(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _one_line(error: Exception) -> str:
+    """Whatever a message quotes (a file name, a server's reply), it stays one line."""
+    return " ".join(str(error).split())
+
+
 def _hard_exit(code: int, message: str = "") -> NoReturn:
     """Exit without joining worker threads that are blocked in a model request."""
     if message:
@@ -349,12 +354,13 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if args.debug:
             raise
-        print(f"critiquelab: error: {exc}", file=sys.stderr)
+        print(f"critiquelab: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except ServiceError as exc:
         if args.debug:
             raise
-        print(f"critiquelab: error: {exc}; run the same command again to resume", file=sys.stderr)
+        print(f"critiquelab: error: {_one_line(exc)}; run the same command again to resume",
+              file=sys.stderr)
         return 3
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)

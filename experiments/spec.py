@@ -234,11 +234,18 @@ class ExperimentSpec(_Strict):
         return seeds
 
 
+def _path_part(part: Any) -> str:
+    """A field path element as written, or quoted when it is not a plain name (a key holding a
+    line break or spaces must neither split the line nor read as two fields)."""
+    text = str(part)
+    return text if text.replace("_", "a").replace("-", "a").isalnum() else repr(text)
+
+
 def format_validation_error(error: ValidationError, source: str) -> str:
     """One line: the first problem, with its field path, plus a count of the others."""
     first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    message = first["msg"]
+    where = ".".join(_path_part(part) for part in first["loc"]) or "(top level)"
+    message = " ".join(str(first["msg"]).split())  # a value's own line breaks must not split it
     if first["type"] == "extra_forbidden":
         message = "unknown field (check its spelling)"
     more = len(error.errors()) - 1

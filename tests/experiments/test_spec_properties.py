@@ -3,7 +3,7 @@ UserError line — never another exception (a traceback)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from eval.errors import UserError
@@ -34,6 +34,7 @@ def _one_line(error: UserError) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(FIELDS), values, max_size=6))
+@example({"name": "0", "dataset": {"\n": None}})  # found by this test: a key holding a line break
 def test_any_mapping_is_a_spec_or_one_line(data):
     try:
         parse_spec(data, "spec.yaml")
