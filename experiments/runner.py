@@ -8,7 +8,6 @@ import functools
 import hashlib
 import itertools
 import json
-import logging
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -37,8 +36,6 @@ from pipelines.pool import MessagePool
 from pipelines.pool_context import bind_pool
 from pipelines.registry import create_pipeline
 from pipelines.vote import BUDGET_FROM
-
-log = logging.getLogger(__name__)
 
 
 @dataclass

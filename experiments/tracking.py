@@ -142,21 +142,6 @@ class Tracker:
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
         return str(run.info.run_id)
 
-    def status(self, run_id: str | None) -> str | None:
-        """The run's status (RUNNING, FINISHED, KILLED, FAILED …); None if it is not a live run
-        of this store (unknown, deleted, or from another store)."""
-        if not run_id:
-            return None
-        try:
-            run = self.client.get_run(run_id)
-        except Exception:
-            return None
-        return str(run.info.status) if run.info.lifecycle_stage == "active" else None
-
-    def is_resumable(self, run_id: str | None) -> bool:
-        """A live run that did not finish: killed, failed, or still marked running after a kill -9."""
-        return self.status(run_id) not in (None, "FINISHED")
-
     def runs_tagged(self, tags: Mapping[str, str]) -> list[Any]:
         """Live runs of this experiment carrying every one of ``tags``, newest first."""
         clauses = " and ".join(f"tags.`{key}` = '{value}'" for key, value in tags.items())
