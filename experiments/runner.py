@@ -32,8 +32,8 @@ from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
 from experiments.tracking import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from pipelines.parallel_agents import PARALLEL_AGENTS
-from pipelines.pool import MessagePool
-from pipelines.pool_context import bind_pool
+from pipelines.pool.context import bind_pool
+from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import create_pipeline
 from pipelines.vote import BUDGET_FROM
 
@@ -379,7 +379,7 @@ def _open_pool(spec: ExperimentSpec, home: Path) -> MessagePool:
     """The experiment's message pool; closing it flushes every message to the store."""
     if not spec.pool.persist:
         return MessagePool()
-    from pipelines.chroma_process import ChromaProcessStore  # Chroma in a child: off the agents' CPU
+    from pipelines.pool.chroma_process import ChromaProcessStore  # Chroma in a child: off the agents' CPU
 
     if spec.pool.chroma_url:
         return MessagePool(ChromaProcessStore(url=spec.pool.chroma_url))

@@ -216,8 +216,8 @@ def evaluate(
     request at a time). With ``traces``, the run's role calls are appended to it, labelled —
     how an optimisation without earlier runs gets pool traces of its own train split."""
     from optimizers.traces import TaskOutcome, label_thread
-    from pipelines.pool import MessagePool
-    from pipelines.pool_context import using_pool
+    from pipelines.pool.context import using_pool
+    from pipelines.pool.message_pool import MessagePool
 
     results: dict[str, bool] = {}
     with dspy.context(lm=lm, adapter=CodeAdapter()), MessagePool() as pool, using_pool(pool):

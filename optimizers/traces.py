@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from eval.problems import Problem
 from pipelines.agents import code_messages
-from pipelines.messages import Message
+from pipelines.pool.messages import Message
 
 REVIEW_ROLES = ("critic", "meta_critic")
 
@@ -216,7 +216,7 @@ def collect_from_home(
 ) -> list[RoleTrace]:
     """Traces from a data directory's persisted pool and the MLflow store its runs were logged
     to (``uri``; default the data directory's own), by run ids and/or an experiment name."""
-    from pipelines.chroma_store import ChromaPoolStore
+    from pipelines.pool.chroma_store import ChromaPoolStore
 
     uri = uri or f"sqlite:///{home / 'mlflow.db'}"
     ids = list(run_ids)

@@ -11,9 +11,9 @@ from typing import Any
 
 import dspy
 
-from pipelines.messages import Intent, Message
-from pipelines.pool import MessagePool
-from pipelines.pool_context import current_run_id
+from pipelines.pool.context import current_run_id
+from pipelines.pool.message_pool import MessagePool
+from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import RoleResult
 
 

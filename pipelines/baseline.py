@@ -9,7 +9,7 @@ import dspy
 from pipelines.agents import TaskContext
 from pipelines.critic_agents import CoderAgent
 from pipelines.params import PipelineParams
-from pipelines.pool_context import current_pool
+from pipelines.pool.context import current_pool
 from pipelines.registry import register_pipeline
 from pipelines.threads import run_thread
 from signatures.coder import Coder

@@ -8,7 +8,7 @@ import dspy
 from eval.assembly import assemble_program
 from eval.visible_examples import execution_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
-from pipelines.messages import Intent, Message
+from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import call_role
 from signatures.review import Finding, Review, render_review
 

@@ -14,9 +14,9 @@ from pydantic import Field
 
 from pipelines.agents import Agent, TaskContext
 from pipelines.critic_agents import CoderAgent, CriticAgent, FixerAgent, MetaCriticAgent
-from pipelines.messages import Intent
 from pipelines.params import PipelineParams
-from pipelines.pool_context import current_pool
+from pipelines.pool.context import current_pool
+from pipelines.pool.messages import Intent
 from pipelines.registry import register_pipeline
 from pipelines.threads import run_thread
 from signatures.coder import Coder

@@ -16,10 +16,10 @@ from pydantic import Field
 from eval.behaviour import behaviour_signatures, largest_group
 from pipelines.agents import Agent, TaskContext
 from pipelines.debate_agents import DebaterAgent, JudgeAgent, Topology
-from pipelines.messages import Intent, Message
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 from pipelines.params import PipelineParams
-from pipelines.pool_context import current_pool
+from pipelines.pool.context import current_pool
+from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.threads import converse
 from signatures.coder import Coder

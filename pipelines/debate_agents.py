@@ -9,7 +9,7 @@ import dspy
 
 from eval.assembly import assemble_program
 from pipelines.agents import Agent, TaskContext, sampling_config
-from pipelines.messages import Intent, Message
+from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import call_role
 
 Topology = Literal["full", "ring", "star"]

@@ -13,9 +13,9 @@ from pydantic import Field
 
 from pipelines.agents import Agent, TaskContext
 from pipelines.critic_agents import CoderAgent
-from pipelines.messages import Intent, Message
 from pipelines.params import PipelineParams
-from pipelines.pool_context import current_pool
+from pipelines.pool.context import current_pool
+from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.role_call import call_role
 from pipelines.threads import run_thread

@@ -8,8 +8,8 @@ from typing import Any
 import dspy
 
 from pipelines.agents import MAX_ROUNDS, Agent, TaskContext, code_messages, run_until_quiet
-from pipelines.messages import Intent, Message
 from pipelines.parallel_agents import run_agents_concurrently
+from pipelines.pool.messages import Intent, Message
 
 
 def thread_outcome(history: list[Message]) -> dict[str, Any]:

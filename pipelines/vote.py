@@ -17,10 +17,10 @@ from pydantic import Field, model_validator
 from eval.behaviour import behaviour_signatures, largest_group
 from eval.errors import ServiceError, UserError
 from pipelines.agents import Agent, TaskContext, sampling_config
-from pipelines.messages import Intent, Message
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
 from pipelines.params import PipelineParams
-from pipelines.pool_context import current_pool
+from pipelines.pool.context import current_pool
+from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.role_call import RoleResult, call_role
 from pipelines.threads import converse

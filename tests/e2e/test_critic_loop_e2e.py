@@ -8,7 +8,7 @@ from mlflow.tracking import MlflowClient
 
 from experiments.api import run
 from experiments.tracking import tracking_uri
-from pipelines.messages import Intent
+from pipelines.pool.messages import Intent
 
 pytestmark = pytest.mark.e2e
 

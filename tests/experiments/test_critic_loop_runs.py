@@ -13,8 +13,8 @@ from support.specs import fake_spec
 from eval.datasets import load_problems
 from experiments.api import run
 from experiments.tracking import tracking_uri
-from pipelines.chroma_store import ChromaPoolStore
-from pipelines.pool import MessagePool
+from pipelines.pool.chroma_store import ChromaPoolStore
+from pipelines.pool.message_pool import MessagePool
 
 
 def _scripts(problems):

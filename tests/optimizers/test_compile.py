@@ -7,7 +7,7 @@ from support.role_responder import role_responder
 from eval.verdict import Status, Verdict
 from optimizers.compile import CompileConfig, attach_trace_demos, compile_program, feedback_text
 from optimizers.traces import TaskOutcome, label_thread
-from pipelines.messages import Message
+from pipelines.pool.messages import Message
 from pipelines.registry import create_pipeline
 
 

@@ -6,7 +6,7 @@ from support.specs import fake_spec
 
 from experiments.api import run
 from optimizers.traces import TaskOutcome, assert_no_hidden_tests, by_role, collect_from_home, label_thread
-from pipelines.messages import Message
+from pipelines.pool.messages import Message
 
 GULLIBLE = "HumanEval/1"  # the critic approves this task's wrong first draft
 

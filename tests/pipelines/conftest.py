@@ -14,7 +14,7 @@ def hash_embedder() -> HashEmbedder:
 @pytest.fixture(scope="session")
 def minilm():
     """The real bundled MiniLM, loaded once for the session (a few seconds)."""
-    from pipelines.embedder import MiniLMEmbedder
+    from pipelines.pool.embedder import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     embedder(["warm up"])

@@ -6,9 +6,9 @@ from support.fake_openai import FakeOpenAIServer, context_overflow
 from support.role_responder import review, role_responder
 
 from experiments.lm import HarnessLM
-from pipelines.messages import Intent
-from pipelines.pool import MessagePool
-from pipelines.pool_context import using_pool
+from pipelines.pool.context import using_pool
+from pipelines.pool.message_pool import MessagePool
+from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
 from signatures.adapter import CodeAdapter
 

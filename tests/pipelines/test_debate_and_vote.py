@@ -8,9 +8,9 @@ from support.role_responder import role_responder
 from eval.usage import UsageMeter, metering
 from experiments.lm import HarnessLM
 from pipelines.debate_agents import neighbours
-from pipelines.messages import Intent
-from pipelines.pool import MessagePool
-from pipelines.pool_context import using_pool
+from pipelines.pool.context import using_pool
+from pipelines.pool.message_pool import MessagePool
+from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
 from signatures.adapter import CodeAdapter
 

@@ -19,10 +19,10 @@ from support.role_responder import role_of, role_responder
 from eval.errors import ServiceError
 from eval.usage import UsageMeter, current_meter, metering
 from experiments.lm import HarnessLM
-from pipelines.messages import Intent
 from pipelines.parallel_agents import ParallelCalls
-from pipelines.pool import MessagePool
-from pipelines.pool_context import using_pool
+from pipelines.pool.context import using_pool
+from pipelines.pool.message_pool import MessagePool
+from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
 from signatures.adapter import CodeAdapter
 

@@ -16,11 +16,11 @@ import pytest
 from support.pool import HashEmbedder, make_message
 
 from eval.errors import UserError
-from pipelines.chroma_process import ChromaProcessStore
-from pipelines.chroma_store import ChromaPoolStore
-from pipelines.pool import MessagePool, seq_of
+from pipelines.pool.chroma_process import ChromaProcessStore
+from pipelines.pool.chroma_store import ChromaPoolStore
+from pipelines.pool.message_pool import MessagePool, seq_of
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_publish_returns_at_once_while_the_writer_embeds_in_the_background(tmp_path: Path) -> None:
@@ -177,8 +177,8 @@ def test_pending_messages_are_written_on_a_normal_exit_without_close(tmp_path: P
         import sys
         sys.path.insert(0, {str(REPO / "tests")!r})
         from support.pool import HashEmbedder, make_message
-        from pipelines.chroma_store import ChromaPoolStore
-        from pipelines.pool import MessagePool
+        from pipelines.pool.chroma_store import ChromaPoolStore
+        from pipelines.pool.message_pool import MessagePool
 
         pool = MessagePool(ChromaPoolStore({str(tmp_path)!r}, embedder=HashEmbedder(delay=0.05)))
         for i in range(30):

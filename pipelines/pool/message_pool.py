@@ -1,8 +1,8 @@
 """The message pool: the only channel agents communicate through.
 
-Agents publish :class:`~pipelines.messages.Message`s; the pool stamps each with a sequence
+Agents publish :class:`~pipelines.pool.messages.Message`s; the pool stamps each with a sequence
 number, delivers it to the queues of the agents whose subscriptions match, keeps it for
-``history``/``query``, and hands it to an optional :class:`~pipelines.pool_store.PoolStore`
+``history``/``query``, and hands it to an optional :class:`~pipelines.pool.store.PoolStore`
 for persistence. With no store the pool is purely in memory (tests, notebooks, DSPy compiling).
 
 Design notes (the *why*):
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval.errors import UserError
-from pipelines.messages import Message
-from pipelines.pool_store import SEQ_KEY, PoolStore, check_where, matches, seq_of, sort_messages
+from pipelines.pool.messages import Message
+from pipelines.pool.store import SEQ_KEY, PoolStore, check_where, matches, seq_of, sort_messages
 
 __all__ = ["MessagePool", "Subscription", "seq_of"]
 

@@ -1,9 +1,9 @@
 """What the message pool needs from a persistent store, and the filter/record rules they share.
 
-The pool (:mod:`pipelines.pool`) keeps this session's messages in memory and hands each one to
+The pool (:mod:`pipelines.pool.message_pool`) keeps this session's messages in memory and hands each one to
 an optional :class:`PoolStore` for persistence. Keeping the contract small lets the pool run
 purely in memory (tests, notebooks, DSPy compilation) and lets the Chroma store
-(:mod:`pipelines.chroma_store`) stay an implementation detail.
+(:mod:`pipelines.pool.chroma_store`) stay an implementation detail.
 
 Filters are equality on a fixed set of fields plus a half-open time range on ``created_at``;
 the in-memory pool and every store must apply them identically, so both use the helpers here.
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from eval.errors import UserError
-from pipelines.messages import Message
+from pipelines.pool.messages import Message
 
 #: Key of the publish sequence number in ``Message.metadata`` (and in a store record).
 SEQ_KEY = "seq"

@@ -1,6 +1,6 @@
 """The Chroma message store in a child process, so persistence costs the experiment nothing.
 
-Why a process and not only a thread: :class:`~pipelines.chroma_store.ChromaPoolStore` already
+Why a process and not only a thread: :class:`~pipelines.pool.chroma_store.ChromaPoolStore` already
 writes from a background thread, but importing chromadb (~0.4 s), opening its client (~0.3 s),
 upserting and embedding are mostly Python and hold the GIL, so in a thread they slow the agents
 down (measured: a cached critic-loop run 10–20 % slower). Here a ``ChromaPoolStore`` runs in a
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import ServiceError, UserError
-from pipelines.chroma_store import DEFAULT_COLLECTION, usable_directory
-from pipelines.embedder import Embedder
-from pipelines.messages import Message
+from pipelines.pool.chroma_store import DEFAULT_COLLECTION, usable_directory
+from pipelines.pool.embedder import Embedder
+from pipelines.pool.messages import Message
 
 log = logging.getLogger(__name__)
 _STOP = object()  # tells the feeder thread to close the child's stdin
@@ -54,7 +54,7 @@ def child_main() -> None:
     store: Any = None
     failure: BaseException | None = None
     try:
-        from pipelines.chroma_store import ChromaPoolStore
+        from pipelines.pool.chroma_store import ChromaPoolStore
 
         store = ChromaPoolStore(**options)
     except BaseException as exc:  # every later request answers with it
@@ -108,7 +108,7 @@ def _picklable(exc: BaseException) -> BaseException:
 
 
 class ChromaProcessStore:
-    """A :class:`~pipelines.pool_store.PoolStore` whose ``ChromaPoolStore`` lives in a child
+    """A :class:`~pipelines.pool.store.PoolStore` whose ``ChromaPoolStore`` lives in a child
     process. Same arguments and behaviour as ``ChromaPoolStore``; ``add`` never waits for the
     child, even while it is still starting."""
 
@@ -137,7 +137,7 @@ class ChromaProcessStore:
         # Its own session: a terminal's Ctrl-C signals the whole process group, and the child
         # must outlive it so the parent's cleanup can still flush (EOF on stdin ends it).
         self._process = subprocess.Popen(
-            [sys.executable, "-c", "from pipelines.chroma_process import child_main; child_main()"],
+            [sys.executable, "-c", "from pipelines.pool.chroma_process import child_main; child_main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)},
         )

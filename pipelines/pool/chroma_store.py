@@ -32,9 +32,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from eval.errors import UserError
-from pipelines.embedder import Embedder, MiniLMEmbedder
-from pipelines.messages import Message
-from pipelines.pool_store import check_where, from_record, sort_messages, to_record
+from pipelines.pool.embedder import Embedder, MiniLMEmbedder
+from pipelines.pool.messages import Message
+from pipelines.pool.store import check_where, from_record, sort_messages, to_record
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def _chroma_where(
 
 
 class ChromaPoolStore:
-    """A :class:`~pipelines.pool_store.PoolStore` over a Chroma collection.
+    """A :class:`~pipelines.pool.store.PoolStore` over a Chroma collection.
 
     ``ChromaPoolStore(path)`` opens a ``PersistentClient`` on ``path`` (default:
     ``<data dir>/chroma``); ``ChromaPoolStore(url="http://host:8000")`` talks to a Chroma server

@@ -12,10 +12,10 @@ import pytest
 from support.pool import make_message
 
 from eval.errors import UserError
-from pipelines.messages import Intent, Message
-from pipelines.pool import MessagePool, seq_of
-from pipelines.pool_context import active_pool, bind_pool, current_pool, using_pool
-from pipelines.pool_store import PoolStore, from_record, matches, sort_messages, to_record
+from pipelines.pool.context import active_pool, bind_pool, current_pool, using_pool
+from pipelines.pool.message_pool import MessagePool, seq_of
+from pipelines.pool.messages import Intent, Message
+from pipelines.pool.store import PoolStore, from_record, matches, sort_messages, to_record
 
 
 def test_order_is_total_within_a_task_even_when_timestamps_tie() -> None:

@@ -15,11 +15,11 @@ import pytest
 from support.pool import HashEmbedder, make_message
 
 from eval.errors import UserError
-from pipelines.chroma_process import ChromaProcessStore
-from pipelines.chroma_store import ChromaPoolStore
-from pipelines.pool import MessagePool
+from pipelines.pool.chroma_process import ChromaProcessStore
+from pipelines.pool.chroma_store import ChromaPoolStore
+from pipelines.pool.message_pool import MessagePool
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _script(body: str) -> str:
@@ -28,8 +28,8 @@ def _script(body: str) -> str:
         import os, signal, sys, time
         sys.path.insert(0, {str(REPO / "tests")!r})
         from support.pool import HashEmbedder, make_message
-        from pipelines.chroma_process import ChromaProcessStore
-        from pipelines.pool import MessagePool
+        from pipelines.pool.chroma_process import ChromaProcessStore
+        from pipelines.pool.message_pool import MessagePool
         """
     ) + textwrap.dedent(body)
 
