@@ -35,7 +35,7 @@ from experiments.provision import ModelIdentity, resolve_model
 from experiments.runner import checkpoint_key, checkpoint_store, load_inputs, prompts_of
 from experiments.spec import ExperimentSpec, ModelSpec
 from experiments.tracking import tracking_uri
-from pipelines.vote import BUDGET_FROM
+from pipelines.budget import BUDGET_FROM
 
 Z_80 = 1.2816  # the normal distribution's two-sided 80 % quantile
 Source = Literal["measured", "default", "unknown"]

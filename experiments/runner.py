@@ -31,11 +31,11 @@ from experiments.run_records import child_run, open_parent_run, results_digest
 from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
 from experiments.tracking import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
+from pipelines.budget import BUDGET_FROM
 from pipelines.parallel_agents import PARALLEL_AGENTS
 from pipelines.pool.context import bind_pool
 from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import create_pipeline
-from pipelines.vote import BUDGET_FROM
 
 
 @dataclass

@@ -17,9 +17,9 @@ from pydantic_core import PydanticCustomError
 from eval.errors import UserError
 from eval.formats import FormatName
 from experiments.local_server import ServerChoice
+from pipelines.budget import BUDGET_FROM
 from pipelines.parallel_agents import PARALLEL_AGENTS
 from pipelines.registry import validate_params
-from pipelines.vote import BUDGET_FROM
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0

@@ -12,13 +12,13 @@ from concurrent.futures import Future
 from typing import Any
 
 import dspy
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from eval.behaviour import behaviour_signatures, largest_group
-from eval.errors import ServiceError, UserError
+from eval.errors import ServiceError
 from pipelines.agents import Agent, TaskContext, sampling_config
+from pipelines.budget import TokenBudgetParams, require_resolved
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
-from pipelines.params import PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -148,26 +148,12 @@ class VoterAgent(Agent):
         )
 
 
-# The one parameter the experiment runner resolves: it names another pipeline of the experiment.
-BUDGET_FROM = "token_budget_from"
-
-
-class VoteParams(PipelineParams):
+class VoteParams(TokenBudgetParams):
     """Parameters of ``vote``."""
 
-    k: int = Field(default=5, ge=1, description="Samples to draw when there is no token budget.")
+    k: int = Field(default=5, ge=1, description="Samples to draw when there is no token budget "
+                   "(with one, vote samples until it is spent, at least one sample, up to max_samples).")
     temperature: float = Field(default=0.8, ge=0, le=2, description="Sampling temperature of each sample.")
-    token_budget: float | None = Field(
-        default=None, ge=0,
-        description="Keep sampling until this many tokens (prompt + completion) are spent on the "
-        "problem, up to max_samples (at least one sample); k is then not used.",
-    )
-    token_budget_from: str | None = Field(
-        default=None,
-        description="In an experiment spec: the label of a pipeline listed before this one; "
-        "token_budget becomes its measured tokens per problem under the same seed, so vote spends "
-        "what it is compared to.",
-    )
     max_samples: int = Field(default=20, ge=1, description="Most samples drawn under a token budget.")
     parallel_agents: int = Field(
         default=1, ge=1, le=MAX_PARALLEL_AGENTS,
@@ -175,12 +161,6 @@ class VoteParams(PipelineParams):
         "sample i has seed i, and under a token budget the same samples are drawn as one at a time. "
         "Helps with an endpoint that serves requests in parallel.",
     )
-
-    @model_validator(mode="after")
-    def _one_budget(self) -> VoteParams:
-        if self.token_budget is not None and self.token_budget_from is not None:
-            raise ValueError("give token_budget or token_budget_from, not both")
-        return self
 
 
 @register_pipeline("vote", params=VoteParams)
@@ -195,11 +175,7 @@ class Vote(dspy.Module):
     def __init__(self, **params: Any) -> None:
         super().__init__()
         self.params = VoteParams.validated("vote", params)
-        if self.params.token_budget_from is not None:  # sampling k instead would be silently wrong
-            raise UserError(
-                f"pipeline 'vote': params.{BUDGET_FROM}: only an experiment run resolves it (from the "
-                "pipelines listed before vote); built directly, vote takes token_budget"
-            )
+        require_resolved("vote", self.params)
         self.coder = dspy.Predict(Coder)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:

@@ -34,7 +34,7 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("vote", {"token_budget": 100, "token_budget_from": "baseline"},
      "params: give token_budget or token_budget_from, not both"),
     ("vote", {"samples": 3},
-     "params.samples: unknown field; allowed: k, temperature, token_budget, token_budget_from, max_samples, "
+     "params.samples: unknown field; allowed: token_budget, token_budget_from, k, temperature, max_samples, "
      "parallel_agents"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
 ]
