@@ -24,6 +24,12 @@ class ProblemResult(BaseModel):
     completion_tokens: int = 0
     lm_calls: int = 0
     cached_lm_calls: int = 0
+    reused_prompt_tokens: int = Field(
+        default=0, description="Prompt tokens the server took from its prefix cache (where it says)."
+    )
+    reuse_reported_prompt_tokens: int = Field(
+        default=0, description="Prompt tokens of the calls whose server reported its prefix reuse."
+    )
     latency_s: float = Field(default=0.0, description="Wall time to solve and score the problem.")
     final_code: str = ""
     parsed: bool = Field(default=True, description="False if some role's reply was unparseable.")

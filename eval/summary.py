@@ -38,6 +38,7 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
         metrics["pass_at_1"] = passed / n
         metrics["tokens_per_problem"] = (prompt + completion) / n
         metrics["mean_iterations"] = sum(r.iterations for r in results) / n
+    metrics.update(prefix_reuse_metrics(results))
     metrics.update(revision_metrics(results))
     metrics.update(consensus_metrics(results))
     metrics.update(sample_metrics(results))
@@ -49,6 +50,21 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
     for reason, count in Counter(r.reason for r in results if r.reason).items():
         metrics[f"reason.{reason}"] = count
     return metrics
+
+
+def prefix_reuse_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """How much of the prompt the server did not have to evaluate, because a slot still held its
+    prefix: ``prompt_reuse_ratio`` = reused / sent, over the calls whose server reported it
+    (llama-server does; llama-cpp-python does not — then nothing is logged)."""
+    reported = sum(r.reuse_reported_prompt_tokens for r in results)
+    if not reported:
+        return {}
+    reused = sum(r.reused_prompt_tokens for r in results)
+    return {
+        "prompt_tokens_reused": reused,
+        "prompt_tokens_evaluated": reported - reused,
+        "prompt_reuse_ratio": reused / reported,
+    }
 
 
 def revision_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:

@@ -24,6 +24,11 @@ class RoleUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    # Prompt-prefix reuse as the server reported it (llama-server, OpenAI: cached_tokens): of the
+    # prompt tokens of calls whose server says, how many it took from its cache instead of
+    # evaluating them. Endpoints that do not say leave both at 0, so no ratio is claimed.
+    reused_prompt_tokens: int = 0
+    reuse_reported_prompt_tokens: int = 0
 
 
 @dataclass
@@ -39,8 +44,11 @@ class UsageMeter:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(
-        self, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool
+        self, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool,
+        reused_prompt_tokens: int | None = None,
     ) -> None:
+        """``reused_prompt_tokens``: prompt tokens the server took from its prefix cache, or
+        None when it did not say."""
         with self._lock:
             usage = self.by_role.setdefault(_current_role.get(), RoleUsage())
             usage.calls += 1
@@ -48,10 +56,13 @@ class UsageMeter:
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
             usage.latency_s += latency_s
+            if reused_prompt_tokens is not None:
+                usage.reused_prompt_tokens += reused_prompt_tokens
+                usage.reuse_reported_prompt_tokens += prompt_tokens
         if self.parent is not None:  # a role call's meter also counts toward its task's
             self.parent.record(
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                latency_s=latency_s, cached=cached,
+                latency_s=latency_s, cached=cached, reused_prompt_tokens=reused_prompt_tokens,
             )
 
     def total(self) -> RoleUsage:
@@ -63,6 +74,8 @@ class UsageMeter:
                 total.prompt_tokens += usage.prompt_tokens
                 total.completion_tokens += usage.completion_tokens
                 total.latency_s += usage.latency_s
+                total.reused_prompt_tokens += usage.reused_prompt_tokens
+                total.reuse_reported_prompt_tokens += usage.reuse_reported_prompt_tokens
         return total
 
 

@@ -28,11 +28,13 @@ from pydantic import BaseModel, Field
 from eval.datasets import HUMANEVAL
 from eval.results import ProblemResult
 from experiments.checkpoints import CheckpointStore
+from experiments.local_server import select_backend
 from experiments.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import model_cache_dir
 from experiments.provision import ModelIdentity, resolve_model
 from experiments.runner import checkpoint_key, checkpoint_store, load_inputs, prompts_of
+from experiments.server_build import find_built_server
 from experiments.spec import ExperimentSpec, ModelSpec
 from experiments.tracking import tracking_uri
 from pipelines.budget import BUDGET_FROM
@@ -326,8 +328,13 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     store = checkpoint_store(spec, identity, checkpoint_key(spec, identity, uri), home, uri)
     history = _history(home, store)
     wanted = {p.task_id for p in problems}
-    if identity.is_local:  # llama-cpp-python's server answers one request at a time
-        parallel, reason = 1, "the local model server answers one request at a time"
+    if identity.is_local and select_backend(spec.model.server, find_built_server()).name != "llama-server":
+        parallel, reason = 1, "llama-cpp-python's server answers one request at a time"
+    elif identity.is_local:
+        parallel, reason = spec.concurrency, (
+            f"the concurrency, served by llama-server's {spec.model.slots} slots; per-problem times "
+            "measured at the same concurrency"
+        )
     else:
         parallel, reason = spec.concurrency, "the concurrency, if the endpoint serves that many at once"
     rows: list[PipelineEstimate] = []

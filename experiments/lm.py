@@ -37,12 +37,18 @@ _TRANSPORT_KWARGS = ("timeout", "num_retries")
 _LLAMA_SERVER_OVERFLOW = "exceeds the available context size"
 
 
-def _usage_numbers(totals: dict[str, dict[str, Any]]) -> tuple[int, int]:
+def _usage_numbers(totals: dict[str, dict[str, Any]]) -> tuple[int, int, int | None]:
+    """Prompt and completion tokens, and the prompt tokens the server reused from its prefix
+    cache (``prompt_tokens_details.cached_tokens``; None when the server does not report it)."""
     prompt = completion = 0
+    reused: int | None = None
     for usage in totals.values():
         prompt += int(usage.get("prompt_tokens") or 0)
         completion += int(usage.get("completion_tokens") or 0)
-    return prompt, completion
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict) and details.get("cached_tokens") is not None:
+            reused = (reused or 0) + int(details["cached_tokens"])
+    return prompt, completion, reused
 
 
 class HarnessLM(dspy.LM):
@@ -87,21 +93,21 @@ class HarnessLM(dspy.LM):
         entry = store.get(key) if store is not None else None
         meter = current_meter()
         if entry is not None:
-            if meter is not None:
+            if meter is not None:  # usage as recorded when the call was made, as tokens are
                 meter.record(
                     prompt_tokens=entry["prompt_tokens"], completion_tokens=entry["completion_tokens"],
-                    latency_s=0.0, cached=True,
+                    latency_s=0.0, cached=True, reused_prompt_tokens=entry.get("reused_prompt_tokens"),
                 )
             return list(entry["outputs"])
         start = time.monotonic()
         with track_usage() as tracker:
             outputs = self._request(prompt, messages, kwargs)
         latency = time.monotonic() - start
-        prompt_tokens, completion_tokens = _usage_numbers(tracker.get_total_tokens())
+        prompt_tokens, completion_tokens, reused = _usage_numbers(tracker.get_total_tokens())
         if meter is not None:
             meter.record(
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                latency_s=latency, cached=False,
+                latency_s=latency, cached=False, reused_prompt_tokens=reused,
             )
         # A reply with no text (no choices, null or empty content) broke the protocol or the model
         # stalled: it is scored as "no code", never cached, so a fixed endpoint gets asked again.
@@ -109,7 +115,7 @@ class HarnessLM(dspy.LM):
             store.set(
                 key,
                 {"outputs": list(outputs), "prompt_tokens": prompt_tokens,
-                 "completion_tokens": completion_tokens},
+                 "completion_tokens": completion_tokens, "reused_prompt_tokens": reused},
             )
         return outputs
 

@@ -57,6 +57,8 @@ def solve_and_score(
         completion_tokens=total.completion_tokens,
         lm_calls=total.calls,
         cached_lm_calls=total.cached_calls,
+        reused_prompt_tokens=total.reused_prompt_tokens,
+        reuse_reported_prompt_tokens=total.reuse_reported_prompt_tokens,
         latency_s=time.monotonic() - start,
         final_code=program.source,
         parsed=bool(prediction.get("parsed", True)),

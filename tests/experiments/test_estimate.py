@@ -122,7 +122,8 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
     home, cache = tmp_path / "home", tmp_path / "model-cache"
     monkeypatch.setenv("CRITIQUELAB_CACHE", str(cache))  # no model file: none is needed, none assembled
     spec = {
-        "name": "estimate-defaults", "dataset": {"limit": 5}, "model": {"id": "local"},
+        "name": "estimate-defaults", "dataset": {"limit": 5},
+        "model": {"id": "local", "server": "llama-cpp-python"},
         "pipelines": [
             {"name": "baseline"},
             {"name": "debate", "params": {"debaters": 2, "rounds": 1}},
@@ -146,6 +147,13 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
     assert rows[("vote_at_budget", 0)].per_problem.lm_calls == 1
     assert rows[("self_refine", 0)].source == "unknown" and found.unknown == ["self_refine"]
     assert "self_refine: unknown" in found.table()
+    # llama-server serves the concurrency's problems at once (the shipped times were measured so).
+    monkeypatch.setattr("experiments.estimate.find_built_server", lambda: object())
+    spec["model"]["server"] = "auto"
+    served = estimate(spec, home=home, concurrency=4)
+    rows = {(row.label, row.seed): row for row in served.pipelines}
+    assert served.parallel == 4
+    assert rows[("baseline", 1)].wall_s.expected == pytest.approx(5 * SHIPPED["baseline"].seconds / 4)
 
 
 def test_remote_model_without_history_is_unknown_and_not_contacted(home, capsys, tmp_path):

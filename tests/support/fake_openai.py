@@ -77,18 +77,23 @@ class FakeOpenAIServer:
 
     def __init__(
         self, responder: Responder, delay_s: float = 0.0, *, pass_body: bool = False,
-        jitter_s: float = 0.0, jitter_seed: int = 0,
+        jitter_s: float = 0.0, jitter_seed: int = 0, prefix_cache: bool = False,
     ) -> None:
         """``pass_body``: call ``responder(messages, body)`` so a script can read e.g. the seed.
         ``jitter_s``: each request also waits a random 0…jitter_s seconds (seeded), so concurrent
         requests come back in an order of their own. ``max_in_flight`` is the most requests that
-        were being answered at once."""
+        were being answered at once. ``prefix_cache``: report ``prompt_tokens_details.cached_tokens``
+        as llama-server does — here the longest word prefix shared with an earlier request (at
+        least one token is always evaluated); ``reused_tokens`` sums what was reported."""
         self.responder = responder
         self.pass_body = pass_body
         self.delay_s = delay_s
         self.jitter_s = jitter_s
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
+        self.prefix_cache = prefix_cache
+        self.seen_prompts: list[list[str]] = []
+        self.reused_tokens = self.prompt_tokens = 0
         self._random = random.Random(jitter_seed)
         self._lock = threading.Lock()
         server = self
@@ -144,15 +149,27 @@ class FakeOpenAIServer:
                     self._send({"error": {"message": text.message, "type": "invalid_request_error",
                                           "code": text.code}}, text.status)
                     return
-                prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+                words = [w for m in messages for w in str(m.get("content", "")).split()]
+                prompt_tokens = len(words)
                 completion_tokens = len(text.split())
+                usage: dict[str, Any] = {
+                    "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                }
+                if server.prefix_cache:
+                    with server._lock:
+                        reused = max((_shared_prefix(words, seen) for seen in server.seen_prompts), default=0)
+                        reused = min(reused, max(prompt_tokens - 1, 0))
+                        server.seen_prompts.append(words)
+                        server.reused_tokens += reused
+                        server.prompt_tokens += prompt_tokens
+                    usage["prompt_tokens_details"] = {"cached_tokens": reused}
                 self._send({
                     "id": f"fake-{len(server.requests)}", "object": "chat.completion",
                     "created": int(time.time()), "model": body.get("model", "fake"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                              "total_tokens": prompt_tokens + completion_tokens},
+                    "usage": usage,
                 })
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -174,6 +191,15 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def _shared_prefix(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def humaneval_responder(problems: list[Any], wrong: set[str] = frozenset()) -> Responder:  # type: ignore[assignment]
