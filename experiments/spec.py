@@ -26,6 +26,9 @@ REMOTE_REQUEST_TIMEOUT_S = 120.0
 # benchmarks/serving.py on 2 cores: llama-server's aggregate completion tok/s at 1/2/4/8 requests
 # at once was 51/45/69/105; more slots cost only memory (~400 MB of KV cache for the 0.5B model).
 DEFAULT_SLOTS = 8
+# Problems in flight: with parallel agents, 4 problems keep llama-server's 8 slots busy on 2 cores
+# (benchmarks/job_old_vs_new.py); remote endpoints take it as well.
+DEFAULT_CONCURRENCY = 4
 MAX_SEED = 2**31 - 1  # what every endpoint accepts as a sampling seed, and what the tables store
 MAX_CONCURRENCY = 64  # problems at once, and model calls at once (problems × parallel agents)
 
@@ -182,9 +185,10 @@ class ExperimentSpec(_Strict):
         "each pipeline, role by role, before running.",
     )
     concurrency: int = Field(
-        default=1, ge=1, le=MAX_CONCURRENCY,
-        description="Problems solved at once. The local server answers one request at a time, "
-        "so >1 only helps with remote endpoints.",
+        default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY,
+        description="Problems solved at once. llama-server answers up to `model.slots` requests at "
+        "once (llama-cpp-python one), so a local run gains from a few problems in flight, a remote "
+        "endpoint from more. Results do not depend on it: the same requests are sent and cached.",
     )
 
     @field_validator("pipelines")

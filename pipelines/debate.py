@@ -72,10 +72,11 @@ class DebateParams(PipelineParams):
         description="Sampling temperature of the debaters' proposals and arguments.",
     )
     parallel_agents: int = Field(
-        default=1, ge=1, le=MAX_PARALLEL_AGENTS,
+        default=3, ge=1, le=MAX_PARALLEL_AGENTS,
         description="Debaters' model calls in flight at once (1: one after another). The proposals, "
-        "and each round's arguments, are independent; results do not depend on this, as every "
-        "request is built in debater order. Helps with an endpoint that serves requests in parallel.",
+        "and each round's arguments, are independent; requests and cached answers do not depend on "
+        "this, as every request is built in debater order. Helps with an endpoint that serves "
+        "requests in parallel (llama-server does).",
     )
 
 

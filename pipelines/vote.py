@@ -156,10 +156,10 @@ class VoteParams(TokenBudgetParams):
     temperature: float = Field(default=0.8, ge=0, le=2, description="Sampling temperature of each sample.")
     max_samples: int = Field(default=20, ge=1, description="Most samples drawn under a token budget.")
     parallel_agents: int = Field(
-        default=1, ge=1, le=MAX_PARALLEL_AGENTS,
-        description="Samples drawn at once (1: one after another). Results do not depend on this: "
-        "sample i has seed i, and under a token budget the same samples are drawn as one at a time. "
-        "Helps with an endpoint that serves requests in parallel.",
+        default=4, ge=1, le=MAX_PARALLEL_AGENTS,
+        description="Samples drawn at once (1: one after another). Requests and cached answers do not "
+        "depend on this: sample i has seed i, and under a token budget the same samples are drawn as "
+        "one at a time. Helps with an endpoint that serves requests in parallel (llama-server does).",
     )
 
 

@@ -63,7 +63,7 @@ def test_estimate_uses_measured_means_and_counts_only_problems_to_do(home, tmp_p
             assert getattr(row.per_problem, name) == pytest.approx(mean)
             assert getattr(row, name).expected == pytest.approx(4 * mean)
         latency = statistics.fmean(r.latency_s for r in child.results)
-        assert row.wall_s.expected == pytest.approx(4 * latency)  # concurrency 1
+        assert row.wall_s.expected == pytest.approx(4 * latency / 4)  # 4 problems at once (the default)
         assert row.lm_calls.low <= row.lm_calls.expected <= row.lm_calls.high
     critic = found.pipelines[1]
     # Every critic-loop problem made a different number of calls than the baseline's one.

@@ -143,7 +143,7 @@ def test_ctrl_c_stops_at_once_and_records_only_finished_problems(home, humaneval
         started = time.monotonic()
         try:
             with pytest.raises(KeyboardInterrupt):
-                run(fake_spec(fake.api_base, limit=3), progress=False)
+                run(fake_spec(fake.api_base, limit=3, concurrency=1), progress=False)
             stopped_after = time.monotonic() - started
         finally:
             release.set()

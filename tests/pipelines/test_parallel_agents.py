@@ -110,7 +110,7 @@ def _messages(history):
 ])
 def test_parallel_agents_ask_the_same_and_get_the_same_results(tmp_path, name, params, parallel):
     scripts = _debate_scripts()
-    sequential = _run(name, scripts, tmp_path / "sequential", **params)
+    sequential = _run(name, scripts, tmp_path / "sequential", **params, parallel_agents=1)
     concurrent = _run(name, scripts, tmp_path / "concurrent", **params, parallel_agents=parallel)
 
     assert sequential["max_in_flight"] == 1
@@ -161,10 +161,10 @@ def test_vote_samples_are_published_and_scored_in_sample_order(tmp_path):
 
 def test_vote_under_a_token_budget_draws_the_same_samples_in_parallel(tmp_path):
     scripts = _debate_scripts()
-    one = _run("vote", scripts, tmp_path / "one", k=1, max_tokens=40)
+    one = _run("vote", scripts, tmp_path / "one", k=1, max_tokens=40, parallel_agents=1)
     per_sample = sum(p + c for _, p, c in one["usage"].values())
     params = {"token_budget": 5.5 * per_sample, "max_samples": 10}
-    sequential = _run("vote", scripts, tmp_path / "sequential", max_tokens=40, **params)
+    sequential = _run("vote", scripts, tmp_path / "sequential", max_tokens=40, **params, parallel_agents=1)
     concurrent = _run("vote", scripts, tmp_path / "concurrent", max_tokens=40, **params, parallel_agents=4)
     assert sequential["prediction"].metrics["samples"] == 6
     assert concurrent["max_in_flight"] >= 2
@@ -178,7 +178,7 @@ def test_vote_budget_refuses_an_endpoint_that_exceeds_max_tokens(tmp_path):
     long_reply = {"coder": lambda text, body: {"code": GOOD + "\n" + "# padding\n" * 60}}
     with pytest.raises(ServiceError, match="max_tokens"):
         _run("vote", long_reply, None, max_tokens=40, token_budget=5000.0, parallel_agents=3)
-    sequential = _run("vote", long_reply, None, max_tokens=40, token_budget=500.0)
+    sequential = _run("vote", long_reply, None, max_tokens=40, token_budget=500.0, parallel_agents=1)
     assert sequential["prediction"].metrics["samples"] >= 1
 
 

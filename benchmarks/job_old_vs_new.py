@@ -1,0 +1,111 @@
+"""The README's main job, old serving vs new, side by side in one run on the bundled model.
+
+*old*: llama-cpp-python's server, one problem at a time, a problem's agents one call at a time
+(how the job ran before llama-server). *new*: the job exactly as `experiments/debate_vs_critic.yaml`
+configures it (llama-server with parallel slots, its concurrency and parallel agents). Both start
+from an empty LM cache, each in its own temporary data directory. The problems are run in chunks
+of ``--chunk`` problems, old and new alternating (old first in odd chunks, new first in even
+ones), so a machine whose load changes over the run slows both alike. Prints per pipeline: wall
+time old / new and their ratio, problems passed, problems whose outcome differs, and the share
+of prompt tokens llama-server reused from its slots' caches.
+
+    .venv/bin/python benchmarks/job_old_vs_new.py [--limit 8] [--chunk 4]
+
+Vote's budget comes from debate's tokens in the same chunk, in both configurations alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from eval.datasets import load_problems
+from experiments.api import offline_defaults, run
+from experiments.spec import load_yaml
+from experiments.tracking import tracking_uri
+
+SPEC = Path(__file__).resolve().parents[1] / "experiments" / "debate_vs_critic.yaml"
+
+
+def old_serving(spec: dict[str, Any]) -> dict[str, Any]:
+    """The same experiment served the old way: one request at a time everywhere."""
+    old = {**spec, "name": f"{spec['name']}_old", "concurrency": 1,
+           "model": {**spec["model"], "server": "llama-cpp-python"}}
+    old["pipelines"] = [
+        {**p, "params": {**p.get("params", {}), "parallel_agents": 1}}
+        if p["name"] in ("debate", "vote") else p
+        for p in spec["pipelines"]
+    ]
+    return old
+
+
+def _pipeline_walls(home: Path, result: Any) -> dict[str, float]:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri(home, None))
+    walls = {}
+    for child in result.children:
+        info = client.get_run(child.run_id).info
+        walls[child.pipeline] = (info.end_time - info.start_time) / 1000
+    return walls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=8, help="first N HumanEval problems")
+    parser.add_argument("--chunk", type=int, default=4, help="problems per alternation")
+    args = parser.parse_args()
+    offline_defaults()
+    new = load_yaml(SPEC)
+    new["name"] = f"{new['name']}_new"
+    configs = {"old": old_serving(new), "new": new}
+    task_ids = [p.task_id for p in load_problems("humaneval", limit=args.limit)]
+    chunks = [task_ids[i:i + args.chunk] for i in range(0, len(task_ids), args.chunk)]
+    wall: dict[str, dict[str, float]] = {name: defaultdict(float) for name in configs}
+    passed: dict[tuple[str, str], dict[str, bool]] = defaultdict(dict)
+    reused: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    loads = []
+    with tempfile.TemporaryDirectory(prefix="job-old-vs-new-") as scratch:
+        for index, chunk in enumerate(chunks):
+            order = ["old", "new"] if index % 2 == 0 else ["new", "old"]
+            for name in order:
+                home = Path(scratch) / name
+                loads.append(os.getloadavg()[0])
+                start = time.monotonic()
+                result = run(configs[name], home=home, task_ids=chunk, progress=False, compare=False)
+                total = time.monotonic() - start
+                for pipeline, seconds in _pipeline_walls(home, result).items():
+                    wall[name][pipeline] += seconds
+                wall[name]["(whole job)"] += total
+                for child in result.children:
+                    for problem in child.results:
+                        passed[(name, child.pipeline)][problem.task_id] = problem.passed
+                    if name == "new" and "prompt_reuse_ratio" in child.metrics:
+                        reused[child.pipeline][0] += child.metrics["prompt_tokens_reused"]
+                        reused[child.pipeline][1] += child.metrics["prompt_tokens"]
+                print(f"chunk {index + 1}/{len(chunks)} {name}: {total:.0f} s", file=sys.stderr, flush=True)
+    print(f"{len(task_ids)} HumanEval problems, chunks of {args.chunk}; 1-min load average at each "
+          f"start: {min(loads):.1f}–{max(loads):.1f}")
+    print(f"{'pipeline':<14}{'old s':>9}{'new s':>9}{'old/new':>9}{'pass old':>10}{'pass new':>10}"
+          f"{'differ':>8}{'reused':>8}")
+    for pipeline in [*(p["name"] for p in new["pipelines"]), "(whole job)"]:
+        old_s, new_s = wall["old"][pipeline], wall["new"][pipeline]
+        outcome_old, outcome_new = passed.get(("old", pipeline), {}), passed.get(("new", pipeline), {})
+        differ = sum(outcome_old.get(t) != outcome_new.get(t) for t in outcome_old)
+        share = reused[pipeline][0] / reused[pipeline][1] if reused[pipeline][1] else None
+        print(f"{pipeline:<14}{old_s:>9.0f}{new_s:>9.0f}{old_s / new_s:>9.2f}"
+              + (f"{sum(outcome_old.values()):>10}{sum(outcome_new.values()):>10}{differ:>8}"
+                 if outcome_old else f"{'':>28}")
+              + (f"{share:>8.0%}" if share is not None else ""))
+
+
+if __name__ == "__main__":
+    main()
