@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -96,6 +97,8 @@ class ViewerData:
         from mlflow.tracing.client import TracingClient
         from mlflow.tracking import MlflowClient
 
+        # Per-file download progress bars would print on every page a finished run is first read for.
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         self.uri = uri
         self._client = MlflowClient(tracking_uri=uri)
         self._traces = TracingClient(uri)
