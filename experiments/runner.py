@@ -297,11 +297,13 @@ def _run_child(
             results = _solve_concurrently(solve, pipeline, pending, spec.concurrency)
             with contextlib.closing(results):  # an error here stops the problems in flight too
                 for result in results:
-                    if tracer is not None and result.task_id not in traced:  # before its checkpoint
-                        tracer.log(result, pool.history(thread_id=result.thread_id), time.time())
+                    if tracer is not None and result.task_id not in traced:  # queued; see close()
+                        tracer.submit(result, pool.history(thread_id=result.thread_id), time.time())
                     store.append(result)
                     done[result.task_id] = result
                     bar.update(result)
+            if tracer is not None:
+                tracer.close()  # every trace stored before the run is marked finished
     except BaseException:
         bar.close()
         tracker.finish(run_id, "KILLED")

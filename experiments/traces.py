@@ -17,7 +17,9 @@ message as JSON (``critiquelab.message``), so a run still in progress can be rea
 from __future__ import annotations
 
 import json
+import queue
 import random
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +30,7 @@ from pipelines.pool.messages import Intent, Message
 TASK_TAG = "critiquelab.task_id"  # on each trace: the problem it is about
 MESSAGE_ATTRIBUTE = "critiquelab.message"  # a span's pool message, as JSON
 RESULT_ATTRIBUTE = "critiquelab.result"  # the root span's ProblemResult, hidden-test detail removed
+_LINKS_PER_CALL = 100  # MLflow's limit on traces linked to a run in one request
 
 
 def _ns(seconds: float) -> int:
@@ -126,7 +129,7 @@ def build_trace(
     """The ``TraceInfo`` and spans of one problem: ``finished_at`` is when its result came back,
     so the root span covers ``result.latency_s`` before it."""
     from mlflow.entities import TraceInfo, TraceLocation, TraceState
-    from mlflow.tracing.constant import TraceMetadataKey, TraceTagKey
+    from mlflow.tracing.constant import SpanAttributeKey, TraceMetadataKey, TraceTagKey
 
     otel_trace_id = random.getrandbits(128) or 1
     builder = _SpanBuilder(f"tr-{otel_trace_id:032x}", otel_trace_id)
@@ -142,6 +145,9 @@ def build_trace(
             **summary, "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens, "lm_calls": result.lm_calls,
             "thread_id": result.thread_id, RESULT_ATTRIBUTE: public_result(result),
+            # Trace tags a span-keeping store takes from the root span.
+            f"{SpanAttributeKey.TRACE_TAG_PREFIX}{TraceTagKey.TRACE_NAME}": result.task_id,
+            f"{SpanAttributeKey.TRACE_TAG_PREFIX}{TASK_TAG}": result.task_id,
         },
     )
     for index, message in enumerate(messages, start=2):
@@ -159,33 +165,81 @@ def build_trace(
 
 
 class ProblemTracer:
-    """Writes the traces of one child run to its tracking store, linked to the run."""
+    """Writes the traces of one child run to its tracking store, linked to the run.
+
+    :meth:`submit` only queues: a writer thread stores what has queued up in one batch (one
+    ``log_spans`` for all its spans), so the solving threads never wait for the store's commits.
+    :meth:`close` waits until everything is stored and raises what the writer met.
+    """
 
     def __init__(self, uri: str, experiment_id: str, run_id: str, model: str) -> None:
         from mlflow.tracing.client import TracingClient
+        from mlflow.tracking import MlflowClient
 
         self._client = ServiceClient(TracingClient(uri), uri)
+        self._runs = ServiceClient(MlflowClient(tracking_uri=uri), uri)
         self.experiment_id, self.run_id, self.model = experiment_id, run_id, model
+        self._queue: queue.Queue[tuple[ProblemResult, list[Message], float] | None] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        self._error: BaseException | None = None
 
-    def log(self, result: ProblemResult, messages: Sequence[Message], finished_at: float) -> str:
-        """Write one problem's trace; returns its id."""
-        info, spans = build_trace(
-            result, messages, experiment_id=self.experiment_id, run_id=self.run_id, model=self.model,
-            finished_at=finished_at,
-        )
-        # Spans first: a store that keeps spans itself marks the trace so, and start_trace then
-        # only adds the run link and tags (MLflow's own exporter does the same).
+    def submit(self, result: ProblemResult, messages: Sequence[Message], finished_at: float) -> None:
+        """Queue one problem's trace (``finished_at``: when its result came back)."""
+        if self._writer is None:
+            # A daemon: a run stopped by an error or Ctrl-C does not wait for it; the problems it
+            # had not stored get their traces when the run resumes (see trace_checkpointed).
+            self._writer = threading.Thread(target=self._drain, name="trace-writer", daemon=True)
+            self._writer.start()
+        self._queue.put((result, list(messages), finished_at))
+
+    def _drain(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            items = [item for item in batch if item is not None]
+            if items and self._error is None:
+                try:
+                    self.write(items)
+                except BaseException as exc:  # raised to the runner by close()
+                    self._error = exc
+            if len(items) < len(batch):
+                return
+
+    def close(self) -> None:
+        """Wait until every submitted trace is stored; raise what the writer met."""
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join()
+            self._writer = None
+        if self._error is not None:
+            raise self._error
+
+    def write(self, items: Sequence[tuple[ProblemResult, Sequence[Message], float]]) -> list[str]:
+        """Store the traces of ``(result, messages, finished_at)`` now; returns their ids."""
+        built = [
+            build_trace(result, messages, experiment_id=self.experiment_id, run_id=self.run_id,
+                        model=self.model, finished_at=finished_at)
+            for result, messages, finished_at in items
+        ]
+        spans = [span for _, trace_spans in built for span in trace_spans]
+        ids = [info.trace_id for info, _ in built]
         try:
+            # A store that keeps spans itself creates the traces from them (tags from the root
+            # span's trace-tag attributes) in one transaction; links to the run go 100 at a time.
             self._client.log_spans(self.experiment_id, spans)
-            stored_spans = True
-        except NotImplementedError:
-            stored_spans = False
-        stored = self._client.start_trace(info)
-        if not stored_spans:  # e.g. an older tracking server: spans go to the trace's artifacts
+        except NotImplementedError:  # e.g. an older tracking server: trace by trace, spans as artifacts
             from mlflow.entities import TraceData
 
-            self._client._upload_trace_data(stored, TraceData(spans=spans))
-        return str(stored.trace_id)
+            for info, trace_spans in built:
+                self._client._upload_trace_data(self._client.start_trace(info), TraceData(spans=trace_spans))
+            return ids
+        for start in range(0, len(ids), _LINKS_PER_CALL):
+            self._runs.link_traces_to_run(ids[start : start + _LINKS_PER_CALL], self.run_id)
+        return ids
 
     def traced_tasks(self) -> set[str]:
         """Task ids that already have a trace in this run (a resumed run does not log them again)."""
@@ -215,12 +269,13 @@ def trace_checkpointed(
     """Trace the problems of a resumed run that came from checkpoints and have no trace in this run
     yet (``history(thread_id)`` gives a problem's messages). Their times are their messages'
     times; returns how many were traced."""
-    count = 0
+    items = []
     for result in results:
         if result.task_id in traced:
             continue
         messages = history(thread_id=result.thread_id) if result.thread_id else []
         finished = max([m.created_at for m in messages], default=0.0) or result.latency_s
-        tracer.log(result, messages, finished)
-        count += 1
-    return count
+        items.append((result, messages, finished))
+    if items:
+        tracer.write(items)
+    return len(items)

@@ -65,3 +65,17 @@ def test_traces_can_be_switched_off(home, humaneval_problems):
         spec = fake_spec(fake.api_base, pipelines=PIPELINES, limit=1, tracking={"traces": False})
         result = run(spec, progress=False)
     assert _traces(home, result.children[0].run_id) == []
+
+
+def test_a_run_that_reuses_checkpoints_traces_those_problems_too(home, humaneval_problems):
+    """A larger run after a smaller one solves only the new problem; the checkpointed ones get
+    their traces from their pool messages, so every problem of the run has one."""
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        run(fake_spec(fake.api_base, pipelines=PIPELINES, limit=2), progress=False)
+        larger = run(fake_spec(fake.api_base, pipelines=PIPELINES, limit=3), progress=False)
+    child = larger.children[0]
+    traces = {t.info.tags[TASK_TAG]: t for t in _traces(home, child.run_id)}
+    assert sorted(traces) == [p.task_id for p in humaneval_problems[:3]]
+    reused = traces[humaneval_problems[0].task_id]
+    roles = [s.get_attribute("role") for s in reused.data.spans if s.get_attribute("role")]
+    assert roles == ["coder", "critic", "fixer", "critic"]
