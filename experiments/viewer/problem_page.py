@@ -202,9 +202,23 @@ def vote_panel(messages: Sequence[Message]) -> str:
             f"<ul>{items}</ul></section>")
 
 
+def _exchange(number: int, index: int, exchange: dict[str, Any]) -> str:
+    """One LM call of a role call: its rendered prompt, message by message, and its raw reply."""
+    request = exchange.get("request")
+    if isinstance(request, list):
+        prompt = "\n\n".join(f"[{m.get('role', '')}]\n{m.get('content', '')}" for m in request
+                             if isinstance(m, dict))
+    else:
+        prompt = str(request or "")
+    replies = "\n\n".join(str(r) for r in exchange.get("replies") or [])
+    return (f'<h4>LM call {index}: rendered prompt</h4><pre class="prompt" id="m{number}-prompt{index}">'
+            f'{escape(prompt)}</pre><h4>LM call {index}: raw reply</h4>'
+            f'<pre class="reply">{escape(replies)}</pre>')
+
+
 def message_list(messages: Sequence[Message]) -> str:
-    """Every message; opening one shows its full content, the role's inputs (what its prompt was
-    rendered from), its parsed outputs or raw reply, its usage and the remaining metadata."""
+    """Every message; opening one shows its full content, the role's inputs, each LM call's
+    rendered prompt and raw reply, the parsed outputs, usage and the remaining metadata."""
     items = []
     for number, message in enumerate(messages, start=1):
         trace = _trace(message)
@@ -213,6 +227,8 @@ def message_list(messages: Sequence[Message]) -> str:
         if trace:
             body.append(f"<h4>role {escape(str(trace.get('role', '')))}: inputs of its prompt</h4>"
                         f"<pre>{escape(json_text(trace.get('inputs')))}</pre>")
+            body.extend(_exchange(number, index, exchange)
+                        for index, exchange in enumerate(trace.get("exchanges") or [], start=1))
             if trace.get("parsed", True):
                 body.append(f"<h4>parsed reply</h4><pre>{escape(json_text(trace.get('outputs')))}</pre>")
             else:

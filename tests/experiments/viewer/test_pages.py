@@ -38,6 +38,9 @@ def test_problem_page_shows_lanes_cards_versions_and_escapes_model_text(viewer_h
     assert '<svg class="lanes"' in page and page.count('class="lane"') == 4  # orchestrator, 2 debaters, judge
     assert "<h2>Debate</h2>" in page and "solution 1 is simplest" in page
     assert page.count('class="version') == 5  # 2 proposals, 2 arguments, the verdict
+    # each role call's rendered prompt and raw reply, as the LM client saw them
+    assert page.count("rendered prompt</h4>") == 5 and page.count("raw reply</h4>") == 5
+    assert "def has_close_elements" in page and "[[ ## argument ## ]]" in page
     assert _scripts_in(page) == 1 and SCRIPT not in page
     assert "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;" in page
 
