@@ -85,3 +85,16 @@ def test_unknown_run_and_missing_store_are_one_line_errors(viewer_home, tmp_path
     assert not (tmp_path / "mlflow.db").exists()
     with pytest.raises(UserError, match="no such run"):
         open_viewer(home, tracking_uri(home), "0123456789abcdef")
+
+
+def test_pages_of_a_run_in_progress_reload_themselves(viewer_home):
+    from dataclasses import replace
+
+    from experiments.viewer.pages import run_page
+
+    home, result = viewer_home
+    data = ViewerData(tracking_uri(home))
+    finished = data.run(result.children[0].run_id)
+    problems = data.problems(finished.run_id)
+    assert 'http-equiv="refresh"' not in run_page(finished, problems)
+    assert 'http-equiv="refresh"' in run_page(replace(finished, status="RUNNING"), problems)
