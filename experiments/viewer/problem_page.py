@@ -134,13 +134,16 @@ def versions_panel(messages: Sequence[Message], problem: Problem) -> str:
     versions = code_versions(messages)
     if not versions:
         return "<p>No code versions.</p>"
+    # The final code is the last version it was built from (later versions may repeat earlier ones).
+    final_index = max((i for i, v in enumerate(versions, start=1) if v.content.strip() in problem.final_code),
+                      default=0)
     items = []
     last_by_agent: dict[str, Message] = {}
     previous: Message | None = None
     for number, version in enumerate(versions, start=1):
         base = last_by_agent.get(version.sender, previous)
         verdicts = _verdicts(version, messages)
-        final = " final" if version.content.strip() and version.content.strip() in problem.final_code else ""
+        final = " final" if number == final_index else ""
         items.append(
             f'<details class="version{final}"><summary>v{number} · {escape(agent_label(version.sender))} · '
             f'{escape(version.intent)} · {escape(version.summary)}'
