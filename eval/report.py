@@ -44,6 +44,8 @@ class ReportContext:
     bootstrap_resamples: int
     confidence: float
     notices: Sequence[str] = ()  # what was chosen or left out (duplicate or unfinished runs)
+    # (text, URL) per problem two pipelines disagree on: its side-by-side view (critiquelab view)
+    discordant: Sequence[tuple[str, str]] = ()
 
 
 def _format(value: Any) -> str:
@@ -206,6 +208,11 @@ def render_html(
         frame_html(pairs) if len(pairs) else "<p>Only one pipeline: no paired comparison.</p>",
         f"<h2>Method</h2><ul>{notes}</ul>", f"<h2>Runs</h2><ul>{runs}</ul>",
     ]
+    if context.discordant:
+        links = "".join(f'<li><a class="discordant" href="{html.escape(url)}">{html.escape(text)}</a></li>'
+                        for text, url in context.discordant)
+        body.insert(-2, "<h2>Discordant problems</h2><p>Each opens both transcripts side by side in "
+                    f"<code>critiquelab view</code> (start it first).</p><ul>{links}</ul>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(context.title)}</title>"
             f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
 

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 _current_meter: ContextVar[UsageMeter | None] = ContextVar("critiquelab_meter", default=None)
 _current_role: ContextVar[str] = ContextVar("critiquelab_role", default="unattributed")
@@ -41,6 +42,9 @@ class UsageMeter:
 
     by_role: dict[str, RoleUsage] = field(default_factory=dict)
     parent: UsageMeter | None = field(default=None, repr=False)
+    # What each call sent and got back, on this meter only (a role call's: the rendered prompt
+    # and the raw reply for the viewer), not on its parent's.
+    exchanges: list[dict[str, Any]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(
@@ -64,6 +68,11 @@ class UsageMeter:
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                 latency_s=latency_s, cached=cached, reused_prompt_tokens=reused_prompt_tokens,
             )
+
+    def exchange(self, request: Any, replies: list[str]) -> None:
+        """Keep one call's request (chat messages or prompt text) and reply texts."""
+        with self._lock:
+            self.exchanges.append({"request": request, "replies": replies})
 
     def total(self) -> RoleUsage:
         total = RoleUsage()

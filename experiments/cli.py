@@ -127,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     ui = commands.add_parser("ui", help="start the MLflow UI on the local store")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)
+    view = commands.add_parser("view", help="per-problem transcripts in a browser (127.0.0.1, read-only)")
+    view.add_argument("run_id", nargs="?", help="a pipeline run or parent run id (default: all runs)")
+    view.add_argument("--port", type=int, default=8470, help="port on 127.0.0.1 (default 8470)")
+    view.add_argument("--out", type=Path, help="write the pages as static files here instead of serving")
     models = commands.add_parser("models", help="bundled model files")
     models.add_argument("action", choices=["list", "fetch"])
     models.add_argument("name", nargs="?", default="local", help="'local', 'local-1.5b' or a key")
@@ -254,6 +258,24 @@ def _cmd_ui(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    from experiments.paths import data_dir
+    from experiments.tracking import tracking_uri
+    from experiments.viewer.server import HOST, export, make_server, open_viewer
+
+    home = args.home or data_dir()
+    viewer, first = open_viewer(home, tracking_uri(home), args.run_id)
+    if args.out is not None:
+        count = export(viewer, args.out, args.run_id)
+        print(f"wrote {count} pages to {args.out}; open {args.out / first.lstrip('/')}")
+        return 0
+    server = make_server(viewer, args.port)
+    print(f"critiquelab view on http://{HOST}:{args.port}{first} (store {home}); Ctrl-C stops it", flush=True)
+    with server:
+        server.serve_forever()
+    return 0
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     from experiments.model_files import BUNDLED_MODELS, ensure_model_file, resolve_bundled
     from experiments.paths import model_cache_dir
@@ -304,7 +326,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 HANDLERS = {
     "run": _cmd_run, "compare": _cmd_compare, "export": _cmd_export, "optimize": _cmd_optimize,
-    "ui": _cmd_ui, "models": _cmd_models,
+    "ui": _cmd_ui, "view": _cmd_view, "models": _cmd_models,
     "pipelines": _cmd_pipelines,
 }
 

@@ -215,6 +215,28 @@ def load_problems_frame(client: Any, runs: Sequence[ComparedRun]) -> Any:
     return pd.concat(frames, ignore_index=True)
 
 
+def discordant_links(problems: Any) -> tuple[tuple[str, str], ...]:
+    """(text, URL) for every problem one run passed and another of the same seed failed: its
+    paired view in ``critiquelab view`` (served on its default port)."""
+    from experiments.viewer.server import DEFAULT_PORT, pair_link
+
+    links = []
+    runs = problems[["pipeline", "seed", "run_id"]].drop_duplicates().to_records(index=False)
+    outcomes = {run_id: dict(zip(rows["task_id"], rows["passed"], strict=True))
+                for run_id, rows in problems.groupby("run_id")}
+    for label_a, seed_a, run_a in runs:
+        for label_b, seed_b, run_b in runs:
+            if label_a >= label_b or seed_a != seed_b:
+                continue
+            for task, passed in outcomes[run_a].items():
+                other = outcomes[run_b].get(task)
+                if other is not None and bool(other) != bool(passed):
+                    winner = label_a if passed else label_b
+                    links.append((f"{task}: {label_a} vs {label_b} seed {seed_a} ({winner} passed)",
+                                  pair_link(DEFAULT_PORT, run_a, run_b, task)))
+    return tuple(links)
+
+
 def _default_out(
     home: Path, run_ids: Sequence[str], runs: Sequence[ComparedRun], single_parent: bool
 ) -> Path:
@@ -281,7 +303,7 @@ def compare_runs(
     title = f"Pipeline comparison: {run_ids[0] if single_parent else f'{len(resolved)} runs'}"
     context = ReportContext(
         title, [(r.label, str(r.seed), r.run_id, r.parent_id or "–") for r in resolved],
-        bootstrap_seed, n_resamples, confidence, tuple(notices),
+        bootstrap_seed, n_resamples, confidence, tuple(notices), discordant_links(problems),
     )
     files, markdown = write_report(context, table, pairs, out)
     logged = None

@@ -98,6 +98,8 @@ class HarnessLM(dspy.LM):
                     prompt_tokens=entry["prompt_tokens"], completion_tokens=entry["completion_tokens"],
                     latency_s=0.0, cached=True, reused_prompt_tokens=entry.get("reused_prompt_tokens"),
                 )
+                replies = [_text_of(o) for o in entry["outputs"]]
+                meter.exchange(messages if messages is not None else prompt, replies)
             return list(entry["outputs"])
         start = time.monotonic()
         with track_usage() as tracker:
@@ -109,6 +111,7 @@ class HarnessLM(dspy.LM):
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                 latency_s=latency, cached=False, reused_prompt_tokens=reused,
             )
+            meter.exchange(messages if messages is not None else prompt, [_text_of(o) for o in outputs])
         # A reply with no text (no choices, null or empty content) broke the protocol or the model
         # stalled: it is scored as "no code", never cached, so a fixed endpoint gets asked again.
         if store is not None and any(_text_of(o).strip() for o in outputs):

@@ -30,6 +30,7 @@ from experiments.provision import ModelIdentity, resolve_model, serve_model
 from experiments.run_records import child_run, open_parent_run, results_digest
 from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
+from experiments.traces import ProblemTracer, trace_checkpointed
 from experiments.tracking import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from pipelines.budget import BUDGET_FROM
 from pipelines.parallel_agents import PARALLEL_AGENTS
@@ -259,6 +260,7 @@ def _run_child(
     run_id, logged = child_run(tracker, parent_id, siblings, label, seed)
     done = store.load(label, seed)
     pending = [p for p in problems if p.task_id not in done]
+    pending_ids = {p.task_id for p in pending}
     if not pending and logged is not None and logged.info.status == "FINISHED":
         results = [done[p.task_id] for p in problems]
         if logged.data.tags.get(RESULTS_TAG) == results_digest(results):
@@ -280,9 +282,13 @@ def _run_child(
         if task.task_id in done:
             bar.update(done[task.task_id])
     start = time.monotonic()
+    tracer, traced = None, set()
     try:
         if pending:
             lm = lazy_lm.get()
+            if spec.tracking.traces:
+                tracer = ProblemTracer(tracker.uri, tracker.experiment_id, run_id, str(lm.model))
+                traced = tracer.traced_tasks() if logged is not None else set()
             if spec.model.send_seed:
                 lm = lm.copy(seed=seed)
             solve = bind_pool(pool, functools.partial(
@@ -291,15 +297,22 @@ def _run_child(
             results = _solve_concurrently(solve, pipeline, pending, spec.concurrency)
             with contextlib.closing(results):  # an error here stops the problems in flight too
                 for result in results:
+                    if tracer is not None and result.task_id not in traced:  # queued; see close()
+                        tracer.submit(result, pool.history(thread_id=result.thread_id), time.time())
                     store.append(result)
                     done[result.task_id] = result
                     bar.update(result)
+            if tracer is not None:
+                tracer.close()  # every trace stored before the run is marked finished
     except BaseException:
         bar.close()
         tracker.finish(run_id, "KILLED")
         raise
     bar.close()
     results = [done[p.task_id] for p in problems]
+    if tracer is not None and len(pending) < len(problems):  # resumed: some came from checkpoints
+        trace_checkpointed(tracer, results, pool.history, traced | {r.task_id for r in results
+                                                                     if r.task_id in pending_ids})
     metrics = summarize(results)
     metrics["wall_time_s"] = time.monotonic() - start
     tracker.log_metrics(run_id, metrics, only_changed=True)

@@ -162,6 +162,12 @@ class TrackingSpec(_Strict):
         "that server stores them). Default: $MLFLOW_TRACKING_URI, else SQLite under the data "
         "directory.",
     )
+    traces: bool = Field(
+        default=True,
+        description="Log one MLflow trace per problem (role calls, sandbox runs on the visible examples, "
+        "every message) linked to its run: the Traces tab of `critiquelab ui`, and what `critiquelab view` "
+        "reads while a run is in progress.",
+    )
 
 
 class ExecutionSpec(_Strict):

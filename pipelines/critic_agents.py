@@ -3,6 +3,8 @@ meta-critic and fixer. Each reacts to messages on the pool and publishes its ste
 
 from __future__ import annotations
 
+import time
+
 import dspy
 
 from eval.assembly import assemble_program
@@ -55,6 +57,7 @@ class CriticAgent(Agent):
     def _feedback(self, code_message: Message) -> str:
         if not self.run_examples:
             return "none"
+        start = time.monotonic()
         program = assemble_program(self.ctx.prompt, code_message.content, self.ctx.entry_point)
         if not program.ok:
             text = f"the code does not compile: {program.syntax_error}"
@@ -65,6 +68,7 @@ class CriticAgent(Agent):
         self.ctx.publish(
             intent=Intent.EXECUTION_FEEDBACK, sender=self.ctx.agent_name("executor"),
             content=text, summary="results on the visible examples", in_reply_to=code_message.id,
+            duration_s=round(time.monotonic() - start, 4),
         )
         return text
 

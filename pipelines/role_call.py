@@ -39,6 +39,8 @@ class RoleResult:
     usage: dict[str, float] = field(default_factory=dict)
     latency_s: float = 0.0
     error: str = ""  # why there is no reply at all (e.g. the prompt outgrew the context window)
+    # Each LM call of this role call: the rendered prompt (chat messages) and the raw replies.
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.outputs.get(name, default)
@@ -50,6 +52,7 @@ class RoleResult:
             "outputs": to_jsonable(self.outputs), "parsed": self.parsed, "raw": self.raw,
             "usage": self.usage, "latency_s": round(self.latency_s, 4),
             **({"error": self.error} if self.error else {}),
+            **({"exchanges": to_jsonable(self.exchanges)} if self.exchanges else {}),
         }
 
 
@@ -80,4 +83,6 @@ def call_role(
         "calls": total.calls, "cached_calls": total.cached_calls,
         "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
     }
-    return RoleResult(role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error)
+    return RoleResult(
+        role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error, list(meter.exchanges)
+    )

@@ -1,0 +1,200 @@
+"""What the viewer shows, read from the tracking store: experiments, runs, per-problem results
+and each problem's pool messages.
+
+A finished child run has ``problems.parquet`` and ``messages.jsonl``; a run still in progress
+has neither yet, so its problems and messages are read back from the per-problem traces the
+runner logs as each problem finishes (:mod:`experiments.traces`). Nothing is ever written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.errors import UserError
+from experiments.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, run_traces
+from experiments.tracking import CHILD_TAG, PARENT_TAG, child_key
+from pipelines.pool.messages import Message
+
+
+@dataclass
+class RunInfo:
+    """One MLflow run as the viewer lists it; ``label``/``seed`` only for pipeline runs."""
+
+    run_id: str
+    name: str
+    experiment: str
+    parent_id: str
+    status: str
+    start_time: int
+    label: str = ""
+    seed: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def running(self) -> bool:
+        return self.status == "RUNNING"
+
+
+@dataclass
+class Problem:
+    """One problem's result in one run (``extra``: the pipeline's own per-problem metrics)."""
+
+    task_id: str
+    status: str
+    reason: str = ""
+    detail: str = ""
+    tokens: int = 0
+    lm_calls: int = 0
+    latency_s: float = 0.0
+    iterations: int = 1
+    final_code: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _plain(value: Any) -> Any:
+    """Parquet cells (numpy arrays and scalars, NaN) as JSON-like Python values."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _problem_from_row(row: dict[str, Any]) -> Problem:
+    extra = {k[len("extra."):]: _plain(v) for k, v in row.items() if k.startswith("extra.")}
+    return Problem(
+        task_id=str(row["task_id"]), status=str(row["status"]), reason=str(row.get("reason") or ""),
+        detail=str(row.get("detail") or ""),
+        tokens=int(row.get("prompt_tokens", 0) or 0) + int(row.get("completion_tokens", 0) or 0),
+        lm_calls=int(row.get("lm_calls", 0) or 0), latency_s=float(row.get("latency_s", 0.0) or 0.0),
+        iterations=int(row.get("iterations", 1) or 1), final_code=str(row.get("final_code") or ""),
+        extra={k: v for k, v in extra.items() if v is not None},
+    )
+
+
+def _problem_from_result(result: dict[str, Any]) -> Problem:
+    return Problem(
+        task_id=result["task_id"], status=result["status"], reason=result.get("reason", ""),
+        tokens=int(result.get("prompt_tokens", 0)) + int(result.get("completion_tokens", 0)),
+        lm_calls=int(result.get("lm_calls", 0)), latency_s=float(result.get("latency_s", 0.0)),
+        iterations=int(result.get("iterations", 1)), final_code=result.get("final_code", ""),
+        extra=dict(result.get("extra") or {}),
+    )
+
+
+class ViewerData:
+    """Read-only access to one tracking store. Finished runs' artifacts are read once and kept;
+    runs in progress are read again on every request, so a refresh shows new problems."""
+
+    def __init__(self, uri: str) -> None:
+        from mlflow.tracing.client import TracingClient
+        from mlflow.tracking import MlflowClient
+
+        # Per-file download progress bars would print on every page a finished run is first read for.
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        self.uri = uri
+        self._client = MlflowClient(tracking_uri=uri)
+        self._traces = TracingClient(uri)
+        self._cache: dict[str, tuple[list[Problem], dict[str, list[Message]]]] = {}
+        self._lock = threading.Lock()
+
+    def _info(self, run: Any, experiment: str) -> RunInfo:
+        tags = run.data.tags
+        is_child = CHILD_TAG in tags or "pipeline.label" in run.data.params
+        label, _, seed = child_key(run).partition("/seed=") if is_child else ("", "", "")
+        return RunInfo(
+            run_id=run.info.run_id, name=run.info.run_name or run.info.run_id, experiment=experiment,
+            parent_id=tags.get(PARENT_TAG, ""), status=run.info.status,
+            start_time=int(run.info.start_time or 0), label=label, seed=seed,
+            metrics=dict(run.data.metrics),
+        )
+
+    def runs(self) -> list[RunInfo]:
+        """Every run of every experiment, newest first."""
+        found: list[RunInfo] = []
+        for experiment in self._client.search_experiments():
+            token = None
+            while True:
+                page = self._client.search_runs(
+                    [experiment.experiment_id], max_results=1000, page_token=token,
+                    order_by=["attributes.start_time DESC"],
+                )
+                found.extend(self._info(run, experiment.name) for run in page)
+                token = page.token
+                if not token:
+                    break
+        return found
+
+    def run(self, run_id: str) -> RunInfo:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            run = self._client.get_run(run_id)
+        except MlflowException as exc:
+            raise UserError(f"run '{run_id}': no such run in {self.uri}") from exc
+        return self._info(run, self._client.get_experiment(run.info.experiment_id).name)
+
+    def _load(self, run_id: str) -> tuple[list[Problem], dict[str, list[Message]]]:
+        import pandas as pd
+
+        with self._lock:
+            if run_id in self._cache:
+                return self._cache[run_id]
+        info = self.run(run_id)
+        if info.running:
+            return self._from_traces(run_id)
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                table = self._client.download_artifacts(run_id, "problems.parquet", tmp)
+            except Exception:  # killed before its artifacts: what its traces hold
+                return self._from_traces(run_id)
+            problems = [_problem_from_row(row) for row in pd.read_parquet(table).to_dict("records")]
+            messages: dict[str, list[Message]] = {}
+            try:
+                log = Path(self._client.download_artifacts(run_id, "messages.jsonl", tmp))
+                for line in log.read_text().splitlines():
+                    if line.strip():
+                        message = Message.model_validate_json(line)
+                        messages.setdefault(message.task_id, []).append(message)
+            except Exception:  # logged before message logs existed: results only
+                messages = {}
+        loaded = (problems, messages)
+        with self._lock:
+            self._cache[run_id] = loaded
+        return loaded
+
+    def _from_traces(self, run_id: str) -> tuple[list[Problem], dict[str, list[Message]]]:
+        problems: list[Problem] = []
+        messages: dict[str, list[Message]] = {}
+        for trace in run_traces(self._traces, run_id):
+            for span in trace.data.spans:
+                if span.parent_id is None and span.get_attribute(RESULT_ATTRIBUTE):
+                    problems.append(_problem_from_result(span.get_attribute(RESULT_ATTRIBUTE)))
+                elif span.get_attribute(MESSAGE_ATTRIBUTE):
+                    message = Message.model_validate(span.get_attribute(MESSAGE_ATTRIBUTE))
+                    messages.setdefault(message.task_id, []).append(message)
+        for found in messages.values():
+            found.sort(key=lambda m: m.created_at)
+        return problems, messages
+
+    def problems(self, run_id: str) -> list[Problem]:
+        return self._load(run_id)[0]
+
+    def problem(self, run_id: str, task_id: str) -> tuple[Problem, list[Message]]:
+        problems, messages = self._load(run_id)
+        match = next((p for p in problems if p.task_id == task_id), None)
+        if match is None:
+            raise UserError(f"run '{run_id}' has no problem '{task_id}'")
+        return match, messages.get(task_id, [])
+
+
+def json_text(value: Any) -> str:
+    """Metadata as readable JSON (the viewer escapes it like every other model-written string)."""
+    return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)

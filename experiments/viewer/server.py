@@ -1,0 +1,148 @@
+"""Serve the viewer on 127.0.0.1 (read-only: GET only, nothing is written) or write its pages
+as static files that open from disk."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from html import escape
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from eval.errors import UserError
+from experiments.viewer.data import ViewerData
+from experiments.viewer.pages import index_page, pair_page, problem_page, run_page, slug
+
+HOST = "127.0.0.1"  # never another interface: transcripts are research data, not a public site
+DEFAULT_PORT = 8470
+_RUN = r"([0-9A-Za-z_-]+)"
+_ROUTES = (
+    (re.compile(r"^/(?:index\.html)?$"), "index"),
+    (re.compile(rf"^/runs/{_RUN}\.html$"), "run"),
+    (re.compile(rf"^/problems/{_RUN}/([^/]+)\.html$"), "problem"),
+    (re.compile(rf"^/pairs/{_RUN}/{_RUN}/([^/]+)\.html$"), "pair"),
+)
+
+
+def pair_link(port: int, run_a: str, run_b: str, task_id: str) -> str:
+    """Where the served viewer shows ``task_id`` under two runs side by side (compare's report
+    links each discordant problem here)."""
+    return f"http://{HOST}:{port}/pairs/{run_a}/{run_b}/{slug(task_id)}.html"
+
+
+class Viewer:
+    """Pages by path, the same for the server and the static export."""
+
+    def __init__(self, data: ViewerData) -> None:
+        self.data = data
+
+    def _task(self, run_id: str, page_slug: str) -> str:
+        for problem in self.data.problems(run_id):
+            if slug(problem.task_id) == page_slug:
+                return problem.task_id
+        raise UserError(f"run '{run_id}' has no problem '{page_slug}'")
+
+    def page(self, path: str) -> str:
+        """The page at ``path``; :class:`UserError` for a path that names nothing."""
+        for pattern, kind in _ROUTES:
+            match = pattern.match(path.split("?", 1)[0])
+            if match is None:
+                continue
+            parts = match.groups()
+            if kind == "index":
+                return index_page(self.data.runs())
+            if kind == "run":
+                run = self.data.run(parts[0])
+                return run_page(run, self.data.problems(run.run_id))
+            if kind == "problem":
+                run = self.data.run(parts[0])
+                return problem_page(self.data, run, self._task(run.run_id, parts[1]))
+            runs = (self.data.run(parts[0]), self.data.run(parts[1]))
+            return pair_page(self.data, runs, self._task(runs[0].run_id, parts[2]))
+        raise UserError(f"no page at '{path}'")
+
+    def all_pages(self, run_id: str | None = None) -> Iterator[tuple[str, str]]:
+        """(path, html) of every page: the index, each pipeline run, each problem, and each problem
+        whose outcome differs between two runs of one parent, side by side."""
+        runs = [r for r in self.data.runs() if r.label]
+        if run_id is not None:
+            runs = [r for r in runs if run_id in (r.run_id, r.parent_id)]
+            if not runs:
+                raise UserError(f"run '{run_id}': no pipeline run with this id or parent id")
+        yield "index.html", self.page("/")
+        for run in runs:
+            yield f"runs/{run.run_id}.html", self.page(f"/runs/{run.run_id}.html")
+            for problem in self.data.problems(run.run_id):
+                yield (f"problems/{run.run_id}/{slug(problem.task_id)}.html",
+                       problem_page(self.data, run, problem.task_id))
+        for a in runs:
+            outcome_a = {p.task_id: p.status for p in self.data.problems(a.run_id)}
+            for b in runs:
+                if a.run_id == b.run_id or a.parent_id != b.parent_id:
+                    continue
+                for problem in self.data.problems(b.run_id):
+                    if outcome_a.get(problem.task_id, problem.status) != problem.status:
+                        yield (f"pairs/{a.run_id}/{b.run_id}/{slug(problem.task_id)}.html",
+                               pair_page(self.data, (a, b), problem.task_id))
+
+
+def export(viewer: Viewer, out: Path, run_id: str | None = None) -> int:
+    """Write every page under ``out``; returns how many."""
+    count = 0
+    for path, text in viewer.all_pages(run_id):
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        count += 1
+    return count
+
+
+def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            try:
+                body, status = viewer.page(self.path).encode(), HTTPStatus.OK
+            except UserError as exc:
+                body, status = f"<p>{escape(str(exc))}</p>".encode(), HTTPStatus.NOT_FOUND
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: one line per page is noise
+            return
+
+    return Handler
+
+
+def make_server(viewer: Viewer, port: int) -> ThreadingHTTPServer:
+    """Bound to 127.0.0.1:``port`` (0: a free port); a taken port is bad input."""
+    try:
+        return ThreadingHTTPServer((HOST, port), _handler(viewer))
+    except OSError as exc:
+        raise UserError(f"view --port {port}: cannot listen on {HOST}:{port} ({exc.strerror})") from exc
+
+
+def serve_in_thread(viewer: Viewer, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
+    """Start a server in a daemon thread (tests, notebooks); returns it and its base URL."""
+    server = make_server(viewer, port)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://{HOST}:{server.server_address[1]}"
+
+
+def open_viewer(home: Path, uri: str, run_id: str | None = None) -> tuple[Viewer, str]:
+    """The viewer over the store at ``uri`` and the path of its first page (the run's, or the
+    index). A data directory with no store yet, or an unknown run, is bad input: the viewer
+    never creates a store."""
+    if uri.startswith("sqlite:///") and not (home / "mlflow.db").is_file():
+        raise UserError(f"no runs in {home}: no mlflow.db there (run an experiment, or pass --home)")
+    viewer = Viewer(ViewerData(uri))
+    if run_id is None:
+        return viewer, "/index.html"
+    run = viewer.data.run(run_id)
+    return viewer, f"/runs/{run.run_id}.html" if run.label else "/index.html"

@@ -1,0 +1,112 @@
+"""The viewer in a real browser: Debian's Chromium, headless, driven through chromium-driver
+(both installed by scripts/test.sh). On failure a screenshot is saved under test-artifacts/."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from support.viewer_run import LOST, SCRIPT
+
+from experiments.tracking import tracking_uri
+from experiments.viewer.pages import slug
+from experiments.viewer.server import DEFAULT_PORT, open_viewer, serve_in_thread
+
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMEDRIVER is None:
+        pytest.skip("chromium-driver is not installed (scripts/test.sh installs it)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1400,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.implicitly_wait(5)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def served(viewer_home):
+    home, result = viewer_home
+    viewer, _ = open_viewer(home, tracking_uri(home))
+    server, base = serve_in_thread(viewer)
+    yield base, result
+    server.shutdown()
+    server.server_close()
+
+
+@contextlib.contextmanager
+def screenshot_on_failure(driver, name: str):
+    try:
+        yield
+    except BaseException:
+        ARTIFACTS.mkdir(exist_ok=True)
+        driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+        raise
+
+
+def _load_ms(driver) -> float:
+    return driver.execute_script(
+        "const t = performance.getEntriesByType('navigation')[0]; return t.loadEventEnd - t.startTime;"
+    )
+
+
+def test_run_list_filters_and_a_problem_shows_lanes_and_diffs(browser, served):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    base, result = served
+    debate = next(c for c in result.children if c.pipeline == "debate")
+    with screenshot_on_failure(browser, "run_list_and_problem"):
+        browser.get(f"{base}/index.html")
+        assert browser.find_elements(By.CSS_SELECTOR, "tr[data-pipeline]")
+        Select(browser.find_element(By.ID, "pipeline-filter")).select_by_value("debate")
+        shown = [r for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-pipeline]") if r.is_displayed()]
+        assert [r.get_attribute("data-pipeline") for r in shown] == ["debate"]
+        shown[0].find_element(By.TAG_NAME, "a").click()
+        print(f"run list page: {_load_ms(browser):.0f} ms")
+        Select(browser.find_element(By.ID, "status-filter")).select_by_value("failed")
+        failed = [r for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-task]") if r.is_displayed()]
+        assert [r.get_attribute("data-task") for r in failed] == [LOST]
+        browser.find_element(By.ID, "task-search").send_keys("HumanEval/0")
+        assert not any(r.is_displayed() for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-task]"))
+        browser.get(f"{base}/problems/{debate.run_id}/{slug('HumanEval/0')}.html")
+        print(f"problem page: {_load_ms(browser):.0f} ms")
+        lanes = browser.find_element(By.CSS_SELECTOR, "svg.lanes")
+        assert lanes.is_displayed() and len(lanes.find_elements(By.CSS_SELECTOR, "circle.mark")) >= 6
+        labels = {e.text for e in lanes.find_elements(By.CSS_SELECTOR, "text.lane-label")}
+        assert {"debater0", "debater1", "judge"} <= labels
+        version = browser.find_elements(By.CSS_SELECTOR, "details.version")[2]
+        version.find_element(By.TAG_NAME, "summary").click()
+        assert version.find_element(By.CSS_SELECTOR, "pre.diff").is_displayed()
+        # The model's <script> is text on the page, never run.
+        assert browser.title.startswith("HumanEval/0") and browser.title != "pwned"
+        assert SCRIPT in browser.find_element(By.TAG_NAME, "body").text
+
+
+def test_a_discordant_problem_in_the_report_opens_both_transcripts(browser, served):
+    from selenium.webdriver.common.by import By
+
+    base, result = served
+    report = result.comparison.files["html"]
+    with screenshot_on_failure(browser, "report_link"):
+        browser.get(report.resolve().as_uri())
+        link = browser.find_element(By.CSS_SELECTOR, "a.discordant")
+        assert LOST in link.text
+        target = urlparse(link.get_attribute("href"))
+        assert (target.hostname, target.port) == ("127.0.0.1", DEFAULT_PORT)
+        browser.get(base + target.path)  # the served viewer of this test listens on a free port
+        columns = browser.find_elements(By.CSS_SELECTOR, ".pair .column")
+        assert [c.find_element(By.TAG_NAME, "h2").text.split()[0] for c in columns] == ["baseline", "debate"]
+        assert all(c.find_element(By.CSS_SELECTOR, "svg.lanes").is_displayed() for c in columns)
