@@ -5,7 +5,7 @@ import pytest
 
 from eval.results import ProblemResult, results_table
 from eval.statistics import pipeline_summary
-from eval.summary import consensus_metrics, revision_metrics, sample_metrics, summarize
+from eval.summary import consensus_metrics, revision_metrics, sample_metrics, search_metrics, summarize
 from eval.verdict import Status
 
 CRITIQUE_RATES = ("critique_success_rate", "harmful_revision_rate")
@@ -87,3 +87,12 @@ def test_pipeline_summary_vote_agreement_skips_problems_without_samples():
     assert row["vote_agreement"] == pytest.approx((1 + 0.5) / 2)
     alone = pipeline_summary(results_table(_results([False], samples=[0], largest_group=[0])))
     assert "vote_agreement" not in alone
+
+
+def test_search_metrics_say_whether_the_tree_held_a_passing_node_and_it_was_missed():
+    assert search_metrics(_results([True])) == {}
+    metrics = search_metrics(_results(
+        [True, False, False], nodes_passed=[[False, True], [True, False, False], [False]],
+    ))
+    assert metrics == {"tree_has_passing_node_rate": pytest.approx(2 / 3), "passing_node_not_chosen": 1,
+                       "mean_nodes": 2.0}
