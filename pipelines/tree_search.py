@@ -80,7 +80,9 @@ class TreeSearchParams(TokenBudgetParams):
     )
 
 
-@register_pipeline("tree_search", params=TreeSearchParams)
+@register_pipeline(
+    "tree_search", params=TreeSearchParams, roles=("coder", "repairer", "scorer", "path_reflector")
+)
 class TreeSearch(dspy.Module):
     """Language Agent Tree Search over programs: UCT selection, n sampled children (coder, then a
     repairer reading real execution feedback on the visible examples), value = λ·LM score +
