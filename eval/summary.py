@@ -127,13 +127,13 @@ def consensus_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
 
 def sample_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
     """For pipelines that draw several samples: unbiased pass@k over the samples."""
-    from eval.metrics import pass_at_k
+    from eval.metrics import SAMPLE_KS, pass_at_k
 
     scored = [r.extra["samples_passed"] for r in results if r.extra.get("samples_passed")]
     if not scored:
         return {}
     metrics: dict[str, float] = {}
-    for k in (1, 5, 10):
+    for k in SAMPLE_KS:
         eligible = [s for s in scored if len(s) >= k]
         if eligible:
             total = sum(pass_at_k(len(s), sum(s), k) for s in eligible)
