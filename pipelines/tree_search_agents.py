@@ -26,8 +26,10 @@ from pipelines.search_tree import SearchNode, SearchTree
 
 # Intent of a node's evaluation by the value role (free intents are allowed on the pool).
 VALUE = "value"
-# Reflections shown to the repairer: the most recent ones (a small model's context is short).
+# Reflections shown to the repairer: the most recent ones (a small model's context is short), each
+# cut at REFLECTION_CHARS: the 0.5B model's reflections can repeat one sentence until max_tokens.
 REFLECTIONS_SHOWN = 3
+REFLECTION_CHARS = 600
 SCORE_MAX = 10
 
 
@@ -141,7 +143,9 @@ class SearchAgent(Agent):
         config = {} if greedy else sampling_config(child.index, self.settings.temperature)
         if parent is self.tree.root:
             return child, lambda: call_role(self.roles.coder, "coder", config=config, prompt=self.ctx.prompt)
-        reflections = "\n".join(f"- {text}" for text in self.reflections[-REFLECTIONS_SHOWN:]) or "none"
+        reflections = "\n".join(
+            f"- {text[:REFLECTION_CHARS]}" for text in self.reflections[-REFLECTIONS_SHOWN:]
+        ) or "none"
         return child, lambda: call_role(
             self.roles.repairer, "repairer", config=config, prompt=self.ctx.prompt, code=parent.code,
             execution_feedback=parent.feedback, reflections=reflections,

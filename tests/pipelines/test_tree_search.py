@@ -181,6 +181,18 @@ def test_exhaustive_search_runs_every_expansion_and_answers_with_the_best_node()
     assert prediction.code == HALF and history[-1].metadata["chosen"] == 3  # first node at 0.5
 
 
+def test_repairer_reads_the_last_reflections_each_cut_short():
+    scripts = _never_solves()
+    count = iter(range(100))
+    scripts["path_reflector"] = lambda t, b: {"reflection": f"Lesson {next(count)}. " + "Again. " * 200}
+    _, _, requests, _ = _run(scripts, n=1, max_expansions=6, stop="exhaust", greedy_first=False)
+    last_repair = _text_of([r for r in requests if "`repaired_code`" in str(r["messages"][0]["content"])][-1])
+    assert "Lesson 1." not in last_repair
+    assert all(f"- Lesson {i}. " in last_repair for i in (2, 3, 4))  # the last three before it
+    cut = ("Lesson 2. " + "Again. " * 200)[:600]  # 600 characters each
+    assert f"- {cut}\n- Lesson 3." in last_repair
+
+
 def test_parallel_children_give_the_same_search():
     sequential = _run(_never_solves(), n=3, max_expansions=2, stop="exhaust")
     parallel = _run(_never_solves(), n=3, max_expansions=2, stop="exhaust", parallel_agents=3)
