@@ -62,8 +62,8 @@ class TreeSearchParams(TokenBudgetParams):
     )
     reflect: bool = Field(
         default=True,
-        description="After an expansion with no solution, reflect on the path to its best child; later "
-        "repairs read the last reflections.",
+        description="After an expansion with no solution (and before another), reflect on the path to "
+        "its best child; later repairs read the last reflections.",
     )
     greedy_first: bool = Field(
         default=True,

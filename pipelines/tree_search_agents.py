@@ -115,7 +115,8 @@ class SearchAgent(Agent):
                 stop_reason = "solved"
                 break
             failing = [child for child in children if not child.solved]
-            if self.settings.reflect and failing and self._budget_left():
+            more = self.expansions < self.settings.max_expansions and self._budget_left()
+            if self.settings.reflect and failing and more:  # only a later repair reads it
                 self._reflect(max(failing, key=lambda child: (child.score, -child.index)))
         self._publish_verdict(message, stop_reason)
 

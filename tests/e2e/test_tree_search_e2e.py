@@ -10,7 +10,7 @@ from experiments.api import run
 from experiments.tracking import tracking_uri
 from pipelines.pool.messages import Intent
 
-# Six model calls per problem (two drafts, two repairs, two reflections); a loaded 2-core machine
+# Five model calls per problem (two drafts, a reflection, two repairs); a loaded 2-core machine
 # answers slowly, hence a longer limit than the suite's 900 s.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 

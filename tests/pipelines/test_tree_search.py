@@ -172,12 +172,13 @@ def test_exhaustive_search_runs_every_expansion_and_answers_with_the_best_node()
     prediction, history, _, meter = _run(_never_solves(), n=2, max_expansions=3, stop="exhaust")
     assert prediction.metrics["stop_reason"] == "max_expansions"
     assert prediction.metrics["expansions"] == 3 and prediction.metrics["nodes"] == 6
-    assert prediction.metrics["reflections"] == 3 and prediction.metrics["max_depth"] == 2
+    # a reflection after each expansion but the last (no repair would read that one)
+    assert prediction.metrics["reflections"] == 2 and prediction.metrics["max_depth"] == 2
     # node 1 (older of two equal roots) is repaired first; its subtree's mean (1/3 over 3 visits)
     # then loses to node 2's exploration term (1 visit), so node 2 is expanded next.
     assert [m.metadata["parent_node"] for m in _nodes(history)] == [0, 0, 1, 1, 2, 2]
     assert meter.by_role["coder"].calls == 2 and meter.by_role["repairer"].calls == 4
-    assert meter.by_role["path_reflector"].calls == 3
+    assert meter.by_role["path_reflector"].calls == 2
     assert prediction.code == HALF and history[-1].metadata["chosen"] == 3  # first node at 0.5
 
 
