@@ -37,15 +37,17 @@ class CallOutcome(BaseModel):
     """What one call of the candidate did, as plain data.
 
     ``kind``: ``returned`` (``value`` holds the plain-data result), ``raised`` (``error_type``,
-    ``error_message``), ``timed_out``, or ``failed`` (could not run or returned something that
-    is not plain data; ``reason`` as in :class:`Verdict`: syntax, missing_entry_point, crash,
-    memory_limit, unsupported_return, bad_call …).
+    ``error_message``, ``error_line``: the program's line, 0 if unknown), ``timed_out``, or
+    ``failed`` (could not run or returned something that is not plain data; ``reason`` as in
+    :class:`Verdict`: syntax, missing_entry_point, crash, memory_limit, unsupported_return,
+    bad_call …).
     """
 
     kind: Literal["returned", "raised", "timed_out", "failed"]
     value: Any = None
     error_type: str = ""
     error_message: str = ""
+    error_line: int = 0
     reason: str = ""
     detail: str = ""
     duration_s: float = 0.0

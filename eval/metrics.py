@@ -6,6 +6,10 @@ package rather than re-derived, so our numbers are comparable with published one
 
 from __future__ import annotations
 
+# The k of pass@k reported over a pipeline's samples (vote): 20 samples at a sampling temperature
+# measure the ceiling no selection among them can beat at its k.
+SAMPLE_KS = (1, 5, 10, 20)
+
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k for one problem: ``n`` samples, ``c`` of them correct.

@@ -238,6 +238,22 @@ def _consensus_metrics(frame: pd.DataFrame) -> dict[str, float]:
     return _applicable(out)
 
 
+def _sample_metrics(frame: pd.DataFrame) -> dict[str, float]:
+    """Unbiased pass@k over each attempt's samples (``samples_pass@k``), as
+    :func:`eval.summary.sample_metrics`: over the attempts that drew at least k samples."""
+    if "extra.samples_passed" not in frame:
+        return {}
+    from eval.metrics import SAMPLE_KS, pass_at_k
+
+    samples = _list_column(frame, "extra.samples_passed")
+    out: dict[str, float] = {}
+    for k in SAMPLE_KS:
+        eligible = [s for s in samples if len(s) >= k]
+        if eligible:
+            out[f"samples_pass@{k}"] = float(np.mean([pass_at_k(len(s), int(s.sum()), k) for s in eligible]))
+    return out
+
+
 def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """One row per pipeline label: pass@1 with a Wilson CI, cost, and the pipeline's own metrics.
 
@@ -276,6 +292,7 @@ def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.
         }
         row.update(_revision_metrics(group))
         row.update(_consensus_metrics(group))
+        row.update(_sample_metrics(group))
         rows.append(row)
     return pd.DataFrame(rows)
 

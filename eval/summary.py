@@ -42,6 +42,7 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
     metrics.update(revision_metrics(results))
     metrics.update(consensus_metrics(results))
     metrics.update(sample_metrics(results))
+    metrics.update(search_metrics(results))
     for role, usage in _usage_by_role(results).items():
         metrics[f"role.{role}.calls"] = usage["calls"]
         metrics[f"role.{role}.tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -142,15 +143,30 @@ def consensus_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
 
 def sample_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
     """For pipelines that draw several samples: unbiased pass@k over the samples."""
-    from eval.metrics import pass_at_k
+    from eval.metrics import SAMPLE_KS, pass_at_k
 
     scored = [r.extra["samples_passed"] for r in results if r.extra.get("samples_passed")]
     if not scored:
         return {}
     metrics: dict[str, float] = {}
-    for k in (1, 5, 10):
+    for k in SAMPLE_KS:
         eligible = [s for s in scored if len(s) >= k]
         if eligible:
             total = sum(pass_at_k(len(s), sum(s), k) for s in eligible)
             metrics[f"samples_pass_at_{k}"] = total / len(eligible)
     return metrics
+
+
+def search_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For tree search (results carrying ``extra.nodes_passed``, every node scored after the
+    search): how often the tree held a node that passes the hidden tests, and how often the
+    search then answered with another — selection's share of the failures."""
+    scored = [r for r in results if "nodes_passed" in r.extra]
+    if not scored:
+        return {}
+    held = [r for r in scored if any(r.extra["nodes_passed"])]
+    return {
+        "tree_has_passing_node_rate": len(held) / len(scored),
+        "passing_node_not_chosen": sum(not r.passed for r in held),
+        "mean_nodes": sum(len(r.extra["nodes_passed"]) for r in scored) / len(scored),
+    }

@@ -11,7 +11,7 @@ import doctest
 import re
 from dataclasses import dataclass
 
-from eval.execution import call_function
+from eval.execution import CallOutcome, call_function
 
 # What may stand between a call and its value in prose examples: "f(x) ==> y", "f(x) # => y",
 # "f(x) ➞ y", "f(x) = y", "f(x) returns y" …
@@ -147,25 +147,70 @@ def _same(actual: object, expected: object) -> bool:
     return actual == expected
 
 
+@dataclass(frozen=True)
+class ExampleRun:
+    """What a candidate did on one visible example."""
+
+    example: VisibleExample
+    outcome: CallOutcome
+    passed: bool
+
+
+def run_examples(
+    program: str, entry_point: str, examples: list[VisibleExample], *, timeout_s: float = 5.0
+) -> list[ExampleRun]:
+    """Run the candidate (an assembled program) on each visible example in the sandbox."""
+    if not examples:
+        return []
+    outcomes = call_function(program, entry_point, [e.args for e in examples], timeout_s=timeout_s)
+    return [
+        ExampleRun(example, outcome, outcome.kind == "returned"
+                   and _same(outcome.value, ast.literal_eval(example.expected)))
+        for example, outcome in zip(examples, outcomes, strict=True)
+    ]
+
+
+def _failure(outcome: CallOutcome) -> str:
+    if outcome.kind == "raised":
+        return f"raised {outcome.error_type}: {outcome.error_message}"[:300]
+    if outcome.kind == "timed_out":
+        return "timed out"
+    return f"could not run ({outcome.reason})"
+
+
 def execution_feedback(
     program: str, entry_point: str, examples: list[VisibleExample], *, timeout_s: float = 5.0
 ) -> str:
     """Run the candidate on the visible examples; one line per example, for a critic to read."""
     if not examples:
         return "none (the problem shows no runnable examples)"
-    outcomes = call_function(program, entry_point, [e.args for e in examples], timeout_s=timeout_s)
     lines = []
-    for example, outcome in zip(examples, outcomes, strict=True):
-        expected = ast.literal_eval(example.expected)
+    for run in run_examples(program, entry_point, examples, timeout_s=timeout_s):
+        example, outcome = run.example, run.outcome
         if outcome.kind == "returned":
-            mark = "PASS" if _same(outcome.value, expected) else "FAIL"
+            mark = "PASS" if run.passed else "FAIL"
             lines.append(f"{mark}: {example.call} returned {outcome.value!r}, expected {example.expected}")
-            continue
-        if outcome.kind == "raised":
-            what = f"raised {outcome.error_type}: {outcome.error_message}"[:300]
-        elif outcome.kind == "timed_out":
-            what = "timed out"
         else:
-            what = f"could not run ({outcome.reason})"
-        lines.append(f"FAIL: {example.call} {what}, expected {example.expected}")
+            lines.append(f"FAIL: {example.call} {_failure(outcome)}, expected {example.expected}")
     return "\n".join(lines)
+
+
+def debugging_feedback(program: str, runs: list[ExampleRun]) -> str:
+    """Self-Debugging style feedback on the failing visible examples of ``runs``: the call, the
+    expected value, what the code returned or raised, and the source line an exception came from
+    (a line of ``program``, the assembled candidate the examples ran on)."""
+    if not runs:
+        return "none (the problem shows no runnable examples)"
+    failing = [run for run in runs if not run.passed]
+    if not failing:
+        return f"all {len(runs)} visible examples pass"
+    source = program.splitlines()
+    blocks = [f"{len(runs) - len(failing)} of {len(runs)} visible examples pass."]
+    for run in failing:
+        outcome = run.outcome
+        got = repr(outcome.value) if outcome.kind == "returned" else _failure(outcome)
+        block = f"Example: {run.example.call}\n  expected: {run.example.expected}\n  got: {got}"
+        if outcome.kind == "raised" and 0 < outcome.error_line <= len(source):
+            block += f"\n  raised at: {source[outcome.error_line - 1].strip()}"
+        blocks.append(block)
+    return "\n".join(blocks)

@@ -54,6 +54,8 @@ def cost_keys(
         params = {k: v for k, v in pipeline.params.items() if k != PARALLEL_AGENTS}
         material = {**common, "pipeline": pipeline.name, "params": params,
                     "prompts": prompts.get(pipeline.display_name)}
+        if pipeline.roles:  # only then, so keys of pipelines without role settings stay as they were
+            material["roles"] = {name: role.model_dump() for name, role in pipeline.roles.items()}
         blob = json.dumps(material, sort_keys=True, default=str)
         keys[pipeline.display_name] = hashlib.sha256(blob.encode()).hexdigest()[:16]
     return keys

@@ -304,8 +304,11 @@ def _cmd_pipelines(args: argparse.Namespace) -> int:
             for p in pipeline["params"]
         ]
         print(_table(["param", "type", "default", "allowed", "description"], rows) if rows else "  no params")
+        if pipeline["roles"]:
+            print(f"  roles: {', '.join(pipeline['roles'])}")
         print()
-    print("Set them under a pipeline's `params:` in an experiment spec.")
+    print("Set them under a pipeline's `params:` in an experiment spec; a role's own model or "
+          "temperature under its `roles:`.")
     return 0
 
 

@@ -350,7 +350,8 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
             )
             if results:
                 _measured(row, results, parallel)
-            elif prompts_of(spec, pipeline_spec) is None:  # loaded prompts change every call's size
+            # Loaded prompts change every call's size, role models and temperatures its answers.
+            elif prompts_of(spec, pipeline_spec) is None and not pipeline_spec.roles:
                 params, budget = dict(pipeline_spec.params), pipeline_spec.params.get("token_budget")
                 source = params.pop(BUDGET_FROM, None)
                 if source is not None:
@@ -361,8 +362,9 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
                 else:
                     row.basis = f"unknown: its token budget comes from '{source}', whose cost is unknown"
             if not row.basis:
+                what = "role settings" if pipeline_spec.roles else "prompts"
                 row.basis = (
-                    f"unknown: no earlier problem of '{label}' with these prompts in this data directory"
+                    f"unknown: no earlier problem of '{label}' with these {what} in this data directory"
                 )
             per_problem[(label, seed)] = row.per_problem
             rows.append(row)

@@ -27,6 +27,7 @@ from experiments.paths import path_segment
 from experiments.progress import ProgressBar
 from experiments.provenance import code_fingerprint
 from experiments.provision import ModelIdentity, resolve_model, serve_model
+from experiments.role_models import RoleModels, models_by_role, usage_by_model
 from experiments.run_records import child_run, open_parent_run, results_digest
 from experiments.solve import solve_and_score
 from experiments.spec import ExperimentSpec, PipelineSpec
@@ -254,7 +255,8 @@ def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> li
 def _run_child(
     tracker: Tracker, store: CheckpointStore, parent_id: str, siblings: list[Any],
     spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
-    lazy_lm: _LazyLM, pool: MessagePool, show_progress: bool, finished: list[ChildRun],
+    lazy_lm: _LazyLM, role_models: RoleModels, pool: MessagePool, show_progress: bool,
+    finished: list[ChildRun],
 ) -> ChildRun:
     label = pipeline_spec.display_name
     run_id, logged = child_run(tracker, parent_id, siblings, label, seed)
@@ -292,7 +294,8 @@ def _run_child(
             if spec.model.send_seed:
                 lm = lm.copy(seed=seed)
             solve = bind_pool(pool, functools.partial(
-                solve_and_score, lm=lm, label=label, seed=seed, timeout_s=spec.execution.timeout_s
+                solve_and_score, lm=lm, label=label, seed=seed, timeout_s=spec.execution.timeout_s,
+                role_lms=role_models.lms_for(pipeline_spec, lm, seed),
             ), run_id=run_id)
             results = _solve_concurrently(solve, pipeline, pending, spec.concurrency)
             with contextlib.closing(results):  # an error here stops the problems in flight too
@@ -314,6 +317,7 @@ def _run_child(
         trace_checkpointed(tracer, results, pool.history, traced | {r.task_id for r in results
                                                                      if r.task_id in pending_ids})
     metrics = summarize(results)
+    metrics.update(usage_by_model(results, models_by_role(pipeline_spec), spec.model.id))
     metrics["wall_time_s"] = time.monotonic() - start
     tracker.log_metrics(run_id, metrics, only_changed=True)
     tracker.log_frame(run_id, results_table(results), "problems")
@@ -355,10 +359,13 @@ def run_experiment(
     store = checkpoint_store(spec, identity, key, home, uri)
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
-    with contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm, _open_pool(spec, home) as pool:
+    role_models = RoleModels(spec, home, cache)
+    with contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm, \
+            contextlib.closing(role_models), _open_pool(spec, home) as pool:
         wanted = {p.task_id for p in problems}
         if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
-            lazy_lm.get()  # start and check the model before any run exists
+            lazy_lm.get()  # start and check the models before any run exists
+            role_models.start()
         tracker = Tracker(home, spec.name, uri)
         parent_id = open_parent_run(
             tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
@@ -370,7 +377,7 @@ def run_experiment(
                 for seed in spec.seeds:
                     result.children.append(_run_child(
                         tracker, store, parent_id, siblings, spec, pipeline_spec, seed, problems,
-                        lazy_lm, pool, progress, result.children,
+                        lazy_lm, role_models, pool, progress, result.children,
                     ))
         except BaseException:
             tracker.finish(parent_id, "KILLED")

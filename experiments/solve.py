@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import dspy
 
@@ -10,6 +12,7 @@ from eval.problems import Problem
 from eval.results import ProblemResult
 from eval.scoring import score_code
 from eval.usage import UsageMeter, metering
+from pipelines.role_lms import using_role_lms
 from signatures.adapter import CodeAdapter
 
 
@@ -21,12 +24,13 @@ def solve_and_score(
     label: str,
     seed: int,
     timeout_s: float,
+    role_lms: Mapping[str, Any] | None = None,
 ) -> ProblemResult:
     """The pipeline sees only the prompt and entry point; the hidden test is used after it
-    returns, to score the final code."""
+    returns, to score the final code. ``role_lms``: roles that run on an LM of their own."""
     meter = UsageMeter()
     start = time.monotonic()
-    with dspy.context(lm=lm, adapter=CodeAdapter()), metering(meter):
+    with dspy.context(lm=lm, adapter=CodeAdapter()), metering(meter), using_role_lms(role_lms or {}):
         prediction = pipeline(
             prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
         )

@@ -17,9 +17,10 @@ from pydantic_core import PydanticCustomError
 from eval.errors import UserError
 from eval.formats import FormatName
 from experiments.local_server import ServerChoice
+from experiments.model_files import resolve_bundled
 from pipelines.budget import BUDGET_FROM
 from pipelines.parallel_agents import PARALLEL_AGENTS
-from pipelines.registry import validate_params
+from pipelines.registry import pipeline_roles, validate_params
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0
@@ -114,6 +115,38 @@ class ModelSpec(_Strict):
         return LOCAL_REQUEST_TIMEOUT_S if self.id.startswith("local") else REMOTE_REQUEST_TIMEOUT_S
 
 
+class RoleSpec(_Strict):
+    """One role's own model and sampling (``roles: {fixer: {temperature: 0.8}}``)."""
+
+    model: str | None = Field(
+        default=None,
+        description="'local', 'local-1.5b' or a LiteLLM model string (served with the experiment's "
+        "model settings); default: the experiment's model.",
+    )
+    api_base: str | None = Field(default=None, description="Endpoint URL of a LiteLLM `model`.")
+    temperature: float | None = Field(
+        default=None, ge=0.0, le=2.0,
+        description="This role's temperature; default: the model's. Calls a pipeline samples itself "
+        "(vote samples, debaters, tree search children) keep their own.",
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, model: str | None) -> str | None:
+        if model is not None and resolve_bundled(model) is None and "/" not in model:
+            message = (f"'{model}' is not a model: use 'local', 'local-1.5b' or a LiteLLM string "
+                       "such as 'openai/gpt-4o-mini' (provider/model)")
+            raise PydanticCustomError("role_model", "{message}", {"message": message})
+        return model
+
+    @model_validator(mode="after")
+    def _api_base_needs_model(self) -> RoleSpec:
+        if self.api_base is not None and self.model is None:
+            message = "api_base needs a model (the LiteLLM model string it serves)"
+            raise PydanticCustomError("role_api_base", "{message}", {"message": message})
+        return self
+
+
 class PipelineSpec(_Strict):
     name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
     label: str | None = Field(
@@ -130,6 +163,11 @@ class PipelineSpec(_Strict):
         description="Exported prompts for this pipeline only (overrides the experiment's `prompts`), "
         "so one experiment can pair a pipeline with and without optimised prompts.",
     )
+    roles: dict[str, RoleSpec] = Field(
+        default_factory=dict,
+        description="Role name (as in the role.NAME metrics) -> its own model and/or temperature, "
+        "e.g. {fixer: {temperature: 0.8}, critic: {model: local-1.5b}}.",
+    )
 
     @model_validator(mode="after")
     def _checked_params(self) -> PipelineSpec:
@@ -137,6 +175,12 @@ class PipelineSpec(_Strict):
             self.params = validate_params(self.name, self.params).model_dump()
         except UserError as exc:  # one line naming the pipeline, the field and what is allowed
             raise PydanticCustomError("pipeline_params", "{message}", {"message": str(exc)}) from exc
+        known = pipeline_roles(self.name)
+        for role in self.roles:
+            if role not in known:
+                allowed = ", ".join(known) or "none (this pipeline declares no configurable roles)"
+                message = f"pipeline '{self.name}': roles.{role}: unknown role; roles: {allowed}"
+                raise PydanticCustomError("pipeline_roles", "{message}", {"message": message})
         return self
 
     @property

@@ -19,7 +19,7 @@ class BaselineParams(PipelineParams):
     """``baseline`` takes no parameters (any name given is an error)."""
 
 
-@register_pipeline("baseline", params=BaselineParams)
+@register_pipeline("baseline", params=BaselineParams, roles=("coder",))
 class Baseline(dspy.Module):
     """The coder answers once; no review. The reference point every other pipeline is compared to.
 

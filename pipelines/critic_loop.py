@@ -48,7 +48,7 @@ class CriticLoopParams(PipelineParams):
     )
 
 
-@register_pipeline("critic_loop", params=CriticLoopParams)
+@register_pipeline("critic_loop", params=CriticLoopParams, roles=("coder", "critic", "fixer", "meta_critic"))
 class CriticLoop(dspy.Module):
     """Coder → critic → fixer until the critic approves or max_iterations; optionally execution
     feedback from the visible examples and a meta-critic reviewing each critique.

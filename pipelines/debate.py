@@ -80,7 +80,7 @@ class DebateParams(PipelineParams):
     )
 
 
-@register_pipeline("debate", params=DebateParams)
+@register_pipeline("debate", params=DebateParams, roles=("coder", "debater", "judge"))
 class Debate(dspy.Module):
     """N debaters propose (sampling) and argue for R rounds with the neighbours their topology
     shows them; a judge picks or merges the answer.

@@ -46,25 +46,30 @@ F = TypeVar("F", bound=PipelineFactory)
 class _Registered:
     factory: PipelineFactory
     params: type[PipelineParams]
+    roles: tuple[str, ...]
 
 
 _REGISTRY: dict[str, _Registered] = {}
 # Modules whose import registers the built-in pipelines; loaded on first lookup, not at import.
 _BUILTIN_MODULES = (
     "pipelines.baseline", "pipelines.critic_loop", "pipelines.self_refine", "pipelines.debate",
-    "pipelines.vote",
+    "pipelines.vote", "pipelines.tree_search",
 )
 
 
-def register_pipeline(name: str, *, params: type[PipelineParams]) -> Callable[[F], F]:
+def register_pipeline(
+    name: str, *, params: type[PipelineParams], roles: tuple[str, ...] = ()
+) -> Callable[[F], F]:
     """Class decorator: make a ``dspy.Module`` subclass constructible by ``name``, its
-    parameters described and checked by the model ``params``."""
+    parameters described and checked by the model ``params``. ``roles``: the role names its
+    calls are made and reported as (``role.NAME.*`` metrics), which an experiment may give their
+    own model or temperature."""
 
     def decorate(factory: F) -> F:
         known = _REGISTRY.get(name)
         if known is not None and known.factory is not factory:
             raise ValueError(f"pipeline name '{name}' is already registered")
-        _REGISTRY[name] = _Registered(factory, params)
+        _REGISTRY[name] = _Registered(factory, params, roles)
         return factory
 
     return decorate
@@ -93,6 +98,11 @@ def validate_params(name: str, params: Mapping[str, Any]) -> PipelineParams:
     return _registered(name).params.validated(name, params)
 
 
+def pipeline_roles(name: str) -> tuple[str, ...]:
+    """The roles of pipeline ``name`` that can be given their own model or temperature."""
+    return _registered(name).roles
+
+
 def create_pipeline(name: str, **params: Any) -> dspy.Module:
     """Build a registered pipeline from checked params; unknown names and bad params are user errors."""
     registered = _registered(name)
@@ -100,14 +110,15 @@ def create_pipeline(name: str, **params: Any) -> dspy.Module:
 
 
 def describe_pipelines() -> list[dict[str, Any]]:
-    """Every registered pipeline: ``name``, ``summary`` (its docstring's first paragraph) and
-    ``params`` (:func:`pipelines.params.describe_params` of its model)."""
+    """Every registered pipeline: ``name``, ``summary`` (its docstring's first paragraph),
+    ``params`` (:func:`pipelines.params.describe_params` of its model) and ``roles``."""
     _load_builtins()
     return [
         {
             "name": name,
             "summary": " ".join((inspect.getdoc(registered.factory) or "").partition("\n\n")[0].split()),
             "params": describe_params(registered.params),
+            "roles": list(registered.roles),
         }
         for name, registered in sorted(_REGISTRY.items())
     ]

@@ -12,6 +12,7 @@ from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 from pydantic import BaseModel
 
 from eval.usage import UsageMeter, acting_as, current_meter, metering
+from pipelines.role_lms import role_lm
 
 
 def to_jsonable(value: Any) -> Any:
@@ -64,14 +65,16 @@ def call_role(
     text, so the caller decides what that means (a coder's raw text is usually still code; a
     critic's unparsed review must never count as an approval). A prompt too long for the
     model's context is recorded the same way, with ``error`` saying so. ``config`` holds LM
-    settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples."""
+    settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples; they
+    apply on top of the role's LM (:func:`pipelines.role_lms.role_lm`) where one is bound."""
     meter = UsageMeter(parent=current_meter())
     start = time.monotonic()
     outputs: dict[str, Any] = {}
     raw, parsed, error = "", True, ""
+    lm = role_lm(role)  # the experiment may give this role its own model or temperature
     with metering(meter), acting_as(role):
         try:
-            outputs = dict(predictor(**inputs, config=config or {}).items())
+            outputs = dict(predictor(**inputs, config=config or {}, **({"lm": lm} if lm else {})).items())
         except AdapterParseError as exc:
             raw, parsed = exc.lm_response or "", False
         except ContextWindowExceededError as exc:

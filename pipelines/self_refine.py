@@ -85,7 +85,7 @@ class SelfRefineParams(PipelineParams):
     )
 
 
-@register_pipeline("self_refine", params=SelfRefineParams)
+@register_pipeline("self_refine", params=SelfRefineParams, roles=("coder", "self_feedback", "self_refiner"))
 class SelfRefine(dspy.Module):
     """The author reviews its own code and refines it, until its review says correct or
     max_iterations.

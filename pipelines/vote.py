@@ -163,7 +163,7 @@ class VoteParams(TokenBudgetParams):
     )
 
 
-@register_pipeline("vote", params=VoteParams)
+@register_pipeline("vote", params=VoteParams, roles=("coder",))
 class Vote(dspy.Module):
     """k independent samples (or as many as a token budget buys); the answer is the largest group
     of samples that behave identically on the prompt's visible examples (CodeT-style).

@@ -117,6 +117,12 @@ def _text(message: list[Any], index: int) -> str:
     return value[:2000] if type(value) is str else ""
 
 
+def _line(message: list[Any], index: int) -> int:
+    """A source line number the candidate reported (0 when absent or not a plausible line)."""
+    value = message[index] if len(message) > index else 0
+    return value if type(value) is int and 0 < value < 1_000_000 else 0
+
+
 class CandidateStop(BaseException):
     """Raised inside the test when the candidate's sample is over (timeout, crash, bad value).
 
@@ -337,7 +343,7 @@ class Checker:
             verdict = _exception_verdict(_text(message, 1), _text(message, 2))
             if verdict["reason"] == "exception":
                 return {"kind": "raised", "error_type": _text(message, 1),
-                        "error_message": _text(message, 2)}
+                        "error_message": _text(message, 2), "error_line": _line(message, 3)}
             return {"kind": "failed", **verdict}
         reasons = {"bad": "unsupported_return", "toolarge": "return_too_large",
                    "callsyntax": "bad_call"}

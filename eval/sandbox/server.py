@@ -280,12 +280,27 @@ def _reply(obj: object) -> None:
     codec.write_frame(CHILD_REP, json.dumps(obj).encode())
 
 
+def _candidate_line(exc: BaseException) -> int:
+    """The line of the candidate's own source where ``exc`` last passed (0: none), so a repairer
+    can be told where its code failed (Self-Debugging)."""
+    line = 0
+    try:
+        frame = exc.__traceback__
+        while frame is not None:
+            if frame.tb_frame.f_code.co_filename == "<candidate>":
+                line = frame.tb_lineno
+            frame = frame.tb_next
+    except BaseException:  # a candidate may hand over a forged traceback; the line is only a hint
+        return 0
+    return line if type(line) is int else 0
+
+
 def _describe(exc: BaseException) -> list:
     try:
         message = str(exc)
     except BaseException:  # a hostile __str__
         message = "<unprintable>"
-    return ["exc", type(exc).__name__[:200], message[:2000]]
+    return ["exc", type(exc).__name__[:200], message[:2000], _candidate_line(exc)]
 
 
 def _serve_candidate(request: dict, return_bytes: int) -> None:

@@ -139,6 +139,15 @@ def test_call_function_outcomes() -> None:
     assert outcomes[0].signature() == call_function(program, "f", ["3, 2"])[0].signature()
 
 
+def test_raised_exception_names_the_candidate_line_it_came_from() -> None:
+    program = ("def helper(x):\n    return [1][x]\n\n"
+               "def f(x):\n    if x < 0:\n        raise ValueError('neg')\n    return helper(x)\n")
+    outcomes = call_function(program, "f", ["5", "-1", "0", "1/0"])
+    assert [(o.kind, o.error_line) for o in outcomes] == [
+        ("raised", 2), ("raised", 6), ("returned", 0), ("raised", 0),  # the argument's own error
+    ]
+
+
 def test_call_function_on_broken_programs() -> None:
     outcomes = call_function("def f(:\n", "f", ["1", "2"])
     assert [(o.kind, o.reason) for o in outcomes] == [("failed", "syntax")] * 2

@@ -3,9 +3,10 @@ run-level metrics agree with compare's pooled ones (eval.statistics) on the same
 
 import pytest
 
+from eval.metrics import pass_at_k
 from eval.results import ProblemResult, results_table
 from eval.statistics import pipeline_summary
-from eval.summary import consensus_metrics, revision_metrics, sample_metrics, summarize
+from eval.summary import consensus_metrics, revision_metrics, sample_metrics, search_metrics, summarize
 from eval.verdict import Status
 
 CRITIQUE_RATES = ("critique_success_rate", "harmful_revision_rate")
@@ -87,3 +88,26 @@ def test_pipeline_summary_vote_agreement_skips_problems_without_samples():
     assert row["vote_agreement"] == pytest.approx((1 + 0.5) / 2)
     alone = pipeline_summary(results_table(_results([False], samples=[0], largest_group=[0])))
     assert "vote_agreement" not in alone
+
+
+def test_samples_pass_at_k_up_to_20_in_the_run_metrics_and_compare_table():
+    twenty = [True] * 3 + [False] * 17
+    metrics = sample_metrics(_results([True, False], samples_passed=[twenty, [False] * 5]))
+    expected = {k: (pass_at_k(20, 3, k) + (pass_at_k(5, 0, k) if k <= 5 else 0)) / (2 if k <= 5 else 1)
+                for k in (1, 5, 10, 20)}
+    assert metrics == {f"samples_pass_at_{k}": pytest.approx(v) for k, v in expected.items()}
+    assert metrics["samples_pass_at_20"] == 1.0 and metrics["samples_pass_at_1"] == pytest.approx(3 / 40)
+    frame = results_table(_results([True, False], samples_passed=[twenty, [False] * 5]))
+    row = pipeline_summary(frame).iloc[0]
+    for k, value in expected.items():
+        assert row[f"samples_pass@{k}"] == pytest.approx(value)
+    assert "samples_pass@1" not in pipeline_summary(results_table(_results([True])))
+
+
+def test_search_metrics_say_whether_the_tree_held_a_passing_node_and_it_was_missed():
+    assert search_metrics(_results([True])) == {}
+    metrics = search_metrics(_results(
+        [True, False, False], nodes_passed=[[False, True], [True, False, False], [False]],
+    ))
+    assert metrics == {"tree_has_passing_node_rate": pytest.approx(2 / 3), "passing_node_not_chosen": 1,
+                       "mean_nodes": 2.0}

@@ -1,4 +1,4 @@
-from eval.visible_examples import execution_feedback, visible_examples
+from eval.visible_examples import debugging_feedback, execution_feedback, run_examples, visible_examples
 
 
 def test_doctest_examples_are_found(humaneval_problems):
@@ -33,3 +33,26 @@ def test_feedback_reports_pass_fail_and_exceptions():
         "PASS: f(2) returned 4, expected 4",
         "FAIL: f(0) raised ZeroDivisionError: integer division or modulo by zero, expected 0",
     ]
+
+
+def test_debugging_feedback_shows_expected_got_and_the_raising_line():
+    prompt = 'def f(x):\n    """\n    >>> f(2)\n    4\n    >>> f(0)\n    0\n    >>> f(4)\n    3\n    """\n'
+    program = "def f(x):\n    y = 8 // x\n    return y\n"
+    runs = run_examples(program, "f", visible_examples(prompt, "f"))
+    assert [run.passed for run in runs] == [True, False, False]
+    assert runs[1].outcome.error_line == 2
+    assert debugging_feedback(program, runs).splitlines() == [
+        "1 of 3 visible examples pass.",
+        "Example: f(0)",
+        "  expected: 0",
+        "  got: raised ZeroDivisionError: integer division or modulo by zero",
+        "  raised at: y = 8 // x",
+        "Example: f(4)",
+        "  expected: 3",
+        "  got: 2",
+    ]
+    passing = "def f(x):\n    return {2: 4, 0: 0, 4: 3}[x]\n"
+    assert debugging_feedback(passing, run_examples(passing, "f", visible_examples(prompt, "f"))) == (
+        "all 3 visible examples pass"
+    )
+    assert debugging_feedback(program, []) == "none (the problem shows no runnable examples)"

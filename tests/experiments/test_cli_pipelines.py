@@ -30,5 +30,7 @@ def test_lists_every_field_of_every_model_with_its_default(capsys):
             assert line, f"{name}.{field} (default {default}) not listed:\n{sections[name]}"
             assert info.description in line.group(0)
     assert "no params" in sections["baseline"]
+    assert "  roles: coder, critic, fixer, meta_critic" in sections["critic_loop"].splitlines()
+    assert "  roles: coder, repairer, scorer, path_reflector" in sections["tree_search"].splitlines()
     topology = next(line for line in sections["debate"].splitlines() if line.split()[0] == "topology")
     assert topology.split()[1:5] == ["str", "full", "full,", "ring,"]

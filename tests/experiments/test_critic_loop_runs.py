@@ -1,5 +1,5 @@
-"""critic_loop through the runner: pool persistence, message log, metrics, and no leakage of
-hidden tests into any LM request."""
+"""critic_loop (and tree_search) through the runner: pool persistence, message log, metrics, and
+no leakage of hidden tests into any LM request."""
 
 import json
 from pathlib import Path
@@ -11,6 +11,7 @@ from support.role_responder import review, role_responder
 from support.specs import fake_spec
 
 from eval.datasets import load_problems
+from eval.visible_examples import visible_examples
 from experiments.api import run
 from experiments.tracking import tracking_uri
 from pipelines.pool.chroma_store import ChromaPoolStore
@@ -38,7 +39,24 @@ def _scripts(problems):
     def meta_critic(text):
         return {"wrong_findings": "[]", "missing_issues": "[]", "review_is_sound": "True"}
 
-    return {"coder": coder, "critic": critic, "fixer": fixer, "meta_critic": meta_critic}
+    def repairer(text):  # tree_search's repairer
+        problem = problem_in(text)
+        return {"repaired_code": problem.prompt + problem.canonical_solution}
+
+    return {"coder": coder, "critic": critic, "fixer": fixer, "meta_critic": meta_critic,
+            "repairer": repairer, "path_reflector": lambda text: {"reflection": "Implement it."}}
+
+
+def _assert_no_hidden_test_line(problems, requests):
+    """Hidden tests never reach a prompt: no line of any test that is not already in the
+    problem's prompt appears in any request sent to the LM."""
+    sent = "\n".join(json.dumps(r) for r in requests)
+    sent_raw = "\n".join(str(m.get("content", "")) for r in requests for m in r.get("messages", []))
+    for problem in problems:
+        for line in problem.test.splitlines():
+            line = line.strip()
+            if len(line) >= 12 and line not in problem.prompt:
+                assert line not in sent_raw and json.dumps(line)[1:-1] not in sent, (problem.task_id, line)
 
 
 def test_critic_loop_run_logs_messages_and_revision_metrics(home, humaneval_problems):
@@ -65,15 +83,22 @@ def test_critic_loop_run_logs_messages_and_revision_metrics(home, humaneval_prob
     with MessagePool(ChromaPoolStore(home / "chroma")) as reopened:
         assert len(reopened.history(run_id=child.run_id)) == len(messages)
 
-    # Hidden tests never reach a prompt: no line of any test that is not already in the
-    # problem's prompt appears in any request sent to the LM.
-    sent = "\n".join(json.dumps(r) for r in requests)
-    sent_raw = "\n".join(str(m.get("content", "")) for r in requests for m in r.get("messages", []))
-    for problem in humaneval_problems[:20]:
-        for line in problem.test.splitlines():
-            line = line.strip()
-            if len(line) >= 12 and line not in problem.prompt:
-                assert line not in sent_raw and json.dumps(line)[1:-1] not in sent, (problem.task_id, line)
+    _assert_no_hidden_test_line(humaneval_problems[:20], requests)
+
+
+def test_tree_search_run_repairs_from_visible_feedback_and_sends_no_hidden_test(home, humaneval_problems):
+    pipelines = [{"name": "tree_search", "params": {"n": 2, "max_expansions": 3}}]
+    with FakeOpenAIServer(role_responder(_scripts(humaneval_problems))) as fake:
+        result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=20), progress=False)
+        requests = list(fake.requests)
+    child = result.children[0]
+    # Problems whose prompt shows runnable examples are repaired to the reference solution;
+    # the others have no visible failure to stop on, so the search spends its expansions.
+    assert child.metrics["pass_at_1"] >= 0.8
+    assert all(len(r.extra["nodes_passed"]) == r.extra["nodes"] for r in child.results)
+    assert sum(any(r.extra["nodes_passed"]) for r in child.results) == 20
+    assert child.metrics["role.repairer.calls"] > 0 and child.metrics["role.path_reflector.calls"] > 0
+    _assert_no_hidden_test_line(humaneval_problems[:20], requests)
 
 
 def test_default_experiment_spec_runs_all_four_pipelines(home, humaneval_problems):
@@ -126,13 +151,18 @@ def _hidden_pieces(name):
 
 
 @pytest.mark.parametrize(
-    ("name", "shown"),
-    [("mbpp.jsonl", "FAIL: digit_square_sum(123) returned 'first draft', expected 14"),
-     ("evalplus.jsonl", "FAIL: running_max([1, 3, 2]) returned 'first draft', expected [1, 3, 3]")],
+    ("name", "pipeline", "shown"),
+    [("mbpp.jsonl", "critic_loop", "FAIL: digit_square_sum(123) returned 'first draft', expected 14"),
+     ("evalplus.jsonl", "critic_loop",
+      "FAIL: running_max([1, 3, 2]) returned 'first draft', expected [1, 3, 3]"),
+     ("mbpp.jsonl", "tree_search", "Example: digit_square_sum(123)\n  expected: 14\n  got: 'first draft'"),
+     ("evalplus.jsonl", "tree_search",
+      "Example: running_max([1, 3, 2])\n  expected: [1, 3, 3]\n  got: 'first draft'")],
 )
-def test_no_hidden_test_of_the_other_formats_reaches_a_prompt(home, name, shown):
+def test_no_hidden_test_of_the_other_formats_reaches_a_prompt(home, name, pipeline, shown):
     """MBPP's hidden asserts and EvalPlus's hidden inputs stay out of every LM request, while
-    execution feedback does run the example the prompt shows."""
+    execution feedback (the critic's, tree search's repairer's) does run the example the prompt
+    shows."""
     problems = load_problems(str(DATA / name))
     by_prompt = {p.prompt.strip(): p for p in problems}
 
@@ -142,12 +172,18 @@ def test_no_hidden_test_of_the_other_formats_reaches_a_prompt(home, name, shown)
     scripts = _scripts(problems)
     scripts["coder"] = lambda text: {"code": f"def {problem_in(text).entry_point}(*args):\n"
                                              "    return 'first draft'\n"}
-    pipelines = [{"name": "critic_loop", "params": {"execution_feedback": True}}]
+    params = {"execution_feedback": True} if pipeline == "critic_loop" else {"n": 2}
+    pipelines = [{"name": pipeline, "params": params}]
     with FakeOpenAIServer(role_responder(scripts)) as fake:
         spec = fake_spec(fake.api_base, pipelines=pipelines, dataset={"source": str(DATA / name)})
         result = run(spec, progress=False)
         requests = list(fake.requests)
-    assert result.children[0].metrics["pass_at_1"] == 1.0  # the fixer's reference code passes
+    if pipeline == "critic_loop":
+        assert result.children[0].metrics["pass_at_1"] == 1.0  # the fixer's reference code passes
+    else:  # the repair is chosen where a visible example tells it from the draft, and only there
+        for r in result.children[0].results:
+            problem = next(p for p in problems if p.task_id == r.task_id)
+            assert r.passed == bool(visible_examples(problem.prompt, problem.entry_point)), r.task_id
 
     sent = "\n".join(json.dumps(r) for r in requests)
     sent_raw = "\n".join(str(m.get("content", "")) for r in requests for m in r.get("messages", []))

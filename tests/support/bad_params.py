@@ -37,4 +37,10 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params.samples: unknown field; allowed: token_budget, token_budget_from, k, temperature, max_samples, "
      "parallel_agents"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
+    ("tree_search", {"n": 0}, "params.n: must be >= 1 (got 0)"),
+    ("tree_search", {"lambda": 1.5}, "params.lambda: must be <= 1.0 (got 1.5)"),
+    ("tree_search", {"value_weight": -0.1}, "params.value_weight: must be >= 0.0 (got -0.1)"),
+    ("tree_search", {"stop": "never"}, "params.stop: must be one of first_pass, exhaust (got 'never')"),
+    ("tree_search", {"evaluation": "vote"}, "params.evaluation: must be one of lm, consistency (got 'vote')"),
+    ("tree_search", {"max_expansions": "4"}, "params.max_expansions: expected an integer, got '4'"),
 ]

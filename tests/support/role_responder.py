@@ -19,6 +19,9 @@ ROLE_MARKERS = {
     "fixer": "`revised_code`",
     "meta_critic": "`wrong_findings`",
     "self_feedback": "`is_correct`",
+    "repairer": "`repaired_code`",
+    "scorer": "`score`",
+    "path_reflector": "`reflection`",
     "coder": "`code`",
 }
 

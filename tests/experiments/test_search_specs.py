@@ -1,0 +1,75 @@
+"""The issue #16 experiment specs against a scripted endpoint: search_vs_vote.yaml (all four
+pipelines run, the budgets chain: tree_search from critic_loop, vote from tree_search; compare at
+the end) and ceiling.yaml (20 samples, their unbiased pass@k in the run and in compare's table)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+from support.fake_openai import FakeOpenAIServer
+from support.role_responder import review, role_responder
+
+from eval.metrics import pass_at_k
+from experiments.api import run
+from experiments.tracking import tracking_uri
+
+
+def test_search_vs_vote_runs_its_four_pipelines_at_chained_budgets(home, humaneval_problems):
+    by_prompt = {p.prompt.strip(): p for p in humaneval_problems}
+
+    def solution(text):
+        problem = next(p for key, p in by_prompt.items() if key in text)
+        return problem.prompt + problem.canonical_solution
+
+    def draft(text):  # wrong at first, so every pipeline has something to repair
+        problem = next(p for key, p in by_prompt.items() if key in text)
+        return problem.prompt + "    return None\n"
+
+    scripts = {
+        "coder": lambda t: {"code": draft(t)},
+        "critic": lambda t: review("request_changes", "returns None"),
+        "fixer": lambda t: {"revised_code": solution(t)},
+        "repairer": lambda t: {"repaired_code": solution(t)},
+        "path_reflector": lambda t: {"reflection": "Implement the function."},
+    }
+    data = yaml.safe_load(Path("experiments/search_vs_vote.yaml").read_text())
+    data["model"] = {"id": "openai/fake", "num_retries": 0}
+    data["dataset"]["limit"] = 2
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        data["model"]["api_base"] = fake.api_base
+        result = run(data, progress=False)
+    labels = [c.pipeline for c in result.children]
+    assert labels == ["baseline", "critic_loop", "tree_search", "vote"]
+    by_label = dict(zip(labels, result.children, strict=True))
+    assert by_label["baseline"].metrics["pass_at_1"] == 0.0
+    assert by_label["critic_loop"].metrics["pass_at_1"] == by_label["tree_search"].metrics["pass_at_1"] == 1.0
+    client = MlflowClient(tracking_uri(home))
+    params = {c.pipeline: client.get_run(c.run_id).data.params for c in result.children}
+    assert float(params["tree_search"]["pipeline.resolved.token_budget"]) == (
+        by_label["critic_loop"].metrics["tokens_per_problem"])
+    assert float(params["vote"]["pipeline.resolved.token_budget"]) == (
+        by_label["tree_search"].metrics["tokens_per_problem"])
+    assert result.comparison is not None and len(result.comparison.pairs) == 6
+
+
+def test_ceiling_spec_reports_unbiased_pass_at_k_of_twenty_samples(home, humaneval_problems):
+    by_prompt = {p.prompt.strip(): p for p in humaneval_problems}
+
+    def coder(text, body):  # sample i (seed i) passes for i < 3 on the first problem, never on the second
+        problem = next(p for key, p in by_prompt.items() if key in text)
+        right = problem.task_id == "HumanEval/0" and body.get("temperature", 0) > 0 and body["seed"] < 3
+        return {"code": problem.prompt + (problem.canonical_solution if right else "    return None\n")}
+
+    data = yaml.safe_load(Path("experiments/ceiling.yaml").read_text())
+    data["dataset"]["limit"] = 2
+    with FakeOpenAIServer(role_responder({"coder": coder}, with_body=True), pass_body=True) as fake:
+        data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
+        result = run(data, progress=False)
+    samples = result.children[1]
+    assert samples.pipeline == "samples20"
+    assert [len(r.extra["samples_passed"]) for r in samples.results] == [20, 20]
+    for k in (1, 5, 10, 20):
+        assert samples.metrics[f"samples_pass_at_{k}"] == pytest.approx((pass_at_k(20, 3, k) + 0.0) / 2)
+    row = result.comparison.table.set_index("pipeline").loc["samples20"]
+    assert row["samples_pass@20"] == pytest.approx(0.5) and row["samples_pass@1"] == pytest.approx(3 / 40)
