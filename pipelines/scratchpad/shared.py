@@ -147,19 +147,25 @@ class SharedScratchpad:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def write(self, agent: str, channel: str, delta: Any, *, read_version: int) -> WriteResult:
+    def write(
+        self, agent: str, channel: str, delta: Any, *, read_version: int, **metadata: Any
+    ) -> WriteResult:
         """Write ``delta`` to ``channel`` as ``agent``, who last read the channel at
-        ``read_version``. Refusals and conflicts are published as events and returned."""
+        ``read_version``. Refusals and conflicts are published as events and returned.
+        ``metadata`` goes on the event message that records the outcome (an update or a
+        refusal): e.g. the trace of the role call that produced ``delta``."""
         with self._lock:
             spec = self._state.spec(channel)
             current = self._state.versions.get(channel, 0)
             if spec is None:
-                return self._refuse(agent, channel, "unknown_channel", f"no channel '{channel}'", current)
+                return self._refuse(agent, channel, "unknown_channel", f"no channel '{channel}'", current,
+                                    metadata)
             if not self._access.get(agent, AgentAccess()).may_write(channel):
-                return self._refuse(agent, channel, "access", f"{agent} may not write '{channel}'", current)
+                return self._refuse(agent, channel, "access", f"{agent} may not write '{channel}'", current,
+                                    metadata)
             problem = check_delta(spec.type, delta)
             if problem:
-                return self._refuse(agent, channel, "bad_value", problem, current)
+                return self._refuse(agent, channel, "bad_value", problem, current, metadata)
             conflict = read_version != current
             if conflict:
                 delta, resolution, keys = self._resolve(spec, delta, read_version)
@@ -172,17 +178,18 @@ class SharedScratchpad:
                     return self._refuse(
                         agent, channel, "conflict",
                         f"'{channel}' changed since you read it (version {read_version}, now {current}); "
-                        "read it again", current, conflict=True,
+                        "read it again", current, metadata, conflict=True,
                     )
             dropped, error = self._fit(spec, delta)
             if error:
-                return self._refuse(agent, channel, "size_cap", error, current, conflict=conflict)
+                return self._refuse(agent, channel, "size_cap", error, current, metadata, conflict=conflict)
             update = UpdateEvent(
                 scratchpad_id=self.scratchpad_id, agent=agent, channel=channel, operation=spec.type,
                 delta=delta, version=current + 1, read_version=read_version, dropped=dropped,
                 size_bytes=self._size_after(spec, delta, dropped),
             )
-            self._publish(ScratchpadIntent.UPDATE, agent, update, summary=f"{agent} {spec.type} '{channel}'")
+            self._publish(ScratchpadIntent.UPDATE, agent, update, summary=f"{agent} {spec.type} '{channel}'",
+                          **metadata)
             self._state.apply(update)
             return WriteResult(True, update.version, conflict=conflict)
 
@@ -217,17 +224,20 @@ class SharedScratchpad:
                    f"{self._state.init.max_size_kb:g} KiB ({cap} bytes); write less")
 
     def _refuse(
-        self, agent: str, channel: str, reason: str, detail: str, current: int, *, conflict: bool = False
+        self, agent: str, channel: str, reason: str, detail: str, current: int,
+        metadata: dict[str, Any], *, conflict: bool = False,
     ) -> WriteResult:
         self._publish(ScratchpadIntent.REFUSED, agent, RefusedEvent(
             scratchpad_id=self.scratchpad_id, agent=agent, channel=channel, reason=reason, detail=detail,
-        ), summary=f"refused: {agent} → '{channel}' ({reason})")
+        ), summary=f"refused: {agent} → '{channel}' ({reason})", **metadata)
         return WriteResult(False, current, error=detail, conflict=conflict)
 
-    def _publish(self, intent: str, sender: str, event: BaseModel, *, summary: str) -> None:
+    def _publish(
+        self, intent: str, sender: str, event: BaseModel, *, summary: str, **metadata: Any
+    ) -> None:
         fields = event.model_dump()
         self.ctx.publish(
             intent=intent, sender=sender, content=event.model_dump_json(), summary=summary,
-            scratchpad_id=self.scratchpad_id,
+            **metadata, scratchpad_id=self.scratchpad_id,
             **{k: fields[k] for k in ("channel", "version") if k in fields},
         )

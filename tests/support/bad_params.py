@@ -37,4 +37,9 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params.samples: unknown field; allowed: token_budget, token_budget_from, k, temperature, max_samples, "
      "parallel_agents"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
+    ("scratchpad", {"mode": "swarm"}, "params.mode: must be one of sequential, parallel (got 'swarm')"),
+    ("scratchpad", {"max_size_kb": 0}, "params.max_size_kb: must be > 0.0 (got 0)"),
+    ("scratchpad", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
+    ("scratchpad", {"on_overflow": "summarise"},
+     "params.on_overflow: must be one of reject, drop_oldest (got 'summarise')"),
 ]
