@@ -1,7 +1,9 @@
 """Per-agent figures of one task's thread, from its messages alone: what each agent cost and did.
 
-A pipeline returns them in its metrics (``agents``), so the runner keeps them in the per-problem
-table with everything else (a later viewer reads them there).
+A pipeline returns them in its metrics as flat numbers (:func:`flat_agent_figures`:
+``agent.ROLE.FIGURE``, ``agent.ROLE.verdict.VERDICT``), so the runner keeps them in the
+per-problem table with everything else (a later viewer reads them there; the table is parquet,
+which holds numbers in columns better than nested records).
 """
 
 from __future__ import annotations
@@ -49,3 +51,15 @@ def agent_figures(history: Sequence[Message]) -> dict[str, dict[str, Any]]:
         row["tasks"] = len(tasks.get(agent, ()))
         row["verdicts"] = dict(row["verdicts"])
     return figures
+
+
+def flat_agent_figures(history: Sequence[Message]) -> dict[str, float | int]:
+    """:func:`agent_figures` as ``agent.ROLE.FIGURE`` keys (verdicts: ``agent.ROLE.verdict.V``)."""
+    flat: dict[str, float | int] = {}
+    for agent, row in agent_figures(history).items():
+        for key, value in row.items():
+            if key == "verdicts":
+                flat.update({f"agent.{agent}.verdict.{v}": n for v, n in value.items()})
+            else:
+                flat[f"agent.{agent}.{key}"] = value
+    return flat

@@ -19,7 +19,7 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from pipelines.agent_figures import agent_figures
+from pipelines.agent_figures import flat_agent_figures
 from pipelines.agents import Agent, TaskContext
 from pipelines.architect_agents import (
     Attempt,
@@ -254,7 +254,7 @@ def team_metrics(history: list[Message]) -> dict[str, Any]:
         "sessions": len({m.metadata.get("session") for m in history if m.metadata.get("session")}),
         "messages": len(history),
         "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
-        "agents": agent_figures(history),
+        **flat_agent_figures(history),
     }
 
 

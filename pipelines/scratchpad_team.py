@@ -15,7 +15,7 @@ from typing import Any, Literal
 import dspy
 from pydantic import Field
 
-from pipelines.agent_figures import agent_figures
+from pipelines.agent_figures import flat_agent_figures
 from pipelines.agents import Agent, TaskContext
 from pipelines.params import PipelineParams
 from pipelines.pool.context import current_pool
@@ -97,7 +97,7 @@ def _team_outcome(history: list[Message], max_reviews: int) -> dict[str, Any]:
             "scratchpad_conflicts": sum(m.intent == ScratchpadIntent.CONFLICT for m in history),
             "scratchpad_refused": sum(m.intent == ScratchpadIntent.REFUSED for m in history),
             "scratchpad_bytes": updates[-1][1].size_bytes if updates else 0,
-            "agents": agent_figures(history),
+            **flat_agent_figures(history),
         },
     }
 

@@ -79,9 +79,10 @@ def test_architect_delegates_by_dependency_integrates_and_the_reviewer_approves(
     (review,) = _contracts(history, "ReviewerOutput")
     assert review["verification"] == {"examples": 1, "passed": 1,
                                       "report": "PASS: sum_squares([1, 2]) returned 5, expected 5"}
-    agents = prediction.metrics["agents"]
-    assert agents["developer0"]["tasks"] == 1 and agents["developer1"]["tasks"] == 1
-    assert agents["reviewer"]["verdicts"] == {"approved": 1} and agents["architect"]["calls"] == 1
+    metrics = prediction.metrics
+    assert metrics["agent.developer0.tasks"] == metrics["agent.developer1.tasks"] == 1
+    assert metrics["agent.reviewer.verdict.approved"] == 1 and metrics["agent.architect.calls"] == 1
+    assert "agent.reviewer.verdict.changes_requested" not in metrics
 
     # The session tree: one sub-session per delegation, linked to the message that opened it.
     tree = export_session_tree(history)

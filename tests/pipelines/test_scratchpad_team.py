@@ -68,10 +68,11 @@ def test_sequential_team_revises_through_the_scratchpad_until_approved():
     traced = [m.metadata["trace"]["role"] for m in history if "trace" in m.metadata]
     assert traced == ["analyst", "coder", "reviewer", "coder", "reviewer"]
     # Per-agent figures: calls, tokens, wall time, verdicts.
-    agents = prediction.metrics["agents"]
-    assert agents["coder"]["calls"] == 2 and agents["analyst"]["calls"] == 1
-    assert agents["reviewer"]["verdicts"] == {"request_changes": 1, "approve": 1}
-    assert agents["coder"]["prompt_tokens"] > 0 and agents["coder"]["wall_s"] > 0
+    metrics = prediction.metrics
+    assert metrics["agent.coder.calls"] == 2 and metrics["agent.analyst.calls"] == 1
+    assert metrics["agent.reviewer.verdict.request_changes"] == metrics["agent.reviewer.verdict.approve"] == 1
+    assert metrics["agent.coder.prompt_tokens"] > 0 and metrics["agent.coder.wall_s"] > 0
+    assert metrics["agent.coder.steps"] == 2
     # The state is the replay of the events.
     final = replay(history, "scratchpad")
     assert final.values["code"] == GOOD and len(final.values["reviews"]) == 2
