@@ -181,6 +181,8 @@ class ArchitectAgent(Agent):
             attempt = Attempt(session, self.params.developer_timeout_s)
             future = calls.submit(worker.work, request, attempt)
             running.append((task, attempt_no, developer, attempt, future))
+        # A developer past its deadline is given up on here; its thread ends with its request
+        # (a model call cannot be interrupted) and its answer is dropped (see Attempt).
         wait([r[-1] for r in running], timeout=max(0.0, started + self.params.developer_timeout_s
                                                  - time.monotonic()))
         results = []

@@ -63,6 +63,9 @@ class ScratchpadParams(PipelineParams):
         default=5.0, gt=0, description="Wall-clock limit in seconds for running one version on the "
         "visible examples."
     )
+    log_reads: bool = Field(
+        default=False, description="Also publish a read event (agent, channel versions) for every read."
+    )
 
 
 def _team_outcome(history: list[Message], max_reviews: int) -> dict[str, Any]:
@@ -120,7 +123,7 @@ class ScratchpadTeam(dspy.Module):
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
         config = ScratchpadConfig(channels=CHANNELS, max_size_kb=self.params.max_size_kb,
-                                  on_overflow=self.params.on_overflow)
+                                  on_overflow=self.params.on_overflow, log_reads=self.params.log_reads)
         pad = SharedScratchpad.create(ctx, config, team_access(ctx))
         parallel = self.params.mode == "parallel"
         agents: list[Agent] = [

@@ -87,6 +87,12 @@ def test_the_team_stops_at_max_iterations_and_a_last_review_gets_no_revision():
     assert [u.channel for u in _updates(history)][-1] == "reviews"
 
 
+def test_reads_are_events_when_asked():
+    _, history, _ = _solve(_fixing_scripts([]), log_reads=True)
+    readers = {m.sender.split("@")[0] for m in history if m.intent == ScratchpadIntent.READ}
+    assert readers == {"coder", "tester", "reviewer"}  # the analyst reads nothing: no read event
+
+
 def test_an_unparseable_review_is_never_an_approval():
     scripts = {"analyst": lambda t: ANALYSIS, "coder": lambda t: {"code": BAD},
                "critic": lambda t: "LGTM!!! ship it"}
