@@ -91,3 +91,23 @@ def test_team_pipeline_runs_logs_and_never_shows_a_hidden_test(home, humaneval_p
                 checked += 1
                 assert line not in sent_raw and json.dumps(line)[1:-1] not in sent, (problem.task_id, line)
     assert checked >= LIMIT
+
+
+def test_collaboration_patterns_spec_runs_all_four_and_compares(home, humaneval_problems):
+    """experiments/collaboration_patterns.yaml against a scripted endpoint: every pipeline runs
+    and the run ends with the comparison."""
+    import yaml
+
+    scripts = _scripts(humaneval_problems)
+    scripts["fixer"] = lambda t: {"revised_code": scripts["developer"](t)["module_code"]}
+    data = yaml.safe_load(Path("experiments/collaboration_patterns.yaml").read_text())
+    data["model"] = {"id": "openai/fake", "num_retries": 0}
+    data["dataset"]["limit"] = 2
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        data["model"]["api_base"] = fake.api_base
+        result = run(data, progress=False)
+    assert [c.pipeline for c in result.children] == ["baseline", "critic_loop", "scratchpad", "architect"]
+    assert result.children[0].metrics["pass_at_1"] == 0.0  # the scripted first draft is wrong
+    assert all(c.metrics["pass_at_1"] == 1.0 for c in result.children[1:])  # ... and gets fixed
+    compared = sorted(result.comparison.table["pipeline"])
+    assert compared == ["architect", "baseline", "critic_loop", "scratchpad"]
