@@ -42,7 +42,7 @@ def test_scratchpad_team_on_bundled_model(home, humaneval_problems):
     messages = _messages(home, child.run_id)
     for problem, result in zip(humaneval_problems[:1], child.results, strict=True):
         thread = [m for m in messages if m.thread_id == result.thread_id]
-        assert thread[1].intent == ScratchpadIntent.INIT
+        assert thread[0].intent == ScratchpadIntent.INIT  # created before the task is assigned
         assert result.extra["agent.coder.calls"] >= 1 and result.extra["reviews"] >= 1
         state = replay(thread, "scratchpad")  # the logged events rebuild what the team ended with
         assert state.values["code"] is not None and state.values["test_results"]
