@@ -43,4 +43,17 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("tree_search", {"stop": "never"}, "params.stop: must be one of first_pass, exhaust (got 'never')"),
     ("tree_search", {"evaluation": "vote"}, "params.evaluation: must be one of lm, consistency (got 'vote')"),
     ("tree_search", {"max_expansions": "4"}, "params.max_expansions: expected an integer, got '4'"),
+    ("scratchpad", {"mode": "swarm"}, "params.mode: must be one of sequential, parallel (got 'swarm')"),
+    ("scratchpad", {"max_size_kb": 0}, "params.max_size_kb: must be > 0.0 (got 0)"),
+    ("scratchpad", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
+    ("scratchpad", {"on_overflow": "summarise"},
+     "params.on_overflow: must be one of reject, drop_oldest (got 'summarise')"),
+    ("architect", {"developers": 0}, "params.developers: must be >= 1 (got 0)"),
+    ("architect", {"max_iterations": "3"}, "params.max_iterations: expected an integer, got '3'"),
+    ("architect", {"max_tasks": 9}, "params.max_tasks: must be <= 8 (got 9)"),
+    ("architect", {"developer_timeout_s": 0}, "params.developer_timeout_s: must be > 0.0 (got 0)"),
+    ("architect", {"parallel_agents": 17}, "params.parallel_agents: must be <= 16 (got 17)"),
+    ("architect", {"reviewers": 2},
+     "params.reviewers: unknown field; allowed: developers, max_iterations, max_tasks, max_task_attempts, "
+     "developer_timeout_s, parallel_agents, feedback_timeout_s"),
 ]

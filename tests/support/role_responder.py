@@ -13,6 +13,10 @@ RoleScript = Callable[[str], dict[str, str] | str | HttpError]
 # Output field that identifies each role's signature in the system message (ChatAdapter's
 # "Your output fields are: …", or CodeAdapter's "Your answer is `…`").
 ROLE_MARKERS = {
+    "architect": "`tasks`",
+    "developer": "`module_code`",
+    "team_reviewer": "'changes_requested'",
+    "analyst": "`edge_cases`",
     "judge": "`choice`",
     "debater": "`argument`",
     "critic": "`verdict`",
