@@ -54,6 +54,8 @@ def cost_keys(
         params = {k: v for k, v in pipeline.params.items() if k != PARALLEL_AGENTS}
         material = {**common, "pipeline": pipeline.name, "params": params,
                     "prompts": prompts.get(pipeline.display_name)}
+        if pipeline.memory is not None and pipeline.memory.enabled:  # reflection costs calls
+            material["memory"] = pipeline.memory.model_dump()
         blob = json.dumps(material, sort_keys=True, default=str)
         keys[pipeline.display_name] = hashlib.sha256(blob.encode()).hexdigest()[:16]
     return keys

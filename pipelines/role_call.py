@@ -12,6 +12,8 @@ from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 from pydantic import BaseModel
 
 from eval.usage import UsageMeter, acting_as, current_meter, metering
+from pipelines.memory.injection import memories_for
+from signatures.memory import MEMORIES_FIELD, has_memories
 
 
 def to_jsonable(value: Any) -> Any:
@@ -39,6 +41,7 @@ class RoleResult:
     usage: dict[str, float] = field(default_factory=dict)
     latency_s: float = 0.0
     error: str = ""  # why there is no reply at all (e.g. the prompt outgrew the context window)
+    memory_ids: list[str] = field(default_factory=list)  # memories injected into this call
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.outputs.get(name, default)
@@ -50,6 +53,7 @@ class RoleResult:
             "outputs": to_jsonable(self.outputs), "parsed": self.parsed, "raw": self.raw,
             "usage": self.usage, "latency_s": round(self.latency_s, 4),
             **({"error": self.error} if self.error else {}),
+            **({"memory_ids": self.memory_ids} if self.memory_ids else {}),
         }
 
 
@@ -61,7 +65,12 @@ def call_role(
     text, so the caller decides what that means (a coder's raw text is usually still code; a
     critic's unparsed review must never count as an approval). A prompt too long for the
     model's context is recorded the same way, with ``error`` saying so. ``config`` holds LM
-    settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples."""
+    settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples.
+    A predictor whose signature has the ``memories`` field (memory on) gets what memory recalls
+    for ``role`` unless the caller gave it."""
+    memory_ids: list[str] = []
+    if has_memories(predictor.signature) and MEMORIES_FIELD not in inputs:
+        inputs[MEMORIES_FIELD], memory_ids = memories_for(role, inputs)
     meter = UsageMeter(parent=current_meter())
     start = time.monotonic()
     outputs: dict[str, Any] = {}
@@ -80,4 +89,4 @@ def call_role(
         "calls": total.calls, "cached_calls": total.cached_calls,
         "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
     }
-    return RoleResult(role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error)
+    return RoleResult(role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error, memory_ids)
