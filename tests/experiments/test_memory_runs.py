@@ -167,3 +167,43 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
     assert err.count("\n") == 1 and "no proposal 'p-nope'" in err
     assert main(["memory", "search", "x", "--type", "lesson"]) == 2
     assert main(["memory", "search", "x", "--store", "never_written"]) == 2
+
+
+@pytest.mark.parametrize(("memory", "expected"), [
+    ({"enabled": "yes"}, "pipelines.0.memory.enabled: Input should be a valid boolean"),
+    ({"k": 0}, "pipelines.0.memory.k: Input should be greater than or equal to 1"),
+    ({"approval": "maybe"}, "pipelines.0.memory.approval: Input should be 'manual' or 'auto'"),
+    ({"store": "../x"}, "pipelines.0.memory.store: String should match pattern"),
+    ({"kk": 1}, "pipelines.0.memory.kk: unknown field (check its spelling)"),
+    ({"enabled": True, "warm_start": "abc"}, "pipeline 'baseline': memory.warm_start: this data directory "
+                                             "holds no memory"),
+])
+def test_bad_memory_config_is_one_line_and_exit_2_before_anything_is_written(tmp_path, capsys, home,
+                                                                            memory, expected):
+    import yaml
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "x", "dataset": {"limit": 1},
+                                    "pipelines": [{"name": "baseline", "memory": memory}]}))
+    code = main(["--home", str(home), "run", str(spec)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and expected in err
+    assert not home.exists()
+
+
+def test_seeded_orderings_and_compare_shows_learning_curves_and_memory_metrics(home, humaneval_problems):
+    problems = humaneval_problems[:4]
+    pipelines = [{"name": "baseline"},
+                 {"name": "baseline", "label": "baseline+memory", "memory": {"enabled": True}}]
+    with FakeOpenAIServer(role_responder(_scripts(problems))) as fake:
+        spec = fake_spec(fake.api_base, pipelines=pipelines, limit=4, order_seed=7, seeds=[0, 1])
+        result = run(spec, progress=False)
+    comparison = result.comparison
+    by_run = {(c.pipeline, c.seed): [r.task_id for r in c.results] for c in result.children}
+    assert by_run[("baseline", 0)] == by_run[("baseline+memory", 0)] != by_run[("baseline", 1)]
+    assert sorted(by_run[("baseline", 1)]) == sorted(p.task_id for p in problems)
+    frame = comparison.problems
+    assert list(frame[(frame.pipeline == "baseline") & (frame.seed == 1)].task_id) == by_run[("baseline", 1)]
+    assert comparison.files["learning_curve"].stat().st_size > 0
+    assert "## Memory" in comparison.markdown and "baseline+memory | 1 | 0.750" in comparison.markdown
+    assert "| baseline | 4 | 4 | 1.000 | 1.000 |" in comparison.markdown

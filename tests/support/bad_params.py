@@ -37,4 +37,8 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params.samples: unknown field; allowed: token_budget, token_budget_from, k, temperature, max_samples, "
      "parallel_agents"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
+    ("reflexion", {"max_trials": 0}, "params.max_trials: must be >= 1 (got 0)"),
+    ("reflexion", {"feedback_timeout_s": "5"}, "params.feedback_timeout_s: expected a number, got '5'"),
+    ("reflexion", {"memory": True},
+     "params.memory: unknown field; allowed: max_trials, feedback_timeout_s"),
 ]
