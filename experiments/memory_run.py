@@ -88,7 +88,7 @@ def memory_metrics(
     blocks = error_blocks(results, ERROR_BLOCK)
     metrics.update(reuse(results))
     metrics.update(recall_quality(bank.episodic, run_id, config.k))
-    metrics.update(size(bank.episodic))
+    metrics.update(size(bank.episodic, run_id))
     if len(blocks) > 1:
         metrics["memory.fail_rate_first_block"] = blocks[0]["fail_rate"]
         metrics["memory.fail_rate_last_block"] = blocks[-1]["fail_rate"]

@@ -10,9 +10,7 @@ recalled into prompts.
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipelines.memory.entries import MemoryEntry
@@ -32,27 +30,27 @@ class ConsolidationReport:
     redundancy_after: float
 
 
-def _distance(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return 1.0 - dot / norm if norm else 1.0
-
-
 def _duplicate_pairs(
     entries: list[MemoryEntry], vectors: dict[str, list[float]], threshold: float
 ) -> list[tuple[int, int]]:
-    pairs = []
-    for i, a in enumerate(entries):
-        for j in range(i + 1, len(entries)):
-            b = entries[j]
-            if (a.role, a.type) == (b.role, b.type) and _distance(vectors[a.id], vectors[b.id]) <= threshold:
-                pairs.append((i, j))
-    return pairs
+    """Index pairs ``(i, j)``, ``i < j``, of entries of one role and type within ``threshold``."""
+    import numpy as np
+
+    if len(entries) < 2:
+        return []
+    matrix = np.array([vectors[e.id] for e in entries], dtype=float)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit = matrix / np.where(norms == 0, 1.0, norms)
+    kinds = [(e.role, e.type) for e in entries]
+    close = np.argwhere(np.triu(1.0 - unit @ unit.T <= threshold, k=1))
+    return [(int(i), int(j)) for i, j in close if kinds[i] == kinds[j]]
 
 
-def redundancy(store: EpisodicStore, threshold: float = DUPLICATE_DISTANCE) -> tuple[int, float]:
-    """Active entries and the share of them that have a near-duplicate."""
-    active = store.all(include_deprecated=False)
+def redundancy(
+    store: EpisodicStore, threshold: float = DUPLICATE_DISTANCE, *, run_id: str | None = None
+) -> tuple[int, float]:
+    """Active entries (of ``run_id``, else all) and the share of them that have a near-duplicate."""
+    active = [e for e in store.all(include_deprecated=False) if run_id is None or e.run_id == run_id]
     pairs = _duplicate_pairs(active, store.vectors([e.id for e in active]), threshold)
     redundant = {i for pair in pairs for i in pair}
     return len(active), (len(redundant) / len(active) if active else 0.0)

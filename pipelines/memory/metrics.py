@@ -68,6 +68,7 @@ def recall_quality(store: EpisodicStore, run_id: str, k: int) -> dict[str, float
     }
 
 
-def size(store: EpisodicStore) -> dict[str, float]:
-    active, ratio = redundancy(store)
-    return {"memory.entries": store.count(), "memory.active_entries": active, "memory.redundancy": ratio}
+def size(store: EpisodicStore, run_id: str) -> dict[str, float]:
+    """The store's size, and the run's active entries with the share that have a near-duplicate."""
+    active, ratio = redundancy(store, run_id=run_id)
+    return {"memory.store_entries": store.count(), "memory.entries": active, "memory.redundancy": ratio}

@@ -79,6 +79,7 @@ class WithMemory:
             "memory_used_calls": used,
             "memory_entries_written": len(written),
             "memory_skills_promoted": sum(w.skill is not None for w in written),
-            "memory_visible_passed": outcome.passed,
         }
+        if outcome.passed is not None:  # unknown when the prompt shows no runnable example
+            metrics["memory_visible_passed"] = outcome.passed
         return dspy.Prediction(**{**dict(prediction.items()), "metrics": metrics})

@@ -1,5 +1,6 @@
-"""Memory on the real bundled model: a few problems with memory on, entries written from what
-the model reflected, and a later problem's coder request carrying an injected memory."""
+"""Memory on the real bundled model: two problems with memory on, an entry written from what the
+model reflected on the first, and the second problem's coder request carrying it. About four
+model calls (~30 s on an idle 2-core machine)."""
 
 import json
 import os
@@ -21,7 +22,7 @@ def test_memory_on_bundled_model(tmp_path, humaneval_problems):
     home = tmp_path / "home"
     spec = tmp_path / "memory.yaml"
     spec.write_text(yaml.safe_dump({
-        "name": "memory-e2e", "dataset": {"source": "humaneval", "limit": 3},
+        "name": "memory-e2e", "dataset": {"source": "humaneval", "limit": 2},
         "pipelines": [{"name": "baseline", "label": "baseline+memory",
                        "memory": {"enabled": True, "approval": "auto"}}],
     }))
@@ -38,20 +39,20 @@ def test_memory_on_bundled_model(tmp_path, humaneval_problems):
         messages = [json.loads(line) for line in log]
     coder_traces = [m["metadata"]["trace"] for m in messages if m["intent"] == "output.complete"]
     reflections = [m for m in messages if m["intent"] == "reflection"]
-    assert len(coder_traces) == 3 and len(reflections) == 3
+    assert len(coder_traces) == 2 and len(reflections) == 2
     with MemoryBank(home) as bank:
         entries = {e.id: e for e in bank.episodic.all()}
     assert entries, "the model's reflections wrote no entry"
-    # The last problem's coder saw a memory written on an earlier problem, by id and by text.
+    # The second problem's coder saw the memory written on the first, by id and by text.
     last = coder_traces[-1]
     assert last.get("memory_ids") and set(last["memory_ids"]) & set(entries)
     shown = last["inputs"]["memories"]
     assert any(entries[i].content in shown for i in last["memory_ids"] if i in entries)
-    assert any(entries[i].task_id != "HumanEval/2" for i in last["memory_ids"] if i in entries)
+    assert any(entries[i].task_id == "HumanEval/0" for i in last["memory_ids"] if i in entries)
     # No hidden test line in any entry or anything the model was asked.
     sent = json.dumps([t["inputs"] for m in messages if (t := m["metadata"].get("trace"))])
     stored = json.dumps([e.model_dump() for e in entries.values()])
-    for problem in humaneval_problems[:3]:
+    for problem in humaneval_problems[:2]:
         for line in (line.strip() for line in problem.test.splitlines()):
             if len(line) >= 12 and line not in problem.prompt:
                 assert line not in sent and line not in stored and json.dumps(line)[1:-1] not in sent

@@ -69,7 +69,8 @@ def test_memory_on_injects_earlier_lessons_and_never_leaks_hidden_tests(home, hu
     injected = re.findall(r"\[(m-[0-9a-f]+)\] boundary cases: " + re.escape(LESSON), last_user)
     assert len(injected) == 3  # k=3 lessons of the three earlier tasks
     assert child.metrics["memory.reuse_rate"] == 0.75  # 3 of 4 coder calls got another task's lesson
-    assert child.metrics["memory.entries_written"] == 4
+    assert child.metrics["memory.entries_written"] == child.metrics["memory.entries"] == 4
+    assert child.metrics["memory.redundancy"] == 1.0  # the scripted reflector repeats one lesson
     assert child.metrics["memory.recall_probes"] == 4
 
     client = MlflowClient(tracking_uri(home))
@@ -167,6 +168,9 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
     assert err.count("\n") == 1 and "no proposal 'p-nope'" in err
     assert main(["memory", "search", "x", "--type", "lesson"]) == 2
     assert main(["memory", "search", "x", "--store", "never_written"]) == 2
+    assert main(["memory", "forget", "--before", "yesterday"]) == 2
+    assert main(["memory", "forget", "--before", "2000-01-01"]) == 0
+    assert "forgot 0 entries" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("memory", "expected"), [
