@@ -211,3 +211,47 @@ def test_seeded_orderings_and_compare_shows_learning_curves_and_memory_metrics(h
     assert comparison.files["learning_curve"].stat().st_size > 0
     assert "## Memory" in comparison.markdown and "baseline+memory | 1 | 0.750" in comparison.markdown
     assert "| baseline | 4 | 4 | 1.000 | 1.000 |" in comparison.markdown
+
+
+def test_critic_findings_reach_the_coder_and_fixer_of_later_tasks(home, humaneval_problems):
+    """Cross-agent sharing: the critic's finding and the fix that followed (mined from the
+    thread) are proposed to the coder and fixer, approved automatically, and injected into their
+    calls on the next problem; the critic itself gets no memories field."""
+    from support.role_responder import review
+
+    problems = humaneval_problems[:2]
+
+    def coder(text):
+        return {"code": _problem_in(problems, text).prompt + "    return 'first draft'\n"}
+
+    def critic(text):
+        code = text.rsplit("[[ ## code ## ]]", 1)[-1]
+        return review("request_changes", "returns a placeholder string") if "first draft" in code \
+            else review("approve")
+
+    def fixer(text):
+        problem = _problem_in(problems, text)
+        return {"revised_code": problem.prompt + problem.canonical_solution}
+
+    scripts = {"coder": coder, "critic": critic, "fixer": fixer, "reflector": _scripts(problems)["reflector"]}
+    memory = {"enabled": True, "approval": "auto"}
+    pipelines = [{"name": "critic_loop", "params": {"execution_feedback": True}, "memory": memory}]
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=2), progress=False)
+        requests = [json.dumps(r["messages"]) for r in fake.requests]
+    assert result.children[0].metrics["pass_at_1"] == 1.0
+    with MemoryBank(home) as bank:
+        first = [e for e in bank.episodic.all() if e.task_id == problems[0].task_id]
+        proposals = bank.proposals.list(status="approved")
+    kinds = sorted((e.role, e.type) for e in first)
+    assert kinds == [("critic", "error_pattern"), ("critic", "review_feedback"), ("fixer", "reflection")]
+    pattern = next(e for e in first if e.type == "error_pattern")
+    assert pattern.content.startswith("Mistake: returns a placeholder string")
+    assert "Outcome: the visible examples then passed." in pattern.content
+    assert sorted(pattern.audience) == ["coder", "critic", "fixer"]
+    assert {(p.from_role, p.to_role) for p in proposals} >= {("critic", "coder"), ("critic", "fixer")}
+    second_coder = next(r for r in requests
+                        if "Your answer is `code`" in r and f"def {problems[1].entry_point}" in r)
+    assert f"[{pattern.id}] Mistake: returns a placeholder string" in second_coder
+    assert not any("memories" in r for r in requests if "`verdict`" in r)
+    assert result.children[0].metrics["memory.reuse_rate"] > 0
