@@ -35,6 +35,7 @@ def plot_learning_curves(curves: pd.DataFrame, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     try:
@@ -47,6 +48,7 @@ def plot_learning_curves(curves: pd.DataFrame, path: Path) -> Path:
             ax.plot(mean.index, mean.to_numpy(), color=color, linewidth=2,
                     label=f"{pipeline} ({orderings} ordering{'s' if orderings > 1 else ''})")
         ax.set_ylim(0, 1.05)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("problem index in run order")
         ax.set_ylabel("cumulative pass@1")
         ax.set_title("Learning curves")

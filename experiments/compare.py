@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -254,6 +255,13 @@ def _memory_metrics(client: Any, runs: Sequence[ComparedRun]) -> Any:
     return pd.DataFrame(rows)
 
 
+def _cell(value: Any) -> str:
+    """A metric a run did not log (no probe, no memory call) reads "–", never nan."""
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
+
+
 def learning_section(
     client: Any, runs: Sequence[ComparedRun], problems: Any, out: Path, files: dict[str, Path]
 ) -> str:
@@ -273,7 +281,7 @@ def learning_section(
                          "fail_rate_last_block") if c in memory]
     lines = ["", "## Memory", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     for row in memory[shown].itertuples(index=False):
-        lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |")
+        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
     summary = curve_summary(curves)
     lines += ["", f"Learning curves ({LEARNING_PLOT}): pass@1 on the first and last block of problems "
               "in run order.",

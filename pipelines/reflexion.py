@@ -19,7 +19,7 @@ from eval.visible_examples import execution_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.memory.entries import MemoryEntry, task_tags
 from pipelines.memory.injection import NO_MEMORIES, current_task_memory, memories_for
-from pipelines.memory.reflection import render_history
+from pipelines.memory.reflection import render_history, task_summary
 from pipelines.params import PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
@@ -140,7 +140,8 @@ class ReflectAgent(Agent):
         entry = MemoryEntry(
             role="coder", type="reflection", task_id=self.ctx.task_id, run_id=task.run.run_id,
             tags=task_tags(self.ctx.prompt), content=f"{pattern}: {lesson}" if pattern else lesson,
-            context={"what_went_wrong": outputs.get("what_went_wrong"), "visible_passed": False},
+            context={"what_went_wrong": outputs.get("what_went_wrong"), "visible_passed": False,
+                     "task_summary": task_summary(self.ctx.prompt)},
         )
         task.run.bank.write(entry, task.run.config, run_ids=task.run.run_ids)
         return [entry.id]

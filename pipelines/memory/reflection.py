@@ -93,12 +93,12 @@ def reflect(
         content=f"{pattern}: {lesson}" if pattern else lesson,
         context={
             "what_went_wrong": step.get("what_went_wrong"), "what_worked": step.get("what_worked"),
-            "pattern": pattern, "visible_passed": outcome.passed, "task_summary": _summary(prompt),
+            "pattern": pattern, "visible_passed": outcome.passed, "task_summary": task_summary(prompt),
         },
     ), step
 
 
-def _summary(prompt: str) -> str:
+def task_summary(prompt: str) -> str:
     """The first line of the docstring: what the task is, for probes and readers."""
     inside = prompt.split('"""', 2)[1] if prompt.count('"""') >= 2 else prompt
     return next((line.strip() for line in inside.splitlines() if line.strip()), "")[:200]
@@ -134,7 +134,7 @@ def mine(history: list[Message], *, task_id: str, run_id: str, prompt: str) -> l
             role="critic" if cause.intent != Intent.REFLECTION else "coder", type="error_pattern",
             task_id=task_id, run_id=run_id, tags=tags,
             content=f"Mistake: {mistake[:400]} Correction: {fix.summary}. Outcome: {outcome}.",
-            context={"mistake": mistake[:400], "outcome": outcome, "task_summary": _summary(prompt)},
+            context={"mistake": mistake[:400], "outcome": outcome, "task_summary": task_summary(prompt)},
         ))
     for critique in (m for m in history if m.intent == Intent.CRITIQUE):
         findings = _findings(critique)
@@ -142,7 +142,7 @@ def mine(history: list[Message], *, task_id: str, run_id: str, prompt: str) -> l
             entries.append(MemoryEntry(
                 role="critic", type="review_feedback", task_id=task_id, run_id=run_id, tags=tags,
                 content="Reviewers found: " + "; ".join(findings)[:400],
-                context={"verdict": critique.metadata.get("verdict"), "task_summary": _summary(prompt)},
+                context={"verdict": critique.metadata.get("verdict"), "task_summary": task_summary(prompt)},
             ))
     return entries
 
