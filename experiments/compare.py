@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -263,6 +264,55 @@ def _log(
     return target
 
 
+def _memory_metrics(client: Any, runs: Sequence[ComparedRun]) -> Any:
+    """The ``memory.*`` metrics each run logged (pipelines with memory), one row per run."""
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        logged = client.get_run(run.run_id).data.metrics
+        values = {k.removeprefix("memory."): v for k, v in logged.items() if k.startswith("memory.")}
+        if values:
+            rows.append({"pipeline": run.label, "seed": run.seed, **values})
+    return pd.DataFrame(rows)
+
+
+def _cell(value: Any) -> str:
+    """A metric a run did not log (no probe, no memory call) reads "–", never nan."""
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
+
+
+def learning_section(
+    client: Any, runs: Sequence[ComparedRun], problems: Any, out: Path, files: dict[str, Path]
+) -> str:
+    """The learning-curve plot (always) and, when some runs had memory, their memory metrics
+    (``memory.csv``) and a Markdown section with both readings."""
+    from eval.learning_curve import LEARNING_PLOT, curve_summary, learning_curves, plot_learning_curves
+
+    curves = learning_curves(problems)
+    files["learning_curve"] = plot_learning_curves(curves, out / LEARNING_PLOT)
+    memory = _memory_metrics(client, runs)
+    if memory.empty:
+        return ""
+    files["memory"] = out / "memory.csv"
+    memory.to_csv(files["memory"], index=False)
+    shown = [c for c in ("pipeline", "seed", "reuse_rate", "used_rate", "recall_precision_at_k",
+                         "recall_hit_at_k", "entries", "redundancy", "fail_rate_first_block",
+                         "fail_rate_last_block") if c in memory]
+    lines = ["", "## Memory", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
+    for row in memory[shown].itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    summary = curve_summary(curves)
+    lines += ["", f"Learning curves ({LEARNING_PLOT}): pass@1 on the first and last block of problems "
+              "in run order.",
+              "", "| pipeline | problems | block | first block | last block |", "|---|---|---|---|---|"]
+    for row in summary.itertuples(index=False):
+        lines.append(f"| {row.pipeline} | {row.problems} | {row.block} | {row[3]:.3f} | {row[4]:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def compare_runs(
     runs: str | Sequence[str],
     *,
@@ -306,6 +356,10 @@ def compare_runs(
         bootstrap_seed, n_resamples, confidence, tuple(notices), discordant_links(problems),
     )
     files, markdown = write_report(context, table, pairs, out)
+    learning = learning_section(client, resolved, problems, out, files)
+    if learning:
+        markdown += learning
+        files["markdown"].write_text(markdown)
     logged = None
     if log:
         tags = {

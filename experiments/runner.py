@@ -22,6 +22,14 @@ from eval.results import ProblemResult, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, cost_keys
+from experiments.memory_run import (
+    check_warm_starts,
+    memory_metrics,
+    memory_of,
+    open_bank,
+    run_order,
+    with_memory,
+)
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.progress import ProgressBar
@@ -135,13 +143,16 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: 
         "model_identity": identity.cache_identity,
         # parallel_agents changes when role calls are made, never what they ask (tested): runs
         # that differ only in it share their finished problems.
+        # Memory left off leaves the key as it was before memory existed.
         "pipelines": [
-            {**p.model_dump(), "params": {k: v for k, v in p.params.items() if k != PARALLEL_AGENTS}}
+            {**p.model_dump(exclude=set() if memory_of(p) else {"memory"}),
+             "params": {k: v for k, v in p.params.items() if k != PARALLEL_AGENTS}}
             for p in spec.pipelines
         ],
         "execution": spec.execution.model_dump(),
         "prompts": _prompts_fingerprint(spec, registry_uri),
         "code": code_fingerprint(),
+        **({"order_seed": spec.order_seed} if spec.order_seed is not None else {}),
     }
     blob = json.dumps(material, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -256,9 +267,10 @@ def _run_child(
     tracker: Tracker, store: CheckpointStore, parent_id: str, siblings: list[Any],
     spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
     lazy_lm: _LazyLM, role_models: RoleModels, pool: MessagePool, show_progress: bool,
-    finished: list[ChildRun],
+    finished: list[ChildRun], home: Path,
 ) -> ChildRun:
     label = pipeline_spec.display_name
+    problems = run_order(problems, spec.order_seed, seed)
     run_id, logged = child_run(tracker, parent_id, siblings, label, seed)
     done = store.load(label, seed)
     pending = [p for p in problems if p.task_id not in done]
@@ -279,6 +291,10 @@ def _run_child(
     if params != pipeline_spec.params:
         tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
     pipeline = make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), tracker.uri)
+    memory = memory_of(pipeline_spec)
+    bank = open_bank(home, memory, spec.pool.chroma_url) if memory else None
+    if memory and bank:
+        pipeline = with_memory(pipeline, bank, memory, run_id)
     bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=show_progress)
     for task in problems:
         if task.task_id in done:
@@ -309,6 +325,8 @@ def _run_child(
                 tracer.close()  # every trace stored before the run is marked finished
     except BaseException:
         bar.close()
+        if bank:
+            bank.close()
         tracker.finish(run_id, "KILLED")
         raise
     bar.close()
@@ -319,6 +337,11 @@ def _run_child(
     metrics = summarize(results)
     metrics.update(usage_by_model(results, models_by_role(pipeline_spec), spec.model.id))
     metrics["wall_time_s"] = time.monotonic() - start
+    if memory and bank:
+        with bank:
+            memory_values, blocks = memory_metrics(bank, memory, run_id, results)
+        metrics.update(memory_values)
+        tracker.log_text(run_id, json.dumps(blocks, indent=1), "memory_error_blocks.json")
     tracker.log_metrics(run_id, metrics, only_changed=True)
     tracker.log_frame(run_id, results_table(results), "problems")
     # By thread, not by run id: problems resumed from checkpoints keep the messages of the run
@@ -354,6 +377,7 @@ def run_experiment(
     home = home or default_data_dir()
     uri = tracking_uri(home, spec.tracking.uri)
     problems = load_inputs(spec, uri)
+    check_warm_starts(spec, problems, home)
     identity = resolve_model(spec.model)
     key = checkpoint_key(spec, identity, uri)
     store = checkpoint_store(spec, identity, key, home, uri)
@@ -377,7 +401,7 @@ def run_experiment(
                 for seed in spec.seeds:
                     result.children.append(_run_child(
                         tracker, store, parent_id, siblings, spec, pipeline_spec, seed, problems,
-                        lazy_lm, role_models, pool, progress, result.children,
+                        lazy_lm, role_models, pool, progress, result.children, home,
                     ))
         except BaseException:
             tracker.finish(parent_id, "KILLED")

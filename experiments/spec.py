@@ -19,6 +19,7 @@ from eval.formats import FormatName
 from experiments.local_server import ServerChoice
 from experiments.model_files import resolve_bundled
 from pipelines.budget import BUDGET_FROM
+from pipelines.memory.config import MemoryConfig
 from pipelines.parallel_agents import PARALLEL_AGENTS
 from pipelines.registry import pipeline_roles, validate_params
 
@@ -168,6 +169,11 @@ class PipelineSpec(_Strict):
         description="Role name (as in the role.NAME metrics) -> its own model and/or temperature, "
         "e.g. {fixer: {temperature: 0.8}, critic: {model: local-1.5b}}.",
     )
+    memory: MemoryConfig | None = Field(
+        default=None,
+        description="Episodic memory, skills and sharing for this pipeline (`enabled: true` turns "
+        "it on); left out or disabled, prompts are exactly those of a run without memory.",
+    )
 
     @model_validator(mode="after")
     def _checked_params(self) -> PipelineSpec:
@@ -233,6 +239,11 @@ class ExperimentSpec(_Strict):
         description="An exported program (`critiquelab export` directory or its program.json, or "
         "Prompt Registry URIs prompts:/NAME/VERSION, comma-separated) whose prompts are loaded into "
         "each pipeline, role by role, before running.",
+    )
+    order_seed: int | None = Field(
+        default=None, ge=0, le=MAX_SEED,
+        description="Shuffle the problems' order reproducibly (each seed its own ordering from "
+        "order_seed and the seed), e.g. for learning curves of pipelines with memory.",
     )
     concurrency: int = Field(
         default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY,

@@ -12,7 +12,9 @@ from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 from pydantic import BaseModel
 
 from eval.usage import UsageMeter, acting_as, current_meter, metering
+from pipelines.memory.injection import memories_for
 from pipelines.role_lms import role_lm
+from signatures.memory import MEMORIES_FIELD, has_memories
 
 
 def to_jsonable(value: Any) -> Any:
@@ -42,6 +44,7 @@ class RoleResult:
     error: str = ""  # why there is no reply at all (e.g. the prompt outgrew the context window)
     # Each LM call of this role call: the rendered prompt (chat messages) and the raw replies.
     exchanges: list[dict[str, Any]] = field(default_factory=list)
+    memory_ids: list[str] = field(default_factory=list)  # memories injected into this call
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.outputs.get(name, default)
@@ -54,6 +57,7 @@ class RoleResult:
             "usage": self.usage, "latency_s": round(self.latency_s, 4),
             **({"error": self.error} if self.error else {}),
             **({"exchanges": to_jsonable(self.exchanges)} if self.exchanges else {}),
+            **({"memory_ids": self.memory_ids} if self.memory_ids else {}),
         }
 
 
@@ -66,7 +70,12 @@ def call_role(
     critic's unparsed review must never count as an approval). A prompt too long for the
     model's context is recorded the same way, with ``error`` saying so. ``config`` holds LM
     settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples; they
-    apply on top of the role's LM (:func:`pipelines.role_lms.role_lm`) where one is bound."""
+    apply on top of the role's LM (:func:`pipelines.role_lms.role_lm`) where one is bound. A
+    predictor whose signature has the ``memories`` field (memory on) gets what memory recalls for
+    ``role`` unless the caller gave it."""
+    memory_ids: list[str] = []
+    if has_memories(predictor.signature) and MEMORIES_FIELD not in inputs:
+        inputs[MEMORIES_FIELD], memory_ids = memories_for(role, inputs)
     meter = UsageMeter(parent=current_meter())
     start = time.monotonic()
     outputs: dict[str, Any] = {}
@@ -87,5 +96,6 @@ def call_role(
         "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
     }
     return RoleResult(
-        role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error, list(meter.exchanges)
+        role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error,
+        exchanges=list(meter.exchanges), memory_ids=memory_ids,
     )

@@ -56,4 +56,8 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("architect", {"reviewers": 2},
      "params.reviewers: unknown field; allowed: developers, max_iterations, max_tasks, max_task_attempts, "
      "developer_timeout_s, parallel_agents, feedback_timeout_s"),
+    ("reflexion", {"max_trials": 0}, "params.max_trials: must be >= 1 (got 0)"),
+    ("reflexion", {"feedback_timeout_s": "5"}, "params.feedback_timeout_s: expected a number, got '5'"),
+    ("reflexion", {"memory": True},
+     "params.memory: unknown field; allowed: max_trials, feedback_timeout_s"),
 ]

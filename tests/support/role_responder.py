@@ -26,6 +26,7 @@ ROLE_MARKERS = {
     "repairer": "`repaired_code`",
     "scorer": "`score`",
     "path_reflector": "`reflection`",
+    "reflector": "`lesson`",
     "coder": "`code`",
 }
 

@@ -1,0 +1,173 @@
+"""Episodic memory in ChromaDB: add, recall by similarity with metadata filters, forget.
+
+Writes are synchronous (one reflection per task, not one per message as in the pool), so an
+entry is durable when ``add`` returns and another process sees it at once. Entries live in
+their own collection under ``<data dir>/memory/chroma`` (or on a Chroma server), embedded with
+the pool's offline MiniLM.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval.errors import UserError
+from pipelines.memory.entries import AUDIENCE_PREFIX, MEMORY_TYPES, MemoryEntry, from_record, to_record
+from pipelines.pool.chroma_store import usable_directory
+from pipelines.pool.embedder import Embedder, MiniLMEmbedder
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A recalled entry and its cosine distance to the query (0 = same direction)."""
+
+    entry: MemoryEntry
+    distance: float
+
+
+def _client(path: Path | None, url: str | None) -> Any:
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    if url is not None:
+        from pipelines.pool.chroma_store import _make_client
+
+        return _make_client(None, url)
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=settings)
+    except Exception as exc:
+        raise UserError(f"cannot open the memory store in {path}: {exc}") from exc
+
+
+class EpisodicStore:
+    """Memory entries in one Chroma collection; thread-safe."""
+
+    def __init__(
+        self, path: Path | str | None = None, *, url: str | None = None, collection: str,
+        embedder: Embedder | None = None,
+    ) -> None:
+        if (path is None) == (url is None):
+            raise ValueError("EpisodicStore needs a directory (path) or a Chroma server (url)")
+        directory = usable_directory(path) if path is not None else None
+        self._collection = _client(directory, url).get_or_create_collection(
+            collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        )
+        self._embed = embedder or MiniLMEmbedder()
+        self._lock = threading.Lock()
+
+    def add(self, entry: MemoryEntry) -> MemoryEntry:
+        [vector] = self._embed([entry.content])
+        entry_id, document, metadata = to_record(entry)
+        with self._lock:
+            self._collection.upsert(ids=[entry_id], documents=[document], metadatas=[metadata],
+                                    embeddings=[vector])
+        return entry
+
+    def update(self, entry: MemoryEntry) -> None:
+        """Rewrite an entry's metadata (document and vector unchanged). Removing an audience
+        role needs the key set to False, since Chroma merges metadata."""
+        _, _, metadata = to_record(entry)
+        old = self.get(entry.id)
+        for role in set(old.audience if old else []) - set(entry.audience):
+            metadata[f"{AUDIENCE_PREFIX}{role}"] = False
+        with self._lock:
+            self._collection.update(ids=[entry.id], metadatas=[metadata])
+
+    def get(self, entry_id: str) -> MemoryEntry | None:
+        found = self._collection.get(ids=[entry_id], include=["documents", "metadatas"])
+        if not found["ids"]:
+            return None
+        return from_record(found["ids"][0], found["documents"][0], found["metadatas"][0])
+
+    def all(self, *, include_deprecated: bool = True) -> list[MemoryEntry]:
+        """Every entry, oldest first."""
+        found = self._collection.get(
+            where=None if include_deprecated else {"deprecated": False}, include=["documents", "metadatas"]
+        )
+        records = zip(found["ids"], found["documents"], found["metadatas"], strict=True)
+        entries = [from_record(i, d, m) for i, d, m in records]
+        return sorted(entries, key=lambda e: (e.created_at, e.id))
+
+    def count(self) -> int:
+        return int(self._collection.count())
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored embedding of each id (for consolidation)."""
+        if not ids:
+            return {}
+        found = self._collection.get(ids=list(ids), include=["embeddings"])
+        return {i: [float(x) for x in v] for i, v in zip(found["ids"], found["embeddings"], strict=True)}
+
+    def recall(
+        self, query: str, *, role: str | None = None, type: str | None = None,
+        tags: Sequence[str] = (), k: int = 5, audience: str | None = None,
+        run_ids: Sequence[str] | None = None, include_deprecated: bool = False, touch: bool = True,
+    ) -> list[Recalled]:
+        """The ``k`` entries most similar to ``query``, best first, that match every filter:
+        written about ``role``, of ``type``, carrying all ``tags``, recallable by ``audience``
+        (a role), written by one of ``run_ids``. ``touch`` counts the retrieval on each entry."""
+        if type is not None and type not in MEMORY_TYPES:
+            raise UserError(f"memory type '{type}' is unknown; allowed: {', '.join(MEMORY_TYPES)}")
+        if k <= 0:
+            return []
+        clauses: list[dict[str, Any]] = []
+        if not include_deprecated:
+            clauses.append({"deprecated": False})
+        if role is not None:
+            clauses.append({"role": role})
+        if type is not None:
+            clauses.append({"type": type})
+        if audience is not None:
+            clauses.append({f"{AUDIENCE_PREFIX}{audience}": True})
+        if run_ids is not None:
+            clauses.append({"run_id": {"$in": list(run_ids)}})
+        where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        total = self.count()
+        if total == 0:
+            return []
+        [vector] = self._embed([query])
+        # Tags are a JSON list in the metadata: filter them here, over-fetching to keep k results.
+        fetch = min(total, k if not tags else max(k * 10, 50))
+        found = self._collection.query(
+            query_embeddings=[vector], n_results=fetch, where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        recalled = [
+            Recalled(from_record(i, d, m), float(dist))
+            for i, d, m, dist in zip(found["ids"][0], found["documents"][0], found["metadatas"][0],
+                                     found["distances"][0], strict=True)
+        ]
+        wanted = set(tags)
+        recalled = [r for r in recalled if wanted <= set(r.entry.tags)][:k]
+        if touch and recalled:
+            now = time.time()
+            for r in recalled:
+                r.entry.last_retrieved = now
+                r.entry.retrieval_count += 1
+            with self._lock:
+                self._collection.update(
+                    ids=[r.entry.id for r in recalled],
+                    metadatas=[{"last_retrieved": now, "retrieval_count": r.entry.retrieval_count}
+                               for r in recalled],
+                )
+        return recalled
+
+    def forget_before(self, when: float) -> int:
+        """Delete entries created before ``when`` (Unix time); returns how many."""
+        with self._lock:
+            found = self._collection.get(where={"created_at": {"$lt": float(when)}}, include=[])
+            if found["ids"]:
+                self._collection.delete(ids=list(found["ids"]))
+        return len(found["ids"])
+
+    def task_ids(self, run_id: str) -> set[str]:
+        """The tasks a run learned on (for the warm-start overlap check)."""
+        found = self._collection.get(where={"run_id": run_id}, include=["metadatas"])
+        return {str(m["task_id"]) for m in found["metadatas"]}

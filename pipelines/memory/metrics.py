@@ -1,0 +1,74 @@
+"""Metrics of knowledge sharing for one run: reuse, error reduction over the run's order,
+recall quality on a probe set built from the run, memory size and redundancy."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from eval.results import ProblemResult
+from pipelines.memory.consolidation import redundancy
+from pipelines.memory.episodic import EpisodicStore
+
+
+def reuse(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """Share of memory-eligible role calls that received a memory written on another task or
+    about another role (``reuse_rate``), and share whose output used an injected text
+    (``used_rate``, see :func:`pipelines.memory.injection.used_memory`)."""
+    total = Counter[str]()
+    for result in results:
+        for key in ("memory_role_calls", "memory_injected_calls", "memory_foreign_calls", "memory_used_calls",
+                    "memory_entries_written", "memory_skills_promoted"):
+            total[key] += int(result.extra.get(key, 0) or 0)
+    calls = total["memory_role_calls"]
+    return {
+        "memory.role_calls": calls, "memory.injected_calls": total["memory_injected_calls"],
+        "memory.entries_written": total["memory_entries_written"],
+        "memory.skills_promoted": total["memory_skills_promoted"],
+        **({"memory.reuse_rate": total["memory_foreign_calls"] / calls,
+            "memory.used_rate": total["memory_used_calls"] / calls} if calls else {}),
+    }
+
+
+def error_blocks(results: Sequence[ProblemResult], block: int) -> list[dict[str, Any]]:
+    """Failures per block of ``block`` problems in run order, with their reasons."""
+    rows = []
+    for start in range(0, len(results), block):
+        chunk = results[start:start + block]
+        failed = [r for r in chunk if not r.passed]
+        rows.append({"block": start // block, "problems": len(chunk), "failed": len(failed),
+                     "fail_rate": len(failed) / len(chunk),
+                     "reasons": dict(Counter(r.reason or r.status for r in failed))})
+    return rows
+
+
+def recall_quality(store: EpisodicStore, run_id: str, k: int) -> dict[str, float]:
+    """Precision@K and hit@K on probes built from the run: for each task it wrote entries on,
+    the query is the task's summary and the relevant entries are those of that task (precision
+    is relevant results in the top K over min(K, relevant entries))."""
+    entries = [e for e in store.all(include_deprecated=False) if e.run_id == run_id]
+    by_task: dict[str, set[str]] = {}
+    queries: dict[str, str] = {}
+    for entry in entries:
+        by_task.setdefault(entry.task_id, set()).add(entry.id)
+        queries.setdefault(entry.task_id, str(entry.context.get("task_summary") or ""))
+    probes = [(task, query) for task, query in queries.items() if query]
+    if not probes:
+        return {}
+    precision = hits = 0.0
+    for task, query in probes:
+        found = [r.entry.id for r in store.recall(query, k=k, run_ids=[run_id], touch=False)]
+        relevant = len(set(found) & by_task[task])
+        precision += relevant / min(k, len(by_task[task]))
+        hits += relevant > 0
+    return {
+        "memory.recall_precision_at_k": precision / len(probes),
+        "memory.recall_hit_at_k": hits / len(probes), "memory.recall_probes": len(probes),
+    }
+
+
+def size(store: EpisodicStore, run_id: str) -> dict[str, float]:
+    """The store's size, and the run's active entries with the share that have a near-duplicate."""
+    active, ratio = redundancy(store, run_id=run_id)
+    return {"memory.store_entries": store.count(), "memory.entries": active, "memory.redundancy": ratio}

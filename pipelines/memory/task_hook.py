@@ -1,0 +1,85 @@
+"""A pipeline run with memory: recall during the task, reflect and learn after it.
+
+:class:`WithMemory` wraps any pipeline: the task runs with its :class:`TaskMemory` installed
+(role calls with the ``memories`` field receive recalled entries and skills); afterwards the
+final code is run on the prompt's visible examples, a reflector reflects on the thread, the
+thread is mined for error patterns, everything learned is written to the bank (with proposals
+and promotion), and the skills the task received are credited with its visible outcome. The
+reflector's call is part of the task's cost, and its step is a ``reflection`` message on the
+task's thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+
+from pipelines.memory.injection import Injection, RunMemory, TaskMemory, used_memory, using_task_memory
+from pipelines.memory.reflection import mine, new_reflector, reflect, visible_outcome
+from pipelines.pool.context import current_pool
+from pipelines.pool.messages import Intent, Message
+
+
+def _usage(history: list[Message], injections: list[Injection], prompt: str) -> tuple[int, int]:
+    """Role calls that received at least one memory, and those whose output used one."""
+    pending = [i for i in injections if i.entry_ids or i.skill_ids]
+    used = 0
+    for message in history:
+        trace = message.metadata.get("trace") or {}
+        ids = trace.get("memory_ids")
+        match = next((i for i in pending if [*i.entry_ids, *i.skill_ids] == ids), None)
+        if match is None:
+            continue
+        pending.remove(match)
+        used += used_memory(str(trace.get("outputs") or trace.get("raw") or ""), match.texts, prompt)
+    return sum(bool(i.entry_ids or i.skill_ids) for i in injections), used
+
+
+class WithMemory:
+    """``pipeline`` with memory; called like a pipeline (prompt, entry_point, task_id)."""
+
+    def __init__(self, pipeline: dspy.Module, run: RunMemory) -> None:
+        self.pipeline = pipeline
+        self.run = run
+        self.reflector = new_reflector()
+
+    def __call__(self, *, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
+        task = TaskMemory(self.run, task_id, prompt, entry_point)
+        with using_task_memory(task):
+            prediction = self.pipeline(prompt=prompt, entry_point=entry_point, task_id=task_id)
+        pool = current_pool()
+        thread_id = str(prediction.get("thread_id") or "")
+        history = pool.history(thread_id=thread_id) if thread_id else []
+        outcome = visible_outcome(prompt, entry_point, prediction.code)
+        config, bank, written = self.run.config, self.run.bank, []
+        if config.reflect:
+            entry, step = reflect(self.reflector, task_id=task_id, run_id=self.run.run_id, prompt=prompt,
+                                  code=prediction.code, outcome=outcome, history=history)
+            if entry is not None:
+                written.append(bank.write(entry, config, run_ids=self.run.run_ids))
+            if thread_id:
+                pool.publish(Message(
+                    task_id=task_id, thread_id=thread_id, intent=Intent.REFLECTION,
+                    sender=f"reflector@{thread_id[:12]}", summary="reflection after the task",
+                    content=entry.content if entry else step.raw, run_id=self.run.run_id,
+                    metadata={"trace": step.trace(), "memory_entry_ids": [entry.id] if entry else []},
+                ))
+        for mined in mine(history, task_id=task_id, run_id=self.run.run_id, prompt=prompt):
+            written.append(bank.write(mined, config, run_ids=self.run.run_ids))
+        skill_ids = sorted({s for i in task.injections for s in i.skill_ids})
+        if skill_ids and outcome.passed is not None:
+            bank.skills.record_use(skill_ids, succeeded=outcome.passed)
+        injected, used = _usage(history, task.injections, prompt)
+        metrics: dict[str, Any] = {
+            **dict(prediction.get("metrics") or {}),
+            "memory_role_calls": len(task.injections),
+            "memory_injected_calls": injected,
+            "memory_foreign_calls": sum(i.foreign for i in task.injections),
+            "memory_used_calls": used,
+            "memory_entries_written": len(written),
+            "memory_skills_promoted": sum(w.skill is not None for w in written),
+        }
+        if outcome.passed is not None:  # unknown when the prompt shows no runnable example
+            metrics["memory_visible_passed"] = outcome.passed
+        return dspy.Prediction(**{**dict(prediction.items()), "metrics": metrics})

@@ -1,0 +1,174 @@
+"""reflexion: attempt → results on the visible examples → reflection → retry with the reflections.
+
+After Reflexion (Shinn et al., 2023): a coder attempts the task, an executor runs the attempt on
+the examples visible in the prompt (never the hidden tests), and while some fail a reflector
+says what went wrong and the lesson; the coder retries with every reflection so far in its
+``memories`` field. With ``memory`` on, the first attempt also receives what memory recalls, and
+each reflection is kept in episodic memory for later tasks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+from pydantic import Field
+
+from eval.assembly import assemble_program
+from eval.visible_examples import execution_feedback, visible_examples
+from pipelines.agents import Agent, TaskContext
+from pipelines.memory.entries import MemoryEntry, task_tags
+from pipelines.memory.injection import NO_MEMORIES, current_task_memory, memories_for
+from pipelines.memory.reflection import render_history, task_summary
+from pipelines.params import PipelineParams
+from pipelines.pool.context import current_pool
+from pipelines.pool.messages import Intent, Message
+from pipelines.registry import register_pipeline
+from pipelines.role_call import call_role
+from pipelines.threads import converse, thread_outcome
+from signatures.coder import Coder
+from signatures.memory import with_memories
+from signatures.reflector import Reflector
+
+
+class ReflexionParams(PipelineParams):
+    """Parameters of ``reflexion``."""
+
+    max_trials: int = Field(default=3, ge=1, le=10, description="Attempts per problem (the first included).")
+    feedback_timeout_s: float = Field(
+        default=5.0, gt=0,
+        description="Wall-clock limit in seconds for running one attempt on the visible examples.",
+    )
+
+
+class AttemptAgent(Agent):
+    """The coder: attempts the task, and again after each reflection, with the reflections so far."""
+
+    role = "coder"
+
+    def __init__(self, ctx: TaskContext, coder: dspy.Module) -> None:
+        super().__init__(ctx)
+        self.coder = coder
+        self.listen([Intent.TASK_ASSIGNMENT, Intent.REFLECTION])
+
+    def handle(self, message: Message) -> None:
+        if message.intent == Intent.TASK_ASSIGNMENT and message.recipient not in (None, self.name):
+            return
+        recalled, ids = memories_for(self.role, {"prompt": self.ctx.prompt})
+        reflections = [m.content for m in self.ctx.history() if m.intent == Intent.REFLECTION]
+        own = [f"[this task, attempt {i}] {text}" for i, text in enumerate(reflections, 1)]
+        lines = [line for line in (recalled, *own) if line and line != NO_MEMORIES]
+        step = call_role(
+            self.coder, self.role, prompt=self.ctx.prompt, memories="\n".join(lines) or NO_MEMORIES
+        )
+        step.memory_ids = ids
+        first = message.intent == Intent.TASK_ASSIGNMENT
+        self.ctx.publish(
+            intent=Intent.OUTPUT_COMPLETE if first else Intent.FIX, sender=self.name,
+            content=step.get("code") or step.raw,
+            summary="first attempt" if first else f"attempt {len(reflections) + 1} after reflection",
+            in_reply_to=message.id, step=step,
+        )
+
+
+class VisibleRunAgent(Agent):
+    """The executor: runs each attempt on the prompt's visible examples."""
+
+    role = "executor"
+
+    def __init__(self, ctx: TaskContext, timeout_s: float) -> None:
+        super().__init__(ctx)
+        self.examples = visible_examples(ctx.prompt, ctx.entry_point)  # never the hidden tests
+        self.timeout_s = timeout_s
+        self.listen([Intent.OUTPUT_COMPLETE, Intent.FIX])
+
+    def handle(self, message: Message) -> None:
+        program = assemble_program(self.ctx.prompt, message.content, self.ctx.entry_point)
+        if not program.ok:
+            text = f"FAIL: the code does not compile: {program.syntax_error}"
+        else:
+            text = execution_feedback(
+                program.source, self.ctx.entry_point, self.examples, timeout_s=self.timeout_s
+            )
+        failing = sum(line.startswith("FAIL") for line in text.splitlines())
+        self.ctx.publish(
+            intent=Intent.EXECUTION_FEEDBACK, sender=self.name, content=text,
+            summary=f"visible examples: {failing} failing", in_reply_to=message.id, failing=failing,
+        )
+
+
+class ReflectAgent(Agent):
+    """The reflector: after a failing attempt (while trials remain), what went wrong and the lesson."""
+
+    role = "reflector"
+
+    def __init__(self, ctx: TaskContext, reflector: dspy.Module, max_trials: int) -> None:
+        super().__init__(ctx)
+        self.reflector = reflector
+        self.max_trials = max_trials
+        self.listen([Intent.EXECUTION_FEEDBACK])
+
+    def handle(self, message: Message) -> None:
+        attempts = sum(m.intent in (Intent.OUTPUT_COMPLETE, Intent.FIX) for m in self.ctx.history())
+        if not message.metadata.get("failing"):
+            return
+        if attempts >= self.max_trials:
+            self.ctx.publish(intent=Intent.STATUS, sender=self.name, summary="max_trials reached",
+                             in_reply_to=message.id, stop_reason="max_iterations")
+            return
+        code = self.ctx.pool_message(message.in_reply_to or "").content
+        step = call_role(
+            self.reflector, self.role, prompt=self.ctx.prompt, code=code, outcome=message.content,
+            history=render_history(self.ctx.history()),
+        )
+        lesson = str(step.get("lesson") or "").strip()
+        went_wrong = str(step.get("what_went_wrong") or "").strip()
+        content = " ".join(part for part in (went_wrong, lesson) if part) or step.raw
+        entry_ids = self._remember(lesson, step.outputs) if lesson else []
+        self.ctx.publish(
+            intent=Intent.REFLECTION, sender=self.name, content=content,
+            summary=f"reflection on attempt {attempts}",
+            in_reply_to=message.id, step=step, memory_entry_ids=entry_ids,
+        )
+
+    def _remember(self, lesson: str, outputs: dict[str, Any]) -> list[str]:
+        """With memory on, keep the reflection in episodic memory for later tasks."""
+        task = current_task_memory()
+        if task is None:
+            return []
+        pattern = str(outputs.get("pattern") or "").strip()
+        entry = MemoryEntry(
+            role="coder", type="reflection", task_id=self.ctx.task_id, run_id=task.run.run_id,
+            tags=task_tags(self.ctx.prompt), content=f"{pattern}: {lesson}" if pattern else lesson,
+            context={"what_went_wrong": outputs.get("what_went_wrong"), "visible_passed": False,
+                     "task_summary": task_summary(self.ctx.prompt)},
+        )
+        task.run.bank.write(entry, task.run.config, run_ids=task.run.run_ids)
+        return [entry.id]
+
+
+@register_pipeline("reflexion", params=ReflexionParams, roles=("coder", "reflector"))
+class Reflexion(dspy.Module):
+    """Attempt, run on the visible examples, reflect on failures and retry with the reflections
+    (up to max_trials); reflections go to episodic memory when memory is on."""
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__()
+        self.params = ReflexionParams.validated("reflexion", params)
+        self.coder = dspy.Predict(with_memories(Coder))
+        self.reflector = dspy.Predict(Reflector)
+
+    def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
+        ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
+        attempt = AttemptAgent(ctx, self.coder)
+        agents = [attempt, VisibleRunAgent(ctx, self.params.feedback_timeout_s),
+                  ReflectAgent(ctx, self.reflector, self.params.max_trials)]
+        history = converse(ctx, agents, attempt.name)
+        outcome = thread_outcome(history)
+        trials = sum(m.intent in (Intent.OUTPUT_COMPLETE, Intent.FIX) for m in history)
+        metrics = {**outcome["metrics"], "trials": trials,
+                   "reflections": sum(m.intent == Intent.REFLECTION for m in history)}
+        return dspy.Prediction(
+            code=outcome["final_code"], first_code=outcome["first_code"], iterations=trials,
+            parsed=outcome["parsed"], metrics=metrics, thread_id=ctx.thread_id,
+        )

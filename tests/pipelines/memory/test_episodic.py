@@ -1,0 +1,90 @@
+"""Episodic store: recall by similarity with filters, retrieval counts, forget, and entries that
+survive across processes."""
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from eval.errors import UserError
+from pipelines.memory.entries import MemoryEntry, task_tags
+from pipelines.memory.episodic import EpisodicStore
+
+
+def entry(content, **fields):
+    defaults = {"role": "coder", "type": "reflection", "task_id": "HumanEval/0", "run_id": "r1"}
+    return MemoryEntry(content=content, **{**defaults, **fields})
+
+
+@pytest.fixture
+def store(tmp_path, minilm):
+    return EpisodicStore(tmp_path / "chroma", collection="mem", embedder=minilm)
+
+
+def test_recall_is_by_similarity_and_counts_retrievals(store):
+    off_by_one = store.add(entry("Check loop bounds: range(n) stops before n, an off-by-one error."))
+    store.add(entry("Strip whitespace before comparing strings.", task_id="HumanEval/1"))
+    store.add(entry("Sort the list before taking the median.", task_id="HumanEval/2"))
+    [best, *_] = store.recall("my loop misses the last index", k=3)
+    assert best.entry.id == off_by_one.id and best.distance < 0.8
+    again = store.get(off_by_one.id)
+    assert again.retrieval_count == 1 and again.last_retrieved > 0
+    store.recall("my loop misses the last index", k=1, touch=False)
+    assert store.get(off_by_one.id).retrieval_count == 1
+
+
+def test_filters_role_type_tags_audience_runs_and_deprecated(store):
+    store.add(entry("A coder lesson about strings", tags=["string"], audience=["coder"]))
+    store.add(entry("A critic finding about strings", role="critic", type="review_feedback", tags=["string"],
+                    audience=["critic", "fixer"]))
+    store.add(entry("A coder lesson about lists", tags=["list"], run_id="r2", audience=["coder"]))
+    store.add(entry("An old coder lesson about strings", tags=["string"], deprecated=True,
+                    audience=["coder"]))
+
+    def contents(**filters):
+        return sorted(r.entry.content for r in store.recall("strings", k=10, touch=False, **filters))
+
+    assert contents(role="critic") == ["A critic finding about strings"]
+    assert contents(type="reflection") == ["A coder lesson about lists", "A coder lesson about strings"]
+    assert contents(tags=["string"]) == ["A coder lesson about strings", "A critic finding about strings"]
+    assert contents(audience="fixer") == ["A critic finding about strings"]
+    assert contents(run_ids=["r2"]) == ["A coder lesson about lists"]
+    assert "An old coder lesson about strings" in contents(include_deprecated=True)
+    with pytest.raises(UserError, match="memory type 'lesson' is unknown"):
+        store.recall("x", type="lesson")
+
+
+def test_forget_before_deletes_only_older_entries(store):
+    old = store.add(entry("old lesson", created_at=time.time() - 86400))
+    new = store.add(entry("new lesson"))
+    assert store.forget_before(time.time() - 3600) == 1
+    assert store.get(old.id) is None and store.get(new.id) is not None
+
+
+def test_entries_survive_across_processes(tmp_path, minilm):
+    """One process writes, another (a fresh interpreter) recalls and writes back; the first reads it."""
+    path = tmp_path / "chroma"
+    with_ids = EpisodicStore(path, collection="mem", embedder=minilm)
+    written = with_ids.add(entry("Return early when the input list is empty.", tags=["list"]))
+    child = textwrap.dedent(f"""
+        from pipelines.memory.episodic import EpisodicStore
+        from pipelines.memory.entries import MemoryEntry
+        store = EpisodicStore({str(path)!r}, collection="mem")
+        [hit] = store.recall("empty list input", k=1)
+        print(hit.entry.id, hit.entry.tags)
+        store.add(MemoryEntry(id="m-from-child", role="critic", type="review_feedback",
+                              task_id="HumanEval/9", content="Reviewers found: missing edge case"))
+    """)
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=240,
+                         check=True)
+    assert out.stdout.split()[0] == written.id
+    reopened = EpisodicStore(path, collection="mem", embedder=minilm)
+    assert reopened.get(written.id).retrieval_count == 1  # the other process's recall was counted
+    assert reopened.get("m-from-child").role == "critic"
+
+
+def test_task_tags_come_from_the_prompt():
+    prompt = 'def f(s: str):\n    """Return the vowels of the string, sorted."""'
+    assert task_tags(prompt) == ["sorting", "string"]

@@ -1,0 +1,113 @@
+"""Skills (promotion, confidence, approval gate for injection) and proposals between roles."""
+
+import pytest
+
+from eval.errors import UserError
+from pipelines.memory.bank import MemoryBank
+from pipelines.memory.config import MemoryConfig
+from pipelines.memory.entries import MemoryEntry
+from pipelines.memory.injection import RunMemory, TaskMemory
+
+SIMILAR = [
+    "Handle the empty list before indexing its first element.",
+    "Check for an empty list before reading the first element.",
+    "Guard against an empty input list before indexing element zero.",
+]
+
+
+@pytest.fixture
+def bank(tmp_path, minilm):
+    with MemoryBank(tmp_path, collection="mem", embedder=minilm) as opened:
+        yield opened
+
+
+def lesson(content, task, role="coder", type="reflection"):
+    return MemoryEntry(role=role, type=type, task_id=task, run_id="r1", content=content)
+
+
+def test_a_pattern_seen_on_enough_tasks_becomes_an_unapproved_skill(bank):
+    config = MemoryConfig(enabled=True, promote_after=3)
+    first = bank.write(lesson(SIMILAR[0], "T/1"), config)
+    second = bank.write(lesson(SIMILAR[1], "T/2"), config)
+    unrelated = bank.write(lesson("Use integer division for counts of pairs.", "T/4"), config)
+    assert first.skill is second.skill is unrelated.skill is None
+    third = bank.write(lesson(SIMILAR[2], "T/3"), config)
+    skill = third.skill
+    assert skill is not None and not skill.approved
+    assert (skill.role, skill.category) == ("coder", "reflection")
+    assert skill.source_task_ids == ["T/1", "T/2", "T/3"]
+    # The same pattern again does not make a second skill.
+    assert bank.write(lesson(SIMILAR[0] + " Always.", "T/5"), config).skill is None
+    assert [s.id for s in bank.skills.list()] == [skill.id]
+
+
+def test_same_task_entries_do_not_promote(bank):
+    config = MemoryConfig(enabled=True, promote_after=2)
+    bank.write(lesson(SIMILAR[0], "T/1"), config)
+    assert bank.write(lesson(SIMILAR[1], "T/1"), config).skill is None
+
+
+def test_confidence_follows_visible_outcomes(bank):
+    config = MemoryConfig(enabled=True, promote_after=2)
+    bank.write(lesson(SIMILAR[0], "T/1"), config)
+    skill = bank.write(lesson(SIMILAR[1], "T/2"), config).skill
+    assert skill.confidence == 0.5
+    bank.skills.record_use([skill.id], succeeded=True)
+    bank.skills.record_use([skill.id], succeeded=True)
+    bank.skills.record_use([skill.id], succeeded=False)
+    updated = bank.skills.get(skill.id)
+    assert (updated.times_used, updated.times_succeeded) == (3, 2)
+    assert updated.confidence == pytest.approx(3 / 5)
+
+
+def test_only_approved_skills_are_injected_unless_approval_is_auto(bank):
+    manual = MemoryConfig(enabled=True, promote_after=2)
+    bank.write(lesson(SIMILAR[0], "T/1"), manual)
+    skill = bank.write(lesson(SIMILAR[1], "T/2"), manual).skill
+
+    def injected(config):
+        task = TaskMemory(RunMemory(bank, config, "r1"), "T/9", "def f(xs): ...")
+        return task.inject("coder", "empty list")
+
+    text, ids = injected(manual)
+    assert skill.id not in ids and skill.id not in text
+    _, ids = injected(MemoryConfig(enabled=True, approval="auto"))
+    assert skill.id in ids
+    bank.decide(skill.id, approve=True)
+    text, ids = injected(manual)
+    assert skill.id in ids and f"[{skill.id}] {skill.template}" in text
+    bank.decide(skill.id, approve=False)
+    assert bank.skills.list() == []
+
+
+def test_proposals_share_an_entry_with_the_roles_that_benefit_once_approved(bank):
+    config = MemoryConfig(enabled=True, share_to={"critic": ["coder", "fixer"]})
+    finding = lesson("Reviewers found: the loop skips the last element.", "T/1", role="critic",
+                     type="review_feedback")
+    written = bank.write(finding, config)
+    assert sorted(p.to_role for p in written.proposals) == ["coder", "fixer"]
+    assert {p.status for p in bank.proposals.list()} == {"pending"}
+
+    def recalled_by(role):
+        return [r.entry.id for r in bank.episodic.recall("last element", audience=role, touch=False)]
+
+    assert recalled_by("critic") == [finding.id] and recalled_by("coder") == []
+    to_coder = next(p for p in written.proposals if p.to_role == "coder")
+    to_fixer = next(p for p in written.proposals if p.to_role == "fixer")
+    assert bank.decide(to_coder.id, approve=True).status == "approved"
+    assert bank.decide(to_fixer.id, approve=False).status == "rejected"
+    assert recalled_by("coder") == [finding.id] and recalled_by("fixer") == []
+    assert bank.proposals.list() == []  # nothing pending
+
+
+def test_auto_approval_shares_at_once(bank):
+    config = MemoryConfig(enabled=True, approval="auto", share_to={"critic": ["coder"]})
+    finding = bank.write(lesson("Reviewers found: off by one.", "T/1", role="critic"), config).entry
+    assert [r.entry.id for r in bank.episodic.recall("off by one", audience="coder")] == [finding.id]
+
+
+def test_unknown_ids_are_one_line_errors(bank):
+    for bad, message in (("x-1", "neither a proposal id"), ("p-missing", "no proposal 'p-missing'"),
+                         ("s-missing", "no skill 's-missing'")):
+        with pytest.raises(UserError, match=message):
+            bank.decide(bad, approve=True)
