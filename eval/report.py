@@ -26,7 +26,7 @@ SUMMARY_COLUMNS = (
 BEHAVIOUR_COLUMNS = (
     "first_pass@1", "critique_success_rate", "harmful_revision_rate", "consensus_rate",
     "consensus_correctness", "final_in_majority_rate", "flips_correct_to_wrong", "flips_wrong_to_correct",
-    "agreement_initial", "agreement_final", "vote_agreement",
+    "agreement_initial", "agreement_final", "vote_agreement", "generated_test_accuracy",
 )
 PAIR_COLUMNS = ("a", "b", "pairs", "pass@1_a", "pass@1_b", "difference", "95% CI", "only_a", "only_b",
                 "mcnemar_p")

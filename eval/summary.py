@@ -41,6 +41,7 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
     metrics.update(revision_metrics(results))
     metrics.update(consensus_metrics(results))
     metrics.update(sample_metrics(results))
+    metrics.update(generated_test_metrics(results))
     for role, usage in _usage_by_role(results).items():
         metrics[f"role.{role}.calls"] = usage["calls"]
         metrics[f"role.{role}.tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -137,4 +138,19 @@ def sample_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
         if eligible:
             total = sum(pass_at_k(len(s), sum(s), k) for s in eligible)
             metrics[f"samples_pass_at_{k}"] = total / len(eligible)
+    return metrics
+
+
+def generated_test_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For pipelines whose roles write tests (vote with generated tests, the SOP line's QA):
+    how many were written, and the share the dataset's reference solution passes — absent
+    when no problem had both a usable test and a reference solution."""
+    written = [r for r in results if "generated_tests" in r.extra]
+    if not written:
+        return {}
+    metrics: dict[str, float] = {"generated_tests": sum(r.extra["generated_tests"] for r in written)}
+    checked = [r for r in written if "generated_tests_correct" in r.extra]
+    total = sum(r.extra["generated_tests"] for r in checked)
+    if total:
+        metrics["generated_test_accuracy"] = sum(r.extra["generated_tests_correct"] for r in checked) / total
     return metrics

@@ -147,6 +147,20 @@ def _same(actual: object, expected: object) -> bool:
     return actual == expected
 
 
+def example_passes(
+    program: str, entry_point: str, examples: list[VisibleExample], *, timeout_s: float = 5.0
+) -> list[bool]:
+    """Run the candidate on ``examples`` in the sandbox (arguments are evaluated there, so the
+    examples may be model-written); one pass/fail per example, compared on the trusted side."""
+    if not examples:
+        return []
+    outcomes = call_function(program, entry_point, [e.args for e in examples], timeout_s=timeout_s)
+    return [
+        outcome.kind == "returned" and _same(outcome.value, ast.literal_eval(example.expected))
+        for example, outcome in zip(examples, outcomes, strict=True)
+    ]
+
+
 def execution_feedback(
     program: str, entry_point: str, examples: list[VisibleExample], *, timeout_s: float = 5.0
 ) -> str:

@@ -28,6 +28,13 @@ class Intent:
     VERDICT = "verdict"
     REFLECTION = "reflection"
     STATUS = "status"
+    GENERATED_TESTS = "generated_tests"
+    HANDOFF = "handoff"
+    HANDOFF_ACCEPTED = "handoff.accepted"
+    HANDOFF_REJECTED = "handoff.rejected"
+    QA_REPORT = "qa_report"
+    INSTRUCTION = "instruction"
+    ANSWER = "answer"
 
 
 def _new_id() -> str:

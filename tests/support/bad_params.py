@@ -35,6 +35,8 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params: give token_budget or token_budget_from, not both"),
     ("vote", {"samples": 3},
      "params.samples: unknown field; allowed: token_budget, token_budget_from, k, temperature, max_samples, "
-     "parallel_agents"),
+     "tests, n_tests, parallel_agents"),
+    ("vote", {"tests": "hidden"}, "params.tests: must be one of visible, generated, both (got 'hidden')"),
+    ("vote", {"n_tests": 0}, "params.n_tests: must be >= 1 (got 0)"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
 ]

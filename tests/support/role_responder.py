@@ -19,6 +19,7 @@ ROLE_MARKERS = {
     "fixer": "`revised_code`",
     "meta_critic": "`wrong_findings`",
     "self_feedback": "`is_correct`",
+    "test_writer": "`test_code`",
     "coder": "`code`",
 }
 

@@ -1,0 +1,45 @@
+"""The role-pattern pipelines through the runner with a scripted LM: their metrics, their
+messages, and no hidden test (nor reference solution, for prompt-only roles) in any request."""
+
+from support.fake_openai import FakeOpenAIServer
+from support.leakage import assert_no_hidden_tests, assert_prompt_only
+from support.role_responder import role_responder
+from support.specs import fake_spec
+
+from eval.results import results_table
+from eval.statistics import pipeline_summary
+from experiments.api import run
+
+# Per problem: 2 of 3 (HumanEval/0) and 1 of 2 (HumanEval/1) written tests are right.
+WRITTEN = {
+    "has_close_elements": "assert has_close_elements([1.0, 2.0], 0.5) == False\n"
+                          "assert has_close_elements([1.0, 1.1], 0.5) == True\n"
+                          "assert has_close_elements([1.0, 3.0], 0.5) == True\n",
+    "separate_paren_groups": "assert separate_paren_groups('() (())') == ['()', '(())']\n"
+                             "assert separate_paren_groups('()') == []\n",
+}
+
+
+def _problem_in(problems, text):
+    return next(p for p in problems if p.prompt.strip() in text)
+
+
+def test_vote_with_generated_tests_reports_their_accuracy_and_leaks_nothing(humaneval_problems):
+    problems = humaneval_problems[:2]
+    scripts = {
+        "coder": lambda text: {"code": (p := _problem_in(problems, text)).prompt + p.canonical_solution},
+        "test_writer": lambda text: {"test_code": WRITTEN[_problem_in(problems, text).entry_point]},
+    }
+    pipelines = [{"name": "vote", "params": {"k": 2, "tests": "generated", "n_tests": 5}}]
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=2), progress=False)
+        requests = list(fake.requests)
+    child = result.children[0]
+    assert child.metrics["pass_at_1"] == 1.0
+    assert child.metrics["generated_tests"] == 5
+    assert child.metrics["generated_test_accuracy"] == 3 / 5
+    assert [r.extra["generated_tests_correct"] for r in child.results] == [2, 1]
+    assert child.metrics["role.test_writer.calls"] == 2
+    assert pipeline_summary(results_table(child.results))["generated_test_accuracy"][0] == 3 / 5  # compare's
+    assert assert_no_hidden_tests(problems, requests) > 0
+    assert assert_prompt_only(problems, requests, {"test_writer"}) == 2
