@@ -39,6 +39,7 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
         metrics["tokens_per_problem"] = (prompt + completion) / n
         metrics["mean_iterations"] = sum(r.iterations for r in results) / n
     metrics.update(revision_metrics(results))
+    metrics.update(panel_metrics(results))
     metrics.update(consensus_metrics(results))
     metrics.update(sample_metrics(results))
     metrics.update(generated_test_metrics(results))
@@ -79,6 +80,23 @@ def revision_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
     messages = [r.extra["messages"] for r in scored if "messages" in r.extra]
     if messages:
         metrics["messages_per_problem"] = sum(messages) / len(messages)
+    return metrics
+
+
+def panel_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For a critic panel (results carrying ``extra.changes_requested_by``), per critic kind:
+    problems on which it asked for changes, and its critique success rate — of the problems
+    whose first code failed and on which it asked for changes, the share whose final code
+    passes (absent where it challenged no failing first version)."""
+    scored = [r for r in results if "changes_requested_by" in r.extra and "first_passed" in r.extra]
+    kinds = dict.fromkeys(kind for r in scored for kind in r.extra["changes_requested_by"])
+    metrics: dict[str, float] = {}
+    for kind in kinds:
+        asked = [r for r in scored if kind in r.extra["changes_requested_by"]]
+        challenged = [r for r in asked if not r.extra["first_passed"]]
+        metrics[f"changes_requested.{kind}"] = len(asked)
+        if challenged:
+            metrics[f"critique_success_rate.{kind}"] = sum(r.passed for r in challenged) / len(challenged)
     return metrics
 
 

@@ -3,7 +3,7 @@ messages, and no hidden test (nor reference solution, for prompt-only roles) in 
 
 from support.fake_openai import FakeOpenAIServer
 from support.leakage import assert_no_hidden_tests, assert_prompt_only
-from support.role_responder import role_responder
+from support.role_responder import review, role_responder
 from support.specs import fake_spec
 
 from eval.results import results_table
@@ -24,10 +24,15 @@ def _problem_in(problems, text):
     return next(p for p in problems if p.prompt.strip() in text)
 
 
+def _reference(problems, text):
+    problem = _problem_in(problems, text)
+    return problem.prompt + problem.canonical_solution
+
+
 def test_vote_with_generated_tests_reports_their_accuracy_and_leaks_nothing(humaneval_problems):
     problems = humaneval_problems[:2]
     scripts = {
-        "coder": lambda text: {"code": (p := _problem_in(problems, text)).prompt + p.canonical_solution},
+        "coder": lambda text: {"code": _reference(problems, text)},
         "test_writer": lambda text: {"test_code": WRITTEN[_problem_in(problems, text).entry_point]},
     }
     pipelines = [{"name": "vote", "params": {"k": 2, "tests": "generated", "n_tests": 5}}]
@@ -43,3 +48,33 @@ def test_vote_with_generated_tests_reports_their_accuracy_and_leaks_nothing(huma
     assert pipeline_summary(results_table(child.results))["generated_test_accuracy"][0] == 3 / 5  # compare's
     assert assert_no_hidden_tests(problems, requests) > 0
     assert assert_prompt_only(problems, requests, {"test_writer"}) == 2
+
+
+def test_critic_panel_reports_critique_success_per_critic_kind(humaneval_problems):
+    from signatures.focused_critic import FOCUS_INSTRUCTIONS
+
+    problems = humaneval_problems[:2]
+
+    def critic(text):
+        code = text.rsplit("[[ ## code ## ]]", 1)[-1]
+        if "first draft" in code and FOCUS_INSTRUCTIONS["correctness"] in text:
+            return review("request_changes", "returns a placeholder")
+        return review("approve")
+
+    scripts = {
+        "coder": lambda text: {"code": _problem_in(problems, text).prompt + "    return 'first draft'\n"},
+        "critic": critic,
+        "fixer": lambda text: {"revised_code": _reference(problems, text)},
+    }
+    pipelines = [{"name": "critic_loop", "params": {"critics": ["correctness", "edge_cases"],
+                                                    "execution_feedback": True}}]
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=2), progress=False)
+        requests = list(fake.requests)
+    metrics = result.children[0].metrics
+    assert metrics["pass_at_1"] == 1.0 and metrics["critique_success_rate"] == 1.0
+    assert metrics["changes_requested.correctness"] == 2
+    assert metrics["critique_success_rate.correctness"] == 1.0
+    assert "changes_requested.edge_cases" not in metrics  # it never asked: nothing to rate
+    assert metrics["role.critic_correctness.calls"] == metrics["role.critic_edge_cases.calls"] == 4
+    assert assert_no_hidden_tests(problems, requests) > 0

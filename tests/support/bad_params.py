@@ -13,7 +13,14 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("critic_loop", {"feedback_timeout_s": 0}, "params.feedback_timeout_s: must be > 0.0 (got 0)"),
     ("critic_loop", {"max_iteration": 2},
      "params.max_iteration: unknown field; allowed: max_iterations, execution_feedback, meta_critic, "
-     "feedback_timeout_s"),
+     "feedback_timeout_s, critics, parallel_agents"),
+    ("critic_loop", {"critics": ["correctness", "speed"]},
+     "params.critics.1: must be one of correctness, edge_cases, performance, readability, security "
+     "(got 'speed')"),
+    ("critic_loop", {"critics": "correctness"}, "params.critics: expected a list, got 'correctness'"),
+    ("critic_loop", {"critics": ["edge_cases", "edge_cases"]},
+     "params.critics: each kind at most once (got ['edge_cases', 'edge_cases'])"),
+    ("critic_loop", {"parallel_agents": 0}, "params.parallel_agents: must be >= 1 (got 0)"),
     ("self_refine", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
     ("self_refine", {"max_iterations": 2.5}, "params.max_iterations: expected an integer, got 2.5"),
     ("self_refine", {"rounds": 2}, "params.rounds: unknown field; allowed: max_iterations"),
