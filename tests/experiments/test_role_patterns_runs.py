@@ -24,6 +24,10 @@ def _problem_in(problems, text):
     return next(p for p in problems if p.prompt.strip() in text)
 
 
+def _written(problems, text):
+    return WRITTEN[_problem_in(problems, text).entry_point]
+
+
 def _reference(problems, text):
     problem = _problem_in(problems, text)
     return problem.prompt + problem.canonical_solution
@@ -33,7 +37,7 @@ def test_vote_with_generated_tests_reports_their_accuracy_and_leaks_nothing(huma
     problems = humaneval_problems[:2]
     scripts = {
         "coder": lambda text: {"code": _reference(problems, text)},
-        "test_writer": lambda text: {"test_code": WRITTEN[_problem_in(problems, text).entry_point]},
+        "test_writer": lambda text: {"test_code": _written(problems, text)},
     }
     pipelines = [{"name": "vote", "params": {"k": 2, "tests": "generated", "n_tests": 5}}]
     with FakeOpenAIServer(role_responder(scripts)) as fake:
@@ -78,3 +82,35 @@ def test_critic_panel_reports_critique_success_per_critic_kind(humaneval_problem
     assert "changes_requested.edge_cases" not in metrics  # it never asked: nothing to rate
     assert metrics["role.critic_correctness.calls"] == metrics["role.critic_edge_cases.calls"] == 4
     assert assert_no_hidden_tests(problems, requests) > 0
+
+
+def test_sop_counts_handoffs_scores_qa_tests_and_keeps_its_roles_to_the_prompt(humaneval_problems):
+    import json
+
+    problems = humaneval_problems[:2]
+
+    def spec(text):
+        problem = _problem_in(problems, text)
+        return {"spec": json.dumps({"function": problem.entry_point, "inputs": ["see the prompt"],
+                                    "output": "see the prompt", "edge_cases": [], "examples": []})}
+
+    def design(text):
+        return {"design": json.dumps({"signature": "def f():", "helpers": [], "approach": "as specified"})}
+
+    scripts = {
+        "product_manager": spec, "architect": design,
+        "engineer": lambda text: {"implementation_code": _reference(problems, text)},
+        "qa_engineer": lambda text: {"acceptance_test_code": _written(problems, text)},
+    }
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        result = run(fake_spec(fake.api_base, pipelines=[{"name": "sop"}], limit=2), progress=False)
+        requests = list(fake.requests)
+    child = result.children[0]
+    assert child.metrics["pass_at_1"] == 1.0
+    # QA's wrong tests fail the reference code, so each problem goes round to max_iterations.
+    assert [r.extra["stop_reason"] for r in child.results] == ["max_iterations", "max_iterations"]
+    assert child.metrics["generated_test_accuracy"] == 3 / 5
+    # spec, design, 3 versions of code, 3 QA reports (the engineer declines a 4th version)
+    assert sum(r.extra["handoffs"] for r in child.results) == 2 * (2 + 3 + 3)
+    assert assert_no_hidden_tests(problems, requests) > 0
+    assert assert_prompt_only(problems, requests, {"product_manager", "architect", "qa_engineer"}) == 6

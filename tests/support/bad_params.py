@@ -46,4 +46,11 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("vote", {"tests": "hidden"}, "params.tests: must be one of visible, generated, both (got 'hidden')"),
     ("vote", {"n_tests": 0}, "params.n_tests: must be >= 1 (got 0)"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
+    ("sop", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
+    ("sop", {"n_tests": 51}, "params.n_tests: must be <= 50 (got 51)"),
+    ("sop", {"max_handoff_retries": -1}, "params.max_handoff_retries: must be >= 0 (got -1)"),
+    ("sop", {"reviewer": "yes"}, "params.reviewer: expected true or false, got 'yes'"),
+    ("sop", {"qa": True},
+     "params.qa: unknown field; allowed: max_iterations, n_tests, max_handoff_retries, reviewer, "
+     "feedback_timeout_s"),
 ]

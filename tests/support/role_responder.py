@@ -20,6 +20,10 @@ ROLE_MARKERS = {
     "meta_critic": "`wrong_findings`",
     "self_feedback": "`is_correct`",
     "test_writer": "`test_code`",
+    "product_manager": "`spec`",
+    "architect": "`design`",
+    "engineer": "`implementation_code`",
+    "qa_engineer": "`acceptance_test_code`",
     "coder": "`code`",
 }
 
