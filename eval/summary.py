@@ -43,6 +43,7 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
     metrics.update(consensus_metrics(results))
     metrics.update(sample_metrics(results))
     metrics.update(generated_test_metrics(results))
+    metrics.update(event_counts(results))
     for role, usage in _usage_by_role(results).items():
         metrics[f"role.{role}.calls"] = usage["calls"]
         metrics[f"role.{role}.tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -157,6 +158,20 @@ def sample_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
             total = sum(pass_at_k(len(s), sum(s), k) for s in eligible)
             metrics[f"samples_pass_at_{k}"] = total / len(eligible)
     return metrics
+
+
+# Per-problem counts that add up over a run: the SOP line's handoffs, role-play's failure modes.
+COUNTED = ("handoff_rejections", "unvalidated_handoffs", "role_flips", "repeated_instructions",
+           "no_progress_turns")
+
+
+def event_counts(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """Totals of the :data:`COUNTED` per-problem counts, for pipelines that record them (a real
+    0 when recorded and never seen)."""
+    return {
+        name: sum(r.extra[name] for r in results if name in r.extra)
+        for name in COUNTED if any(name in r.extra for r in results)
+    }
 
 
 def generated_test_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:

@@ -52,7 +52,7 @@ _REGISTRY: dict[str, _Registered] = {}
 # Modules whose import registers the built-in pipelines; loaded on first lookup, not at import.
 _BUILTIN_MODULES = (
     "pipelines.baseline", "pipelines.critic_loop", "pipelines.self_refine", "pipelines.debate",
-    "pipelines.vote", "pipelines.sop",
+    "pipelines.vote", "pipelines.sop", "pipelines.role_play",
 )
 
 

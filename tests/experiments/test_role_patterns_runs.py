@@ -112,5 +112,34 @@ def test_sop_counts_handoffs_scores_qa_tests_and_keeps_its_roles_to_the_prompt(h
     assert child.metrics["generated_test_accuracy"] == 3 / 5
     # spec, design, 3 versions of code, 3 QA reports (the engineer declines a 4th version)
     assert sum(r.extra["handoffs"] for r in child.results) == 2 * (2 + 3 + 3)
+    assert child.metrics["handoff_rejections"] == child.metrics["unvalidated_handoffs"] == 0
     assert assert_no_hidden_tests(problems, requests) > 0
     assert assert_prompt_only(problems, requests, {"product_manager", "architect", "qa_engineer"}) == 6
+
+
+def test_role_play_counts_failure_modes_and_keeps_hidden_tests_out(humaneval_problems):
+    problems = humaneval_problems[:2]
+    turns = []
+
+    def assistant(text):  # the first problem's assistant repeats itself: a turn without progress
+        turns.append(text)
+        problem = _problem_in(problems, text)
+        return {"solution_code": problem.prompt + ("    return 0\n" if problem is problems[0]
+                                                   else f"    return {len(turns)}\n")}
+
+    scripts = {
+        "task_specifier": lambda text: {"specified_task": "Implement it as the docstring says."},
+        "instructor": lambda text: {"instruction": f"Improve it, take {text.count('Improve it')}.",
+                                    "task_done": "False"},
+        "assistant": assistant,
+    }
+    pipelines = [{"name": "role_play", "params": {"max_turns": 3}}]
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=2), progress=False)
+        requests = list(fake.requests)
+    child = result.children[0]
+    assert [r.extra["stop_reason"] for r in child.results] == ["no_progress", "max_turns"]
+    assert child.metrics["no_progress_turns"] == 1
+    assert child.metrics["role_flips"] == child.metrics["repeated_instructions"] == 0
+    assert assert_no_hidden_tests(problems, requests) > 0
+    assert assert_prompt_only(problems, requests, {"task_specifier"}) == 2

@@ -53,4 +53,9 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("sop", {"qa": True},
      "params.qa: unknown field; allowed: max_iterations, n_tests, max_handoff_retries, reviewer, "
      "feedback_timeout_s"),
+    ("role_play", {"max_turns": 0}, "params.max_turns: must be >= 1 (got 0)"),
+    ("role_play", {"max_turns": 21}, "params.max_turns: must be <= 20 (got 21)"),
+    ("role_play", {"execution_feedback": 1}, "params.execution_feedback: expected true or false, got 1"),
+    ("role_play", {"turns": 3},
+     "params.turns: unknown field; allowed: max_turns, execution_feedback, feedback_timeout_s"),
 ]

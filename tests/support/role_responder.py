@@ -24,6 +24,9 @@ ROLE_MARKERS = {
     "architect": "`design`",
     "engineer": "`implementation_code`",
     "qa_engineer": "`acceptance_test_code`",
+    "task_specifier": "`specified_task`",
+    "instructor": "`task_done`",
+    "assistant": "`solution_code`",
     "coder": "`code`",
 }
 
