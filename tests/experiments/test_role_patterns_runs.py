@@ -143,3 +143,48 @@ def test_role_play_counts_failure_modes_and_keeps_hidden_tests_out(humaneval_pro
     assert child.metrics["role_flips"] == child.metrics["repeated_instructions"] == 0
     assert assert_no_hidden_tests(problems, requests) > 0
     assert assert_prompt_only(problems, requests, {"task_specifier"}) == 2
+
+
+def test_the_role_patterns_experiment_runs_every_pipeline_and_compares(home, humaneval_problems):
+    """experiments/role_patterns.yaml against a scripted endpoint: all six pipelines run, both
+    votes get sop's measured tokens as their budget, and compare's table has every label."""
+    import json
+    from pathlib import Path
+
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    from experiments.spec import parse_spec
+    from experiments.tracking import tracking_uri
+
+    problems = humaneval_problems[:1]
+    spec = {"function": "has_close_elements", "inputs": ["numbers", "threshold"], "output": "bool"}
+    scripts = {
+        "coder": lambda t: {"code": _reference(problems, t)},
+        "critic": lambda t: review("approve"),
+        "product_manager": lambda t: {"spec": json.dumps(spec)},
+        "architect": lambda t: {"design": json.dumps({"signature": "def f():", "approach": "loops"})},
+        "engineer": lambda t: {"implementation_code": _reference(problems, t)},
+        "qa_engineer": lambda t: {"acceptance_test_code": _written(problems, t)},
+        "task_specifier": lambda t: {"specified_task": "Compare every pair."},
+        "instructor": lambda t: {"instruction": "Write it.", "task_done": str("PASS" in t)},
+        "assistant": lambda t: {"solution_code": _reference(problems, t)},
+        "test_writer": lambda t: {"test_code": _written(problems, t)},
+    }
+    data = yaml.safe_load(Path("experiments/role_patterns.yaml").read_text())
+    data["model"] = {"id": "openai/fake", "num_retries": 0}
+    data["dataset"]["limit"] = 1
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        data["model"]["api_base"] = fake.api_base
+        result = run(data, progress=False)
+    labels = ["baseline", "critic_panel", "sop", "role_play", "vote_visible", "vote_generated"]
+    assert [c.pipeline for c in result.children] == labels
+    assert all(c.metrics["pass_at_1"] == 1.0 for c in result.children)
+    sop = result.children[2]
+    for vote in result.children[4:]:
+        params = MlflowClient(tracking_uri(home)).get_run(vote.run_id).data.params
+        assert float(params["pipeline.resolved.token_budget"]) == sop.metrics["tokens_per_problem"]
+    assert list(result.comparison.table["pipeline"]) == labels
+    table = result.comparison.table.set_index("pipeline")
+    assert table.loc["vote_generated", "generated_test_accuracy"] == 2 / 3
+    parse_spec(yaml.safe_load(Path("experiments/debate_topology.yaml").read_text()))  # valid too
