@@ -129,6 +129,10 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
             {"name": "vote", "params": {"k": 3}},
             {"name": "vote", "label": "vote_at_budget", "params": {"token_budget_from": "baseline"}},
             {"name": "self_refine"},
+            # No shipped run measured a critic panel's or a test writer's calls: unknown, not guessed.
+            {"name": "critic_loop", "label": "panel",
+             "params": {"execution_feedback": True, "critics": ["correctness"]}},
+            {"name": "vote", "label": "vote_generated", "params": {"k": 3, "tests": "generated"}},
         ],
         "seeds": [0, 1],
     }
@@ -144,7 +148,8 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
     assert rows[("vote", 0)].lm_calls.expected == 5 * 3
     # One baseline problem's tokens (422) buy one vote sample (425 tokens at the shipped figures).
     assert rows[("vote_at_budget", 0)].per_problem.lm_calls == 1
-    assert rows[("self_refine", 0)].source == "unknown" and found.unknown == ["self_refine"]
+    assert rows[("self_refine", 0)].source == "unknown"
+    assert sorted(found.unknown) == ["panel", "self_refine", "vote_generated"]
     assert "self_refine: unknown" in found.table()
 
 
