@@ -21,8 +21,6 @@ from pipelines.role_call import RoleResult, call_role
 from signatures.focused_critic import FOCUS_INSTRUCTIONS
 from signatures.review import Finding, Review
 
-PANEL_REVIEW = "panel_review"
-
 
 def _review_of(step: RoleResult) -> Review | None:
     if not step.parsed:
@@ -78,7 +76,7 @@ class PanelCriticAgent(CriticAgent):
             reviews[kind] = review = _review_of(step)
             verdict = review.verdict if review else "unparsed"
             self.ctx.publish(
-                intent=PANEL_REVIEW, sender=self.ctx.agent_name(f"critic_{kind}"),
+                intent=Intent.PANEL_REVIEW, sender=self.ctx.agent_name(f"critic_{kind}"),
                 content=review.model_dump_json() if review else step.raw,
                 summary=f"{kind} review {self.reviews}: {verdict}", in_reply_to=message.id, step=step,
                 verdict=verdict, critic=kind, iteration=self.reviews, code_message_id=message.id,
@@ -97,5 +95,5 @@ def critics_requesting_changes(history: Sequence[Message]) -> list[str]:
     """Critic kinds that asked for changes in any review, in panel order — per critic, what the
     loop's ``changes_requested`` is for critique success rate."""
     asked = [str(m.metadata["critic"]) for m in history
-             if m.intent == PANEL_REVIEW and m.metadata["verdict"] in CHANGES]
+             if m.intent == Intent.PANEL_REVIEW and m.metadata["verdict"] in CHANGES]
     return list(dict.fromkeys(asked))

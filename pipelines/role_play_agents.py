@@ -14,7 +14,6 @@ from pipelines.agents import Agent, TaskContext
 from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import call_role
 
-TASK_SPECIFIED = "task_specified"
 # Stop reasons besides "done" (the instructor says so) and "max_turns".
 ROLE_FLIP, REPEATED_INSTRUCTION, NO_PROGRESS = "role_flip", "repeated_instruction", "no_progress"
 
@@ -59,7 +58,7 @@ class TaskSpecifierAgent(Agent):
     def handle(self, message: Message) -> None:
         step = call_role(self.specifier, self.role, prompt=self.ctx.prompt)
         self.ctx.publish(
-            intent=TASK_SPECIFIED, sender=self.name, summary="task specified", in_reply_to=message.id,
+            intent=Intent.TASK_SPECIFIED, sender=self.name, summary="task specified", in_reply_to=message.id,
             content=step.get("specified_task") or step.raw or self.ctx.prompt, step=step,
         )
 
@@ -82,7 +81,7 @@ class InstructorAgent(Agent):
         self.task = ""
         self.instructions: list[str] = []
         self.code: str | None = None
-        self.listen([TASK_SPECIFIED])
+        self.listen([Intent.TASK_SPECIFIED])
         self.listen([Intent.ANSWER], to_me_only=True)
 
     def _stop(self, reason: str, message: Message, **metadata: object) -> None:
@@ -102,7 +101,7 @@ class InstructorAgent(Agent):
         )
 
     def handle(self, message: Message) -> None:
-        if message.intent == TASK_SPECIFIED:
+        if message.intent == Intent.TASK_SPECIFIED:
             self.task = message.content
         else:
             if message.metadata["assistant_flipped"]:
@@ -146,11 +145,11 @@ class AssistantAgent(Agent):
         super().__init__(ctx)
         self.assistant = assistant
         self.task, self.code = "", "none"
-        self.listen([TASK_SPECIFIED])
+        self.listen([Intent.TASK_SPECIFIED])
         self.listen([Intent.INSTRUCTION], to_me_only=True)
 
     def handle(self, message: Message) -> None:
-        if message.intent == TASK_SPECIFIED:
+        if message.intent == Intent.TASK_SPECIFIED:
             self.task = message.content
             return
         step = call_role(

@@ -33,6 +33,8 @@ class Intent:
     HANDOFF_ACCEPTED = "handoff.accepted"
     HANDOFF_REJECTED = "handoff.rejected"
     QA_REPORT = "qa_report"
+    PANEL_REVIEW = "panel_review"
+    TASK_SPECIFIED = "task_specified"
     INSTRUCTION = "instruction"
     ANSWER = "answer"
 

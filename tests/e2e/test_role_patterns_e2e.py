@@ -65,5 +65,5 @@ def test_role_play_on_bundled_model(home, humaneval_problems):
         assert key in child.metrics, key
     messages = _messages(home, child.run_id)
     intents = [m["intent"] for m in messages]
-    assert intents[:2] == [Intent.TASK_ASSIGNMENT, "task_specified"] and intents[-1] == Intent.STATUS
+    assert intents[:2] == [Intent.TASK_ASSIGNMENT, Intent.TASK_SPECIFIED] and intents[-1] == Intent.STATUS
     _no_hidden_test_in_role_inputs(messages, humaneval_problems[0])

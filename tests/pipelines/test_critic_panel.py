@@ -10,7 +10,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import review, role_responder
 
 from experiments.lm import HarnessLM
-from pipelines.critic_panel import PANEL_REVIEW, bundle_reviews
+from pipelines.critic_panel import bundle_reviews
 from pipelines.pool.context import using_pool
 from pipelines.pool.message_pool import MessagePool
 from pipelines.pool.messages import Intent
@@ -77,8 +77,8 @@ def test_bundle_verdict_and_tagged_findings():
 def test_panel_reviews_are_bundled_into_one_critique_for_the_fixer():
     prediction, history, requests = _solve(SCRIPTS, critics=PANEL)
     assert [m.intent for m in history] == [
-        Intent.TASK_ASSIGNMENT, Intent.OUTPUT_COMPLETE, *[PANEL_REVIEW] * 3, Intent.CRITIQUE, Intent.FIX,
-        *[PANEL_REVIEW] * 3, Intent.CRITIQUE,
+        Intent.TASK_ASSIGNMENT, Intent.OUTPUT_COMPLETE, *[Intent.PANEL_REVIEW] * 3, Intent.CRITIQUE,
+        Intent.FIX, *[Intent.PANEL_REVIEW] * 3, Intent.CRITIQUE,
     ]
     first_reviews = [m for m in history[2:5]]
     assert [m.metadata["critic"] for m in first_reviews] == PANEL
@@ -115,6 +115,6 @@ def test_concurrent_panel_asks_and_records_the_same(parallel):
 
 def test_without_a_panel_the_loop_uses_the_single_critic():
     _, history, requests = _solve(SCRIPTS)
-    assert PANEL_REVIEW not in [m.intent for m in history]
+    assert Intent.PANEL_REVIEW not in [m.intent for m in history]
     critic_requests = [r for r in requests if "`verdict`" in r["messages"][0]["content"]]
     assert critic_requests and not any("focus" in r["messages"][0]["content"] for r in critic_requests)

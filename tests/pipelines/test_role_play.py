@@ -12,7 +12,6 @@ from pipelines.pool.message_pool import MessagePool
 from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
 from pipelines.role_play_agents import (
-    TASK_SPECIFIED,
     assistant_flipped,
     instructor_flipped,
     no_progress,
@@ -70,7 +69,7 @@ def test_detectors():
 def test_turns_until_the_instructor_says_done():
     prediction, history, requests = _solve(SCRIPTS)
     assert [m.intent for m in history] == [
-        Intent.TASK_ASSIGNMENT, TASK_SPECIFIED, Intent.INSTRUCTION, Intent.ANSWER, Intent.INSTRUCTION,
+        Intent.TASK_ASSIGNMENT, Intent.TASK_SPECIFIED, Intent.INSTRUCTION, Intent.ANSWER, Intent.INSTRUCTION,
         Intent.ANSWER, Intent.STATUS,
     ]
     assert (prediction.first_code, prediction.code) == (BAD, GOOD)
