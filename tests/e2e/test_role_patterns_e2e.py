@@ -31,13 +31,13 @@ def test_sop_on_bundled_model(home, humaneval_problems):
     spec = {
         "name": "e2e-sop",
         "dataset": {"source": "humaneval", "limit": 1},
-        "model": {"id": "local", "max_tokens": 512, "n_ctx": 8192},
-        "pipelines": [{"name": "sop", "params": {"max_iterations": 2, "n_tests": 3}}],
+        "model": {"id": "local", "max_tokens": 384, "n_ctx": 8192},
+        "pipelines": [{"name": "sop", "params": {"max_iterations": 1, "n_tests": 3}}],
     }
     child = run(spec, progress=False).children[0]
     (result,) = child.results
     assert result.extra["stop_reason"] in ("qa_passed", "max_iterations")
-    assert 1 <= result.extra["versions"] <= 2 and result.extra["qa_runs"] >= 1
+    assert result.extra["versions"] == 1 and result.extra["qa_runs"] >= 1
     assert "handoff_rejections" in child.metrics and "unvalidated_handoffs" in child.metrics
     if result.extra["generated_tests"]:  # HumanEval has reference solutions: the accuracy is scored
         assert 0 <= child.metrics["generated_test_accuracy"] <= 1
