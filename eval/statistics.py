@@ -252,6 +252,15 @@ def _sample_metrics(frame: pd.DataFrame) -> dict[str, float]:
         if eligible:
             out[f"samples_pass@{k}"] = float(np.mean([pass_at_k(len(s), int(s.sum()), k) for s in eligible]))
     return out
+def _generated_test_metrics(frame: pd.DataFrame) -> dict[str, float]:
+    """Same definition as :func:`eval.summary.generated_test_metrics`, pooled over seeds."""
+    if "extra.generated_tests_correct" not in frame:
+        return {}
+    checked = frame[["extra.generated_tests", "extra.generated_tests_correct"]].dropna()
+    total = float(checked["extra.generated_tests"].sum())
+    if not total:
+        return {}
+    return {"generated_test_accuracy": float(checked["extra.generated_tests_correct"].sum()) / total}
 
 
 def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
@@ -293,6 +302,7 @@ def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.
         row.update(_revision_metrics(group))
         row.update(_consensus_metrics(group))
         row.update(_sample_metrics(group))
+        row.update(_generated_test_metrics(group))
         rows.append(row)
     return pd.DataFrame(rows)
 

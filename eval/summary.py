@@ -40,9 +40,12 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
         metrics["mean_iterations"] = sum(r.iterations for r in results) / n
     metrics.update(prefix_reuse_metrics(results))
     metrics.update(revision_metrics(results))
+    metrics.update(panel_metrics(results))
     metrics.update(consensus_metrics(results))
     metrics.update(sample_metrics(results))
     metrics.update(search_metrics(results))
+    metrics.update(generated_test_metrics(results))
+    metrics.update(event_counts(results))
     for role, usage in _usage_by_role(results).items():
         metrics[f"role.{role}.calls"] = usage["calls"]
         metrics[f"role.{role}.tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -95,6 +98,23 @@ def revision_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
     messages = [r.extra["messages"] for r in scored if "messages" in r.extra]
     if messages:
         metrics["messages_per_problem"] = sum(messages) / len(messages)
+    return metrics
+
+
+def panel_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For a critic panel (results carrying ``extra.changes_requested_by``), per critic kind:
+    problems on which it asked for changes, and its critique success rate — of the problems
+    whose first code failed and on which it asked for changes, the share whose final code
+    passes (absent where it challenged no failing first version)."""
+    scored = [r for r in results if "changes_requested_by" in r.extra and "first_passed" in r.extra]
+    kinds = dict.fromkeys(kind for r in scored for kind in r.extra["changes_requested_by"])
+    metrics: dict[str, float] = {}
+    for kind in kinds:
+        asked = [r for r in scored if kind in r.extra["changes_requested_by"]]
+        challenged = [r for r in asked if not r.extra["first_passed"]]
+        metrics[f"changes_requested.{kind}"] = len(asked)
+        if challenged:
+            metrics[f"critique_success_rate.{kind}"] = sum(r.passed for r in challenged) / len(challenged)
     return metrics
 
 
@@ -170,3 +190,30 @@ def search_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
         "passing_node_not_chosen": sum(not r.passed for r in held),
         "mean_nodes": sum(len(r.extra["nodes_passed"]) for r in scored) / len(scored),
     }
+# Per-problem counts that add up over a run: the SOP line's handoffs, role-play's failure modes.
+COUNTED = ("handoff_rejections", "unvalidated_handoffs", "role_flips", "repeated_instructions",
+           "no_progress_turns")
+
+
+def event_counts(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """Totals of the :data:`COUNTED` per-problem counts, for pipelines that record them (a real
+    0 when recorded and never seen)."""
+    return {
+        name: sum(r.extra[name] for r in results if name in r.extra)
+        for name in COUNTED if any(name in r.extra for r in results)
+    }
+
+
+def generated_test_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For pipelines whose roles write tests (vote with generated tests, the SOP line's QA):
+    how many were written, and the share the dataset's reference solution passes — absent
+    when no problem had both a usable test and a reference solution."""
+    written = [r for r in results if "generated_tests" in r.extra]
+    if not written:
+        return {}
+    metrics: dict[str, float] = {"generated_tests": sum(r.extra["generated_tests"] for r in written)}
+    checked = [r for r in written if "generated_tests_correct" in r.extra]
+    total = sum(r.extra["generated_tests"] for r in checked)
+    if total:
+        metrics["generated_test_accuracy"] = sum(r.extra["generated_tests_correct"] for r in checked) / total
+    return metrics

@@ -178,6 +178,14 @@ def _failure(outcome: CallOutcome) -> str:
     return f"could not run ({outcome.reason})"
 
 
+def example_passes(
+    program: str, entry_point: str, examples: list[VisibleExample], *, timeout_s: float = 5.0
+) -> list[bool]:
+    """Pass/fail per example (arguments are evaluated in the sandbox, so the examples may be
+    model-written; values are compared on the trusted side)."""
+    return [run.passed for run in run_examples(program, entry_point, examples, timeout_s=timeout_s)]
+
+
 def execution_feedback(
     program: str, entry_point: str, examples: list[VisibleExample], *, timeout_s: float = 5.0
 ) -> str:

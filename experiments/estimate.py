@@ -161,8 +161,11 @@ class ShippedCost:
         )
 
 
-def _vote_samples(params: Mapping[str, Any], budget: float | None) -> float:
-    """vote samples until the budget is spent (at least one, at most max_samples), else k."""
+def _vote_samples(params: Mapping[str, Any], budget: float | None) -> float | None:
+    """vote samples until the budget is spent (at least one, at most max_samples), else k. With
+    generated tests a test writer's call comes first, which no shipped run measured."""
+    if params["tests"] != "visible":
+        return None
     if budget is None:
         return float(params["k"])
     return float(min(params["max_samples"], max(1, math.ceil(budget / _VOTE_SAMPLE_TOKENS))))
@@ -170,7 +173,7 @@ def _vote_samples(params: Mapping[str, Any], budget: float | None) -> float:
 
 def _critic_loop_calls(params: Mapping[str, Any], budget: float | None) -> float | None:
     measured = params["max_iterations"] == 3 and params["execution_feedback"] and not params["meta_critic"]
-    return 2.75 if measured else None
+    return 2.75 if measured and not params["critics"] else None  # a panel makes more calls per review
 
 
 # The README's quick run (`critiquelab run experiments/debate_vs_critic.yaml --limit 20`, bundled

@@ -8,6 +8,7 @@ from typing import Any
 
 import dspy
 
+from eval.generated_tests import canonical_passes, parse_asserts
 from eval.problems import Problem
 from eval.results import ProblemResult
 from eval.scoring import score_code
@@ -49,6 +50,9 @@ def solve_and_score(
         # Per-candidate hidden-test results (debaters' solutions, vote samples): for flips,
         # consensus correctness and pass@k. Scored here, after the pipeline has returned.
         extra[f"{name}_passed"] = [score_code(problem, code, timeout_s)[1].passed for code in codes]
+    generated = prediction.get("generated_tests")
+    if generated is not None:
+        extra.update(generated_test_accuracy(problem, generated, timeout_s))
     return ProblemResult(
         task_id=problem.task_id,
         pipeline=label,
@@ -76,3 +80,15 @@ def solve_and_score(
         },
         extra=extra,
     )
+
+
+def generated_test_accuracy(problem: Problem, generated: str, timeout_s: float) -> dict[str, int]:
+    """How many of the tests a role wrote (assert lines) the dataset's reference solution
+    passes. Computed here, after the pipeline returned: the reference never reaches a model.
+    Without a reference only the count is known (the accuracy is then absent, not 0)."""
+    tests = parse_asserts(generated, problem.entry_point)
+    found = {"generated_tests": len(tests)}
+    passes = canonical_passes(problem, tests, timeout_s=min(timeout_s, 5.0)) if tests else None
+    if passes is not None:
+        found["generated_tests_correct"] = sum(passes)
+    return found

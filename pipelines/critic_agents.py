@@ -72,12 +72,18 @@ class CriticAgent(Agent):
         )
         return text
 
+    def _at_limit(self, message: Message) -> bool:
+        """Past ``max_reviews``: say so (the loop's stop reason) instead of reviewing."""
+        if self.reviews < self.max_reviews:
+            return False
+        self.ctx.publish(
+            intent=Intent.STATUS, sender=self.name, summary="max_iterations reached",
+            in_reply_to=message.id, stop_reason="max_iterations",
+        )
+        return True
+
     def handle(self, message: Message) -> None:
-        if self.reviews >= self.max_reviews:
-            self.ctx.publish(
-                intent=Intent.STATUS, sender=self.name, summary="max_iterations reached",
-                in_reply_to=message.id, stop_reason="max_iterations",
-            )
+        if self._at_limit(message):
             return
         self.reviews += 1
         feedback = self._feedback(message)

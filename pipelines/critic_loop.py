@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import dspy
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from pipelines.agents import Agent, TaskContext
 from pipelines.critic_agents import CoderAgent, CriticAgent, FixerAgent, MetaCriticAgent
+from pipelines.critic_panel import PanelCriticAgent, critics_requesting_changes
+from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 from pipelines.params import PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent
@@ -22,6 +24,7 @@ from pipelines.threads import run_thread
 from signatures.coder import Coder
 from signatures.critic import Critic
 from signatures.fixer import Fixer
+from signatures.focused_critic import CriticFocus, FocusedCritic
 from signatures.meta_critic import MetaCritic
 
 
@@ -46,12 +49,31 @@ class CriticLoopParams(PipelineParams):
         default=5.0, gt=0,
         description="Wall-clock limit in seconds for running one version on the visible examples.",
     )
+    critics: list[CriticFocus] = Field(
+        default_factory=list,
+        description="A panel of critics instead of the one critic, each with its focus; they review "
+        "each version concurrently and their reviews reach the fixer as one bundled critique "
+        "(empty: the single critic).",
+    )
+    parallel_agents: int = Field(
+        default=1, ge=1, le=MAX_PARALLEL_AGENTS,
+        description="Panel critics' model calls in flight at once (1: one after another). Requests "
+        "and results do not depend on this. Helps with an endpoint that serves requests in parallel.",
+    )
+
+    @field_validator("critics")
+    @classmethod
+    def _each_critic_once(cls, critics: list[str]) -> list[str]:
+        if len(set(critics)) != len(critics):
+            raise ValueError(f"each kind at most once (got {critics})")
+        return critics
 
 
 @register_pipeline("critic_loop", params=CriticLoopParams, roles=("coder", "critic", "fixer", "meta_critic"))
 class CriticLoop(dspy.Module):
     """Coder → critic → fixer until the critic approves or max_iterations; optionally execution
-    feedback from the visible examples and a meta-critic reviewing each critique.
+    feedback from the visible examples, a meta-critic reviewing each critique, and a panel of
+    critics with their own focuses whose reviews are bundled for the fixer.
 
     Parameters: :class:`CriticLoopParams`, as keywords (``CriticLoop(max_iterations=2)``).
     """
@@ -60,18 +82,19 @@ class CriticLoop(dspy.Module):
         super().__init__()
         self.params = CriticLoopParams.validated("critic_loop", params)
         self.coder = dspy.Predict(Coder)
-        self.critic = dspy.Predict(Critic)
+        self.critic = dspy.Predict(FocusedCritic) if self.params.critics else dspy.Predict(Critic)
         self.fixer = dspy.Predict(Fixer)
         self.meta_critic = dspy.Predict(MetaCritic) if self.params.meta_critic else None
 
     def _agents(self, ctx: TaskContext) -> list[Agent]:
-        agents: list[Agent] = [
-            CoderAgent(ctx, self.coder),
-            CriticAgent(
-                ctx, self.critic, max_reviews=self.params.max_iterations,
-                run_examples=self.params.execution_feedback, timeout_s=self.params.feedback_timeout_s,
-            ),
-        ]
+        review = {"max_reviews": self.params.max_iterations, "run_examples": self.params.execution_feedback,
+                  "timeout_s": self.params.feedback_timeout_s}
+        critic = (
+            PanelCriticAgent(ctx, self.critic, critics=self.params.critics,
+                             parallel=self.params.parallel_agents, **review)
+            if self.params.critics else CriticAgent(ctx, self.critic, **review)
+        )
+        agents: list[Agent] = [CoderAgent(ctx, self.coder), critic]
         if self.meta_critic is not None:
             agents.append(MetaCriticAgent(ctx, self.meta_critic))
         listen_to = Intent.META_CRITIQUE if self.meta_critic is not None else Intent.CRITIQUE
@@ -80,4 +103,7 @@ class CriticLoop(dspy.Module):
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
-        return run_thread(ctx, self._agents(ctx))
+        prediction = run_thread(ctx, self._agents(ctx))
+        if self.params.critics:
+            prediction.metrics["changes_requested_by"] = critics_requesting_changes(ctx.history())
+        return prediction

@@ -24,7 +24,7 @@ _BOUND_ERRORS = {
 }
 _EXPECTED = {
     "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
-    "string_type": "a string",
+    "string_type": "a string", "list_type": "a list",
 }
 
 
@@ -101,12 +101,16 @@ def describe_params(model: type[PipelineParams]) -> list[dict[str, Any]]:
 
 
 def _choices(annotation: Any) -> tuple[Any, ...]:
+    if get_origin(annotation) is list:  # a list of choices (e.g. critic_loop's critics)
+        return _choices(get_args(annotation)[0])
     return get_args(annotation) if get_origin(annotation) is Literal else ()
 
 
 def _type_name(annotation: Any) -> str:
     if get_origin(annotation) is Literal:
         return " | ".join(sorted({type(choice).__name__ for choice in get_args(annotation)}))
+    if get_origin(annotation) is list:
+        return f"list[{_type_name(get_args(annotation)[0])}]"
     if get_origin(annotation) in (Union, types.UnionType):
         return " | ".join(_type_name(member) for member in get_args(annotation))
     if annotation is type(None):

@@ -54,7 +54,7 @@ _REGISTRY: dict[str, _Registered] = {}
 _BUILTIN_MODULES = (
     "pipelines.baseline", "pipelines.critic_loop", "pipelines.self_refine", "pipelines.debate",
     "pipelines.vote", "pipelines.tree_search", "pipelines.scratchpad_team", "pipelines.architect",
-    "pipelines.reflexion",
+    "pipelines.reflexion", "pipelines.sop", "pipelines.role_play",
 )
 
 

@@ -4,6 +4,11 @@ The equal-compute baseline for debate (CodeT-style): run every sample on the pro
 example inputs, group samples that behave identically, answer with the largest group. With
 ``token_budget`` it keeps sampling until that many tokens are spent (up to ``max_samples``),
 so its cost can match another pipeline's measured tokens per problem.
+
+With ``tests: generated`` (or ``both``) a test writer first writes ``n_tests`` asserts from the
+prompt alone, and the answer is chosen by CodeT's dual execution agreement over the samples ×
+tests pass matrix (:mod:`pipelines.test_agents`); the test writer's tokens count toward the
+token budget. ``tests: visible`` (the default) is vote as it always was.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.role_call import RoleResult, call_role
+from pipelines.test_agents import DualAgreementVoterAgent, TestSource, TestWriterAgent
 from pipelines.threads import converse
 from signatures.coder import Coder
+from signatures.test_writer import TestWriter
 
 
 def _tokens(step: RoleResult) -> int:
@@ -46,13 +53,17 @@ class SamplerAgent(Agent):
 
     def __init__(
         self, ctx: TaskContext, coder: dspy.Module, *, k: int, temperature: float,
-        token_budget: float | None, max_samples: int, parallel: int,
+        token_budget: float | None, max_samples: int, parallel: int, after_tests: bool = False,
     ) -> None:
         super().__init__(ctx)
         self.coder, self.k, self.temperature = coder, k, temperature
         self.token_budget, self.max_samples = token_budget, max_samples
         self.parallel = parallel
-        self.listen([Intent.TASK_ASSIGNMENT], to_me_only=True)
+        self.spent_before = 0  # tokens the test writer spent of this problem's budget
+        if after_tests:  # the test writer answers the assignment; sampling starts after it
+            self.listen([Intent.GENERATED_TESTS])
+        else:
+            self.listen([Intent.TASK_ASSIGNMENT], to_me_only=True)
 
     def _draw(self, index: int) -> RoleResult:
         return call_role(
@@ -66,7 +77,7 @@ class SamplerAgent(Agent):
             return index < self.k
         if index >= self.max_samples:
             return False
-        spent = 0
+        spent = self.spent_before
         for earlier in range(index):
             if earlier in done:
                 spent += _tokens(done[earlier])
@@ -86,6 +97,9 @@ class SamplerAgent(Agent):
         return int(first.usage["prompt_tokens"]) + max_tokens if isinstance(max_tokens, int) else None
 
     def handle(self, message: Message) -> None:
+        if message.intent == Intent.GENERATED_TESTS:
+            usage = message.metadata["trace"]["usage"]
+            self.spent_before = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
         done: dict[int, RoleResult] = {}
         running: dict[Future[RoleResult], int] = {}
         started = published = 0
@@ -155,6 +169,18 @@ class VoteParams(TokenBudgetParams):
                    "(with one, vote samples until it is spent, at least one sample, up to max_samples).")
     temperature: float = Field(default=0.8, ge=0, le=2, description="Sampling temperature of each sample.")
     max_samples: int = Field(default=20, ge=1, description="Most samples drawn under a token budget.")
+    tests: TestSource = Field(
+        default="visible",
+        description="What selects the answer: visible (the largest group of samples behaving alike "
+        "on the prompt's examples), generated (a test writer's asserts from the prompt alone; CodeT's "
+        "dual agreement: consensus sets scored by samples agreeing x tests passed) or both (generated "
+        "tests plus the visible examples as tests).",
+    )
+    n_tests: int = Field(
+        default=10, ge=1, le=50,
+        description="Asserts the test writer is asked for (tests: generated or both; usable ones are "
+        "'assert f(args) == literal' lines).",
+    )
     parallel_agents: int = Field(
         default=4, ge=1, le=MAX_PARALLEL_AGENTS,
         description="Samples drawn at once (1: one after another). Requests and cached answers do not "
@@ -177,20 +203,35 @@ class Vote(dspy.Module):
         self.params = VoteParams.validated("vote", params)
         require_resolved("vote", self.params)
         self.coder = dspy.Predict(Coder)
+        self.test_writer = dspy.Predict(TestWriter) if self.params.tests != "visible" else None
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
         sampler = SamplerAgent(
             ctx, self.coder, k=self.params.k, temperature=self.params.temperature,
             token_budget=self.params.token_budget, max_samples=self.params.max_samples,
-            parallel=self.params.parallel_agents,
+            parallel=self.params.parallel_agents, after_tests=self.test_writer is not None,
         )
-        history = converse(ctx, [sampler, VoterAgent(ctx)], sampler.name)
+        if self.test_writer is None:
+            history = converse(ctx, [sampler, VoterAgent(ctx)], sampler.name)
+        else:
+            writer = TestWriterAgent(ctx, self.test_writer, n_tests=self.params.n_tests)
+            voter = DualAgreementVoterAgent(ctx, tests=self.params.tests)
+            history = converse(ctx, [writer, sampler, voter], writer.name)
         verdict = next(m for m in reversed(history) if m.intent == Intent.VERDICT)
         samples = [m.content for m in history if m.intent == Intent.PROPOSAL]
+        metrics = {"samples": len(samples), "largest_group": verdict.metadata["largest_group"],
+                   "messages": len(history)}
+        if self.test_writer is None:
+            return dspy.Prediction(
+                code=verdict.content, iterations=1, parsed=True, thread_id=ctx.thread_id,
+                metrics=metrics, scored_codes={"samples": samples},
+            )
+        written = next(m for m in history if m.intent == Intent.GENERATED_TESTS)
+        metrics.update({key: verdict.metadata[key] for key in ("tests", "consensus_score", "selection")})
         return dspy.Prediction(
-            code=verdict.content, iterations=1, parsed=True, thread_id=ctx.thread_id,
-            metrics={"samples": len(samples), "largest_group": verdict.metadata["largest_group"],
-                     "messages": len(history)},
-            scored_codes={"samples": samples},
+            code=verdict.content, iterations=1, parsed=written.metadata["trace"]["parsed"],
+            thread_id=ctx.thread_id, metrics=metrics, scored_codes={"samples": samples},
+            # Scored against the reference solution by the runner, after the run (their accuracy).
+            generated_tests=written.content,
         )

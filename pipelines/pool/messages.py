@@ -28,6 +28,15 @@ class Intent:
     VERDICT = "verdict"
     REFLECTION = "reflection"
     STATUS = "status"
+    GENERATED_TESTS = "generated_tests"
+    HANDOFF = "handoff"
+    HANDOFF_ACCEPTED = "handoff.accepted"
+    HANDOFF_REJECTED = "handoff.rejected"
+    QA_REPORT = "qa_report"
+    PANEL_REVIEW = "panel_review"
+    TASK_SPECIFIED = "task_specified"
+    INSTRUCTION = "instruction"
+    ANSWER = "answer"
 
 
 def _new_id() -> str:

@@ -132,6 +132,10 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
             {"name": "self_refine"},
             # role settings change the answers the shipped figures were measured with
             {"name": "baseline", "label": "sampled_coder", "roles": {"coder": {"temperature": 0.8}}},
+            # No shipped run measured a critic panel's or a test writer's calls: unknown, not guessed.
+            {"name": "critic_loop", "label": "panel",
+             "params": {"execution_feedback": True, "critics": ["correctness"]}},
+            {"name": "vote", "label": "vote_generated", "params": {"k": 3, "tests": "generated"}},
         ],
         "seeds": [0, 1],
     }
@@ -148,7 +152,7 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
     # One baseline problem's tokens (422) buy one vote sample (425 tokens at the shipped figures).
     assert rows[("vote_at_budget", 0)].per_problem.lm_calls == 1
     assert rows[("self_refine", 0)].source == "unknown"
-    assert sorted(found.unknown) == ["sampled_coder", "self_refine"]
+    assert sorted(found.unknown) == ["panel", "sampled_coder", "self_refine", "vote_generated"]
     assert "with these role settings" in rows[("sampled_coder", 0)].basis
     assert "self_refine: unknown" in found.table()
     # llama-server serves the concurrency's problems at once (the shipped times were measured so).

@@ -13,7 +13,14 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("critic_loop", {"feedback_timeout_s": 0}, "params.feedback_timeout_s: must be > 0.0 (got 0)"),
     ("critic_loop", {"max_iteration": 2},
      "params.max_iteration: unknown field; allowed: max_iterations, execution_feedback, meta_critic, "
-     "feedback_timeout_s"),
+     "feedback_timeout_s, critics, parallel_agents"),
+    ("critic_loop", {"critics": ["correctness", "speed"]},
+     "params.critics.1: must be one of correctness, edge_cases, performance, readability, security "
+     "(got 'speed')"),
+    ("critic_loop", {"critics": "correctness"}, "params.critics: expected a list, got 'correctness'"),
+    ("critic_loop", {"critics": ["edge_cases", "edge_cases"]},
+     "params.critics: each kind at most once (got ['edge_cases', 'edge_cases'])"),
+    ("critic_loop", {"parallel_agents": 0}, "params.parallel_agents: must be >= 1 (got 0)"),
     ("self_refine", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
     ("self_refine", {"max_iterations": 2.5}, "params.max_iterations: expected an integer, got 2.5"),
     ("self_refine", {"rounds": 2}, "params.rounds: unknown field; allowed: max_iterations"),
@@ -35,7 +42,9 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params: give token_budget or token_budget_from, not both"),
     ("vote", {"samples": 3},
      "params.samples: unknown field; allowed: token_budget, token_budget_from, k, temperature, max_samples, "
-     "parallel_agents"),
+     "tests, n_tests, parallel_agents"),
+    ("vote", {"tests": "hidden"}, "params.tests: must be one of visible, generated, both (got 'hidden')"),
+    ("vote", {"n_tests": 0}, "params.n_tests: must be >= 1 (got 0)"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
     ("tree_search", {"n": 0}, "params.n: must be >= 1 (got 0)"),
     ("tree_search", {"lambda": 1.5}, "params.lambda: must be <= 1.0 (got 1.5)"),
@@ -60,4 +69,16 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("reflexion", {"feedback_timeout_s": "5"}, "params.feedback_timeout_s: expected a number, got '5'"),
     ("reflexion", {"memory": True},
      "params.memory: unknown field; allowed: max_trials, feedback_timeout_s"),
+    ("sop", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
+    ("sop", {"n_tests": 51}, "params.n_tests: must be <= 50 (got 51)"),
+    ("sop", {"max_handoff_retries": -1}, "params.max_handoff_retries: must be >= 0 (got -1)"),
+    ("sop", {"reviewer": "yes"}, "params.reviewer: expected true or false, got 'yes'"),
+    ("sop", {"qa": True},
+     "params.qa: unknown field; allowed: max_iterations, n_tests, max_handoff_retries, reviewer, "
+     "feedback_timeout_s"),
+    ("role_play", {"max_turns": 0}, "params.max_turns: must be >= 1 (got 0)"),
+    ("role_play", {"max_turns": 21}, "params.max_turns: must be <= 20 (got 21)"),
+    ("role_play", {"execution_feedback": 1}, "params.execution_feedback: expected true or false, got 1"),
+    ("role_play", {"turns": 3},
+     "params.turns: unknown field; allowed: max_turns, execution_feedback, feedback_timeout_s"),
 ]

@@ -12,23 +12,33 @@ RoleScript = Callable[[str], dict[str, str] | str | HttpError]
 
 # Output field that identifies each role's signature in the system message (ChatAdapter's
 # "Your output fields are: …", or CodeAdapter's "Your answer is `…`").
-ROLE_MARKERS = {
-    "architect": "`tasks`",
-    "developer": "`module_code`",
-    "team_reviewer": "'changes_requested'",
-    "analyst": "`edge_cases`",
-    "judge": "`choice`",
-    "debater": "`argument`",
-    "critic": "`verdict`",
-    "fixer": "`revised_code`",
-    "meta_critic": "`wrong_findings`",
-    "self_feedback": "`is_correct`",
-    "repairer": "`repaired_code`",
-    "scorer": "`score`",
-    "path_reflector": "`reflection`",
-    "reflector": "`lesson`",
-    "coder": "`code`",
-}
+# Two pipelines may name a role alike (the architect team's and the SOP line's "architect"), so
+# this is a list of (role, marker) pairs, tried in order.
+ROLE_MARKERS: tuple[tuple[str, str], ...] = (
+    ("architect", "`tasks`"),
+    ("developer", "`module_code`"),
+    ("team_reviewer", "'changes_requested'"),
+    ("analyst", "`edge_cases`"),
+    ("judge", "`choice`"),
+    ("debater", "`argument`"),
+    ("critic", "`verdict`"),
+    ("fixer", "`revised_code`"),
+    ("meta_critic", "`wrong_findings`"),
+    ("self_feedback", "`is_correct`"),
+    ("repairer", "`repaired_code`"),
+    ("scorer", "`score`"),
+    ("path_reflector", "`reflection`"),
+    ("reflector", "`lesson`"),
+    ("test_writer", "`test_code`"),
+    ("product_manager", "`spec`"),
+    ("architect", "`design`"),
+    ("engineer", "`implementation_code`"),
+    ("qa_engineer", "`acceptance_test_code`"),
+    ("task_specifier", "`specified_task`"),
+    ("instructor", "`task_done`"),
+    ("assistant", "`solution_code`"),
+    ("coder", "`code`"),
+)
 
 
 def role_of(messages: list[dict[str, Any]]) -> str:
@@ -37,7 +47,7 @@ def role_of(messages: list[dict[str, Any]]) -> str:
         outputs = system.split("Your answer is ", 1)[1]
     else:
         outputs = system.split("Your output fields are:", 1)[-1].split("All interactions", 1)[0]
-    for role, marker in ROLE_MARKERS.items():
+    for role, marker in ROLE_MARKERS:
         if marker in outputs:
             return role
     return "unknown"
