@@ -76,11 +76,15 @@ class NodeModelServer:
     assembled and verified there), health-checked by the driver, stopped with the job."""
 
     def __init__(self, model: ModelSpec, home: str) -> None:
+        import ray
+
         from experiments.provision import resolve_model, serve_model
 
         self._stack = contextlib.ExitStack()
         identity = resolve_model(model)
-        lm = self._stack.enter_context(serve_model(identity, model, Path(home), cache=False))
+        # Its log apart from the driver's server's, should the node share the data directory.
+        node_dir = Path(home) / "nodes" / ray.get_runtime_context().get_node_id()[:12]
+        lm = self._stack.enter_context(serve_model(identity, model, node_dir, cache=False))
         self._api_base = str(lm.kwargs["api_base"])
 
     def api_base(self) -> str:

@@ -130,11 +130,10 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
     assert fake.max_in_flight <= 4  # concurrency, across the cluster
 
 
-@pytest.mark.slow
-def test_a_node_killed_mid_run_costs_only_its_problems_in_flight(cluster, tmp_path, humaneval_problems):
-    ray_cluster, second = cluster
+def test_a_node_killed_mid_run_costs_only_its_problems_in_flight(tmp_path, humaneval_problems):
     problems = 12
-    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=1.0) as fake:
+    with two_node_cluster() as (ray_cluster, second), \
+            FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=1.0) as fake:
         def kill_second_node_once_busy():
             deadline = time.monotonic() + 120
             while fake.in_flight < 4 and time.monotonic() < deadline:  # both nodes have work

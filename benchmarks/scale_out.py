@@ -1,0 +1,97 @@
+"""Scale-out on Ray against the local executor at the same concurrency.
+
+A scripted OpenAI-compatible endpoint answers every request after ``--delay`` seconds (1 s by
+default) and serves requests in parallel; the baseline pipeline solves ``--problems`` HumanEval
+problems (64) with the LM cache off, once with the local executor (threads) and once on a Ray
+cluster started here (one node, this machine) with 1, 2 and 4 worker processes, each worker
+taking ``--per-worker`` problems at once (4), so concurrency is 4, 8, 16 for both executors.
+Then the same with an instant endpoint: the Ray path's overhead per problem. Wall time is the
+child run's ``wall_time_s`` (solving, scoring, checkpointing, logging; not start-up). Tables
+are checked to be the same as the local executor's.
+
+    nice -n 15 .venv/bin/python benchmarks/scale_out.py [--problems 64] [--delay 1.0] [--workers 1,2,4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a cluster on 127.0.0.1
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+from support.fake_openai import FakeOpenAIServer, humaneval_responder
+
+from eval.datasets import load_problems
+from experiments.api import offline_defaults, run
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _spec(api_base: str, problems: int, concurrency: int, execution: dict) -> dict:
+    return {"name": "scale-out", "dataset": {"source": "humaneval", "limit": problems},
+            "model": {"id": "openai/scripted", "api_base": api_base}, "seeds": [0],
+            "pipelines": [{"name": "baseline"}], "concurrency": concurrency, "execution": execution}
+
+
+def _timed(spec: dict, home: Path) -> tuple[float, list[tuple]]:
+    result = run(spec, home=home, cache=False, progress=False)
+    child = result.children[0]
+    table = [(r.task_id, r.status, r.prompt_tokens, r.completion_tokens, r.final_code) for r in child.results]
+    return child.metrics["wall_time_s"], table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", type=int, default=64)
+    parser.add_argument("--delay", type=float, default=1.0)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--per-worker", type=int, default=4)
+    args = parser.parse_args()
+    offline_defaults()
+    from ray.cluster_utils import Cluster
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    problems = load_problems()[: args.problems]
+    workers = [int(w) for w in args.workers.split(",")]
+    cluster = Cluster(initialize_head=True, connect=False, head_node_args={
+        "num_cpus": os.cpu_count() or 2, "object_store_memory": 200 * 2**20, "include_dashboard": False,
+    })
+    try:
+        with tempfile.TemporaryDirectory() as tmp, \
+                FakeOpenAIServer(humaneval_responder(problems), delay_s=args.delay) as slow, \
+                FakeOpenAIServer(humaneval_responder(problems)) as instant:
+            print(f"{args.problems} problems, endpoint {args.delay:g} s per call, {os.cpu_count()} cores")
+            print("workers  concurrency  ideal s  local s  ray s  ray/local  ray/ideal")
+            for count in workers:
+                concurrency = count * args.per_worker
+                ray_execution = {"executor": "ray", "address": cluster.address, "workers_per_node": count,
+                                 "in_flight_per_node": concurrency}
+                local_s, local_table = _timed(_spec(slow.api_base, args.problems, concurrency, {}),
+                                              Path(tmp) / f"local-{count}")
+                ray_s, ray_table = _timed(_spec(slow.api_base, args.problems, concurrency, ray_execution),
+                                          Path(tmp) / f"ray-{count}")
+                assert ray_table == local_table, "the Ray executor's table differs from the local one"
+                ideal = args.problems * args.delay / concurrency
+                print(f"{count:7d}  {concurrency:11d}  {ideal:7.1f}  {local_s:7.1f}  {ray_s:5.1f}  "
+                      f"{ray_s / local_s:9.2f}  {ray_s / ideal:9.2f}")
+            concurrency = args.per_worker
+            ray_execution = {"executor": "ray", "address": cluster.address, "in_flight_per_node": concurrency}
+            local_s, _ = _timed(_spec(instant.api_base, args.problems, concurrency, {}),
+                                Path(tmp) / "local-0")
+            ray_s, _ = _timed(_spec(instant.api_base, args.problems, concurrency, ray_execution),
+                              Path(tmp) / "ray-0")
+            per_problem_ms = (ray_s - local_s) / args.problems * 1000
+            print(f"instant endpoint, concurrency {concurrency}, 1 worker: local {local_s:.2f} s, "
+                  f"ray {ray_s:.2f} s, ray/local {ray_s / local_s:.3f} "
+                  f"({per_problem_ms:+.1f} ms per problem)")
+    finally:
+        cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()
