@@ -59,6 +59,20 @@ def _check_reachable(address: str) -> None:
     raise UserError(f"execution.address '{address}': {problem}; start a cluster with `ray start --head`")
 
 
+@contextlib.contextmanager
+def _on_node(node: str, action: str) -> Iterator[None]:
+    """A node that cannot do its part at start is one line naming it, not Ray's traceback."""
+    from ray.exceptions import GetTimeoutError, RayError
+
+    try:
+        yield
+    except (RayError, GetTimeoutError) as exc:
+        cause = getattr(exc, "cause", None) or exc
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[-1][:300]
+        raise UserError(f"a Ray node {node} could not {action}: {first}; set every node up with "
+                           "scripts/setup.sh from the driver's commit") from exc
+
+
 class RayExecutor:
     def __init__(self, spec: ExperimentSpec, home: Path, cache: bool) -> None:
         self._spec = spec
@@ -118,9 +132,11 @@ class RayExecutor:
             }
             self._servers = list(started.values())
             for node_id, server in started.items():
-                api_bases[node_id] = ray.get(server.api_base.remote(), timeout=_MODEL_START_TIMEOUT_S)
-                if not ray.get(server.healthy.remote(), timeout=30):
-                    raise ServiceError(f"the model server on Ray node {node_id} does not answer")
+                with _on_node(node_id, "start the model server"):
+                    api_bases[node_id] = ray.get(server.api_base.remote(), timeout=_MODEL_START_TIMEOUT_S)
+                    healthy = ray.get(server.healthy.remote(), timeout=30)
+                if not healthy:
+                    raise UserError(f"the model server on Ray node {node_id} does not answer")
         cache_holder = None
         if self._cache:
             cache_cls = ray.remote(num_cpus=0, max_concurrency=64, max_restarts=0)(LMCacheServer)
@@ -137,7 +153,8 @@ class RayExecutor:
                 handle = worker_cls.options(scheduling_strategy=on(node_id), max_concurrency=share).remote(
                     api_bases[node_id])
                 self._workers.append(_Worker(handle, node_id, share))
-        described = ray.get([w.handle.describe.remote() for w in self._workers], timeout=_START_TIMEOUT_S)
+        with _on_node("of the cluster", "start a critiquelab worker"):
+            described = ray.get([w.handle.describe.remote() for w in self._workers], timeout=_START_TIMEOUT_S)
         self._check_nodes(described)
 
     def _check_nodes(self, described: list[dict[str, str]]) -> None:
@@ -222,7 +239,8 @@ class RayExecutor:
                 yield result
         finally:
             for ref in in_flight:  # results never recorded: a resumed run redoes them
-                ray.cancel(ref)
+                with contextlib.suppress(Exception):  # its worker may be gone already
+                    ray.cancel(ref)
 
     def _submit(self, queue: deque[Problem], in_flight: dict[Any, tuple[_Worker, Problem]],
                 key: str, boxed: list[Any]) -> None:

@@ -14,9 +14,10 @@ _OBJECT_STORE_BYTES = 80 * 2**20  # small: the machine is shared
 
 
 @contextlib.contextmanager
-def two_node_cluster() -> Iterator[tuple[Any, Any]]:
+def two_node_cluster(second_node_env: dict[str, str] | None = None) -> Iterator[tuple[Any, Any]]:
     """Yield ``(cluster, second_node)``; workers import this checkout (PYTHONPATH), as a lab's
-    nodes would after running the set-up script from one commit."""
+    nodes would after running the set-up script from one commit. ``second_node_env``: variables
+    only the second node's processes see (a machine set up differently)."""
     # Ray's switch for single-machine clusters: every address is 127.0.0.1, not the LAN address.
     # Read when Ray is first imported, hence set before the import below.
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -29,7 +30,8 @@ def two_node_cluster() -> Iterator[tuple[Any, Any]]:
         "num_cpus": 1, "object_store_memory": _OBJECT_STORE_BYTES, "include_dashboard": False,
     })
     try:
-        second = cluster.add_node(num_cpus=1, object_store_memory=_OBJECT_STORE_BYTES)
+        with _environment(second_node_env or {}):
+            second = cluster.add_node(num_cpus=1, object_store_memory=_OBJECT_STORE_BYTES)
         cluster.wait_for_nodes(timeout=120)
         yield cluster, second
     finally:
@@ -38,3 +40,17 @@ def two_node_cluster() -> Iterator[tuple[Any, Any]]:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = saved
+
+
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -169,3 +169,21 @@ def test_ray_settings_are_checked_before_anything_runs(tmp_path):
     with pytest.raises(UserError, match=r"execution.address '127.0.0.1:1': nothing answers"):
         RayExecutor(spec, tmp_path, cache=False).start()
     assert time.monotonic() - start < 10
+
+
+def test_a_node_at_another_isolation_level_is_refused_unless_allowed(tmp_path, humaneval_problems):
+    from eval.execution import isolation_level
+
+    ours = isolation_level()
+    other = "process" if ours != "process" else "setuid"
+    with two_node_cluster({"CRITIQUELAB_SANDBOX_ISOLATION": other}) as (ray_cluster, _), \
+            FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.2) as fake:
+        spec = fake_spec(fake.api_base, limit=4, concurrency=4, execution=_ray(ray_cluster.address))
+        with pytest.raises(UserError, match=f"isolation level '{other}', this driver at '{ours}'"):
+            run(spec, home=tmp_path / "refused", progress=False)
+        assert not (tmp_path / "refused" / "mlflow.db").exists()  # refused before any run exists
+
+        allowed = {**spec, "execution": _ray(ray_cluster.address, allow_mixed_isolation=True)}
+        result = run(allowed, home=tmp_path / "allowed", progress=False)
+    levels = {r.extra["isolation"] for r in result.children[0].results}
+    assert levels == {ours, other}  # each verdict says which sandbox scored it
