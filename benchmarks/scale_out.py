@@ -20,7 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+# This checkout's packages (and its test support) before any installed copy: the Ray workers
+# import the same files through PYTHONPATH, and the driver checks that they do.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a cluster on 127.0.0.1
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 

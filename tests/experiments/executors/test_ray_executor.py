@@ -187,3 +187,19 @@ def test_a_node_at_another_isolation_level_is_refused_unless_allowed(tmp_path, h
         result = run(allowed, home=tmp_path / "allowed", progress=False)
     levels = {r.extra["isolation"] for r in result.children[0].results}
     assert levels == {ours, other}  # each verdict says which sandbox scored it
+
+
+def test_cli_ray_flag_with_no_cluster_is_one_line_and_writes_nothing(tmp_path, humaneval_problems, capsys):
+    import yaml
+
+    from experiments.cli import main
+
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec(fake.api_base, limit=2)))
+        code = main(["--home", str(tmp_path / "home"), "run", str(spec), "--ray", "127.0.0.1:1",
+                     "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "execution.address '127.0.0.1:1': nothing answers" in err
+    assert not (tmp_path / "home" / "mlflow.db").exists()
