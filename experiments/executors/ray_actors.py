@@ -46,6 +46,10 @@ class ProblemWorker:
         self._lock = threading.Lock()
 
     def describe(self) -> dict[str, str]:
+        """Also warms the process up: the first model call in a process imports LiteLLM, which
+        the driver's endpoint probe does for the local executor before its clock starts."""
+        import litellm  # noqa: F401
+
         return describe_node()
 
     def _job(self, key: str, boxed: list[Any]) -> SolveJob:
