@@ -48,6 +48,7 @@ def apply_overrides(
     concurrency: int | None = None,
     prompts: str | Path | None = None,
     request_timeout: float | None = None,
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
     """Command-line overrides onto raw spec data, before validation (so they are validated too)."""
     data = {**data}
@@ -75,6 +76,8 @@ def apply_overrides(
         data["concurrency"] = concurrency
     if prompts is not None:
         data["prompts"] = str(prompts)
+    if ray_address is not None:
+        data["execution"] = {**(data.get("execution") or {}), "executor": "ray", "address": ray_address}
     data["model"], data["dataset"] = model_data, dataset_data
     return data
 

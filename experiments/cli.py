@@ -62,6 +62,8 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--task-ids", type=_csv, help="comma-separated task ids")
     run.add_argument("--seeds", type=_int_csv, help="comma-separated seeds")
     run.add_argument("--concurrency", type=int, help="problems solved at once")
+    run.add_argument("--ray", metavar="ADDRESS", dest="ray_address",
+                     help="solve on a Ray cluster: 'auto', host:6379 or ray://host:10001")
     run.add_argument("--request-timeout", type=float, metavar="S",
                      help="seconds one model request may take (default 600 local, 120 remote)")
     run.add_argument("--fresh", action="store_true", help="ignore earlier checkpoints")
@@ -153,7 +155,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
         limit=args.limit,
         task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
-        request_timeout=args.request_timeout,
+        request_timeout=args.request_timeout, ray_address=args.ray_address,
     )
     print(result.summary().drop(columns=["run_id"]).to_string(index=False))
     for warning in result.warnings:
@@ -173,7 +175,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         args.spec, home=args.home, fresh=args.fresh, model=args.model, api_base=args.api_base,
         api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
         limit=args.limit, task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency,
-        prompts=args.prompts, request_timeout=args.request_timeout,
+        prompts=args.prompts, request_timeout=args.request_timeout, ray_address=args.ray_address,
     )
     print(result.table())
     return 0

@@ -146,6 +146,14 @@ class HarnessLM(dspy.LM):
             first = f"no answer {within} (model.timeout_s / --request-timeout)"
         return ServiceError(f"model endpoint {where} failed mid-run: {first}")
 
+    def with_cache(self, holder: Any) -> HarnessLM:
+        """A copy that keeps its responses in ``holder`` (``get()`` gives an object with diskcache's
+        ``get(key)``/``set(key, value)``; ``close()``) instead of a directory: the Ray executor's
+        cluster-wide cache. Keys are unchanged, so either cache replays the other's answers."""
+        lm = self.copy()
+        lm._store = holder
+        return lm
+
     def close(self) -> None:
         self._store.close()
         super().close()

@@ -4,13 +4,9 @@ parent run, every finished problem checkpointed so a killed run resumes where it
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
-import itertools
 import json
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +18,7 @@ from eval.results import ProblemResult, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, cost_keys
+from experiments.executors.job import Executor, SolveJob, open_executor
 from experiments.memory_run import (
     check_warm_starts,
     memory_metrics,
@@ -37,13 +34,11 @@ from experiments.provenance import code_fingerprint
 from experiments.provision import ModelIdentity, resolve_model, serve_model
 from experiments.role_models import RoleModels, models_by_role, usage_by_model
 from experiments.run_records import child_run, open_parent_run, results_digest
-from experiments.solve import solve_and_score
-from experiments.spec import ExperimentSpec, PipelineSpec
+from experiments.spec import SCHEDULING_FIELDS, ExperimentSpec, PipelineSpec
 from experiments.traces import ProblemTracer, trace_checkpointed
 from experiments.tracking import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from pipelines.budget import BUDGET_FROM
 from pipelines.parallel_agents import PARALLEL_AGENTS
-from pipelines.pool.context import bind_pool
 from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import create_pipeline
 
@@ -149,7 +144,7 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: 
              "params": {k: v for k, v in p.params.items() if k != PARALLEL_AGENTS}}
             for p in spec.pipelines
         ],
-        "execution": spec.execution.model_dump(),
+        "execution": spec.execution.model_dump(exclude=set(SCHEDULING_FIELDS)),
         "prompts": _prompts_fingerprint(spec, registry_uri),
         "code": code_fingerprint(),
         **({"order_seed": spec.order_seed} if spec.order_seed is not None else {}),
@@ -221,35 +216,6 @@ def _resolve_params(spec: PipelineSpec, seed: int, finished: list[ChildRun]) -> 
     return params
 
 
-def _solve_concurrently(
-    solve: Callable[..., ProblemResult], pipeline: Any, problems: list[Problem], concurrency: int,
-) -> Iterator[ProblemResult]:
-    """Yield results as problems finish, with at most ``concurrency`` in flight.
-
-    On an error or Ctrl-C nothing more is started and the exception propagates at once: waiting
-    for the problems in flight could take minutes (a debate problem is ~10 model calls). Their
-    results are never recorded, so a resumed run redoes them, replaying their finished model calls
-    from the LM cache; stopping the model server, which the caller does next, ends their
-    remaining calls.
-    """
-    queue = iter(problems)
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    in_flight: set[Future[ProblemResult]] = set()
-    try:
-        for problem in itertools.islice(queue, concurrency):
-            in_flight.add(pool.submit(solve, pipeline, problem))
-        while in_flight:
-            finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in finished:
-                yield future.result()  # an exception aborts the run; it is resumable
-                for problem in itertools.islice(queue, 1):
-                    in_flight.add(pool.submit(solve, pipeline, problem))
-    except BaseException:  # also GeneratorExit: the consumer stopped early
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-
-
 def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
     """Empty or prose-only replies usually mean a broken endpoint, not a weak model: they are
     reported (on screen and on the run) rather than passing as ordinary failures."""
@@ -266,8 +232,8 @@ def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> li
 def _run_child(
     tracker: Tracker, store: CheckpointStore, parent_id: str, siblings: list[Any],
     spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
-    lazy_lm: _LazyLM, role_models: RoleModels, pool: MessagePool, show_progress: bool,
-    finished: list[ChildRun], home: Path,
+    lazy_lm: _LazyLM, role_models: RoleModels, pool: MessagePool, executor: Executor,
+    show_progress: bool, finished: list[ChildRun], home: Path,
 ) -> ChildRun:
     label = pipeline_spec.display_name
     problems = run_order(problems, spec.order_seed, seed)
@@ -309,11 +275,9 @@ def _run_child(
                 traced = tracer.traced_tasks() if logged is not None else set()
             if spec.model.send_seed:
                 lm = lm.copy(seed=seed)
-            solve = bind_pool(pool, functools.partial(
-                solve_and_score, lm=lm, label=label, seed=seed, timeout_s=spec.execution.timeout_s,
-                role_lms=role_models.lms_for(pipeline_spec, lm, seed),
-            ), run_id=run_id)
-            results = _solve_concurrently(solve, pipeline, pending, spec.concurrency)
+            job = SolveJob(pipeline, lm, label, seed, spec.execution.timeout_s, run_id,
+                           role_lms=role_models.lms_for(pipeline_spec, lm, seed))
+            results = executor.solve(job, pending, pool)
             with contextlib.closing(results):  # an error here stops the problems in flight too
                 for result in results:
                     if tracer is not None and result.task_id not in traced:  # queued; see close()
@@ -384,12 +348,17 @@ def run_experiment(
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
     role_models = RoleModels(spec, home, cache)
-    with contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm, \
-            contextlib.closing(role_models), _open_pool(spec, home) as pool:
+    with (
+        contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm,
+        contextlib.closing(role_models),
+        _open_pool(spec, home) as pool,
+        contextlib.closing(open_executor(spec, home, cache)) as executor,
+    ):
         wanted = {p.task_id for p in problems}
         if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
-            lazy_lm.get()  # start and check the models before any run exists
+            lazy_lm.get()  # start and check the models (and the cluster) before any run exists
             role_models.start()
+            executor.start()
         tracker = Tracker(home, spec.name, uri)
         parent_id = open_parent_run(
             tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
@@ -401,7 +370,7 @@ def run_experiment(
                 for seed in spec.seeds:
                     result.children.append(_run_child(
                         tracker, store, parent_id, siblings, spec, pipeline_spec, seed, problems,
-                        lazy_lm, role_models, pool, progress, result.children, home,
+                        lazy_lm, role_models, pool, executor, progress, result.children, home,
                     ))
         except BaseException:
             tracker.finish(parent_id, "KILLED")

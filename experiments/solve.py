@@ -38,6 +38,8 @@ def solve_and_score(
     program, verdict = score_code(problem, prediction.code, timeout_s)
     total = meter.total()
     extra = dict(prediction.get("metrics", {}) or {})
+    if verdict.isolation:  # per verdict: a run spread over machines must not mix sandbox levels
+        extra["isolation"] = verdict.isolation
     first_code = prediction.get("first_code")
     if first_code is not None:
         # Multi-step pipelines also score their first version: first-pass vs final pass@1,

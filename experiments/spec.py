@@ -8,7 +8,7 @@ names the file and the field.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -222,6 +222,53 @@ class TrackingSpec(_Strict):
 
 class ExecutionSpec(_Strict):
     timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit per test run.")
+    executor: Literal["local", "ray"] = Field(
+        default="local",
+        description="Where problems are solved: 'local' (threads in this process) or 'ray' (worker "
+        "processes on a Ray cluster; this process stays the driver: checkpoints, pool, MLflow). "
+        "Results do not depend on it.",
+    )
+    address: str = Field(
+        default="auto",
+        description="ray only: the cluster to join — 'auto' (the one `ray start` runs on this machine), "
+        "host:6379, or ray://host:10001 (Ray Client).",
+    )
+    max_retries: int = Field(
+        default=3, ge=0, le=20,
+        description="ray only: times a problem is resubmitted after the worker solving it was lost "
+        "(its node died); beyond that the run stops with exit code 3, resumable.",
+    )
+    in_flight_per_node: int = Field(
+        default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY,
+        description="ray only: problems solved at once on each node (split over `workers_per_node`); "
+        "`concurrency` stays the limit across the whole cluster.",
+    )
+    workers_per_node: int = Field(
+        default=1, ge=1, le=MAX_CONCURRENCY,
+        description="ray only: worker processes per node (Python threads of one process share a GIL).",
+    )
+    allow_mixed_isolation: bool = Field(
+        default=False,
+        description="ray only: accept nodes whose sandbox runs at another isolation level than the "
+        "driver's (bubblewrap / setuid / process); refused by default, since verdicts would differ.",
+    )
+
+    @model_validator(mode="after")
+    def _workers_share_the_node_limit(self) -> ExecutionSpec:
+        if self.in_flight_per_node % self.workers_per_node:
+            message = (
+                f"in_flight_per_node {self.in_flight_per_node} must be a multiple of workers_per_node "
+                f"{self.workers_per_node} (each worker takes an equal share)"
+            )
+            raise PydanticCustomError("node_share", "{message}", {"message": message})
+        return self
+
+
+# Where problems run, not what they answer: left out of the checkpoint key, so a run resumed on
+# another executor (or cluster size) reuses every finished problem.
+SCHEDULING_FIELDS = frozenset(
+    {"executor", "address", "max_retries", "in_flight_per_node", "workers_per_node", "allow_mixed_isolation"}
+)
 
 
 class ExperimentSpec(_Strict):
@@ -274,6 +321,20 @@ class ExperimentSpec(_Strict):
                 )
                 raise PydanticCustomError("budget_source", "{message}", {"message": message})
         return pipelines
+
+    @model_validator(mode="after")
+    def _roles_served_where_they_run(self) -> ExperimentSpec:
+        """A role's own LM is provisioned by the driver; on a Ray cluster each node serves the
+        bundled model itself, so a role LM would call the driver's local server from other machines."""
+        if self.execution.executor == "ray" and self.model.id.startswith("local"):
+            for pipeline in self.pipelines:
+                if pipeline.roles:
+                    message = (
+                        f"pipeline '{pipeline.display_name}': roles: per-role models and temperatures "
+                        "are not supported with execution.executor ray and a bundled model yet"
+                    )
+                    raise PydanticCustomError("roles_on_ray", "{message}", {"message": message})
+        return self
 
     @model_validator(mode="after")
     def _bounded_calls_in_flight(self) -> ExperimentSpec:

@@ -1,0 +1,109 @@
+"""Scale-out on Ray against the local executor at the same concurrency.
+
+A scripted OpenAI-compatible endpoint answers every request after ``--delay`` seconds (1 s by
+default) and serves requests in parallel; the baseline pipeline solves ``--problems`` HumanEval
+problems (64) with the LM cache off, once with the local executor (threads) and once on a Ray
+cluster started here (one node, this machine) with 1, 2 and 4 worker processes, each worker
+taking ``--per-worker`` problems at once (4), so concurrency is 4, 8, 16 for both executors.
+Then an instant endpoint, 64 and all 164 problems, concurrency 4, one worker: the marginal time
+per problem of each executor (each Ray run starts fresh worker processes, whose warm-up the
+difference between the two sizes cancels). Wall time is the
+child run's ``wall_time_s`` (solving, scoring, checkpointing, logging; not start-up). Tables
+are checked to be the same as the local executor's.
+
+    nice -n 15 .venv/bin/python benchmarks/scale_out.py [--problems 64] [--delay 1.0] [--workers 1,2,4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+# This checkout's packages (and its test support) before any installed copy: the Ray workers
+# import the same files through PYTHONPATH, and the driver checks that they do.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a cluster on 127.0.0.1
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+from support.fake_openai import FakeOpenAIServer, humaneval_responder
+
+from eval.datasets import load_problems
+from experiments.api import offline_defaults, run
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _spec(api_base: str, problems: int, concurrency: int, execution: dict) -> dict:
+    return {"name": "scale-out", "dataset": {"source": "humaneval", "limit": problems},
+            "model": {"id": "openai/scripted", "api_base": api_base}, "seeds": [0],
+            "pipelines": [{"name": "baseline"}], "concurrency": concurrency, "execution": execution}
+
+
+def _timed(spec: dict, home: Path) -> tuple[float, list[tuple]]:
+    result = run(spec, home=home, cache=False, progress=False)
+    child = result.children[0]
+    table = [(r.task_id, r.status, r.prompt_tokens, r.completion_tokens, r.final_code) for r in child.results]
+    return child.metrics["wall_time_s"], table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", type=int, default=64)
+    parser.add_argument("--delay", type=float, default=1.0)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--per-worker", type=int, default=4)
+    args = parser.parse_args()
+    offline_defaults()
+    from ray.cluster_utils import Cluster
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    all_problems = load_problems()
+    workers = [int(w) for w in args.workers.split(",")]
+    cluster = Cluster(initialize_head=True, connect=False, head_node_args={
+        "num_cpus": os.cpu_count() or 2, "object_store_memory": 200 * 2**20, "include_dashboard": False,
+    })
+    try:
+        with tempfile.TemporaryDirectory() as tmp, \
+                FakeOpenAIServer(humaneval_responder(all_problems), delay_s=args.delay) as slow, \
+                FakeOpenAIServer(humaneval_responder(all_problems)) as instant:
+            print(f"{args.problems} problems, endpoint {args.delay:g} s per call, {os.cpu_count()} cores")
+            print("workers  concurrency  ideal s  local s  ray s  ray/local  ray/ideal")
+            for count in workers:
+                concurrency = count * args.per_worker
+                ray_execution = {"executor": "ray", "address": cluster.address, "workers_per_node": count,
+                                 "in_flight_per_node": concurrency}
+                local_s, local_table = _timed(_spec(slow.api_base, args.problems, concurrency, {}),
+                                              Path(tmp) / f"local-{count}")
+                ray_s, ray_table = _timed(_spec(slow.api_base, args.problems, concurrency, ray_execution),
+                                          Path(tmp) / f"ray-{count}")
+                assert ray_table == local_table, "the Ray executor's table differs from the local one"
+                ideal = args.problems * args.delay / concurrency
+                print(f"{count:7d}  {concurrency:11d}  {ideal:7.1f}  {local_s:7.1f}  {ray_s:5.1f}  "
+                      f"{ray_s / local_s:9.2f}  {ray_s / ideal if ideal else float('nan'):9.2f}")
+            # Each Ray run starts fresh workers (imports, sandbox lanes) while this process stays
+            # warm, so the overhead per problem is the marginal time between two sizes.
+            concurrency = args.per_worker
+            ray_execution = {"executor": "ray", "address": cluster.address, "in_flight_per_node": concurrency}
+            sizes = (args.problems, len(all_problems))
+            walls: dict[str, list[float]] = {"local": [], "ray": []}
+            for size in sizes:
+                for name, execution in (("local", {}), ("ray", ray_execution)):
+                    wall, _ = _timed(_spec(instant.api_base, size, concurrency, execution),
+                                     Path(tmp) / f"{name}-instant-{size}")
+                    walls[name].append(wall)
+            marginal = {name: (w[1] - w[0]) / (sizes[1] - sizes[0]) * 1000 for name, w in walls.items()}
+            print(f"instant endpoint, concurrency {concurrency}, 1 worker: {sizes[0]} / {sizes[1]} problems "
+                  f"local {walls['local'][0]:.2f} / {walls['local'][1]:.2f} s, "
+                  f"ray {walls['ray'][0]:.2f} / {walls['ray'][1]:.2f} s; marginal per problem local "
+                  f"{marginal['local']:.1f} ms, ray {marginal['ray']:.1f} ms "
+                  f"(ray/local {marginal['ray'] / marginal['local']:.3f})")
+    finally:
+        cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""What an executor needs to solve one pipeline × seed's problems, and how it is opened."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from eval.problems import Problem
+from eval.results import ProblemResult
+from experiments.spec import ExperimentSpec
+from pipelines.pool.message_pool import MessagePool
+
+
+@dataclass(frozen=True)
+class SolveJob:
+    """One child run's work: the built pipeline, the LM (seeded), and how results are labelled."""
+
+    pipeline: Any  # dspy.Module
+    lm: Any  # experiments.lm.HarnessLM
+    label: str
+    seed: int
+    timeout_s: float  # per hidden-test run
+    run_id: str  # the MLflow child run its messages belong to
+    # Roles the spec gives an LM of their own (model or temperature): role name -> LM.
+    role_lms: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Executor(Protocol):
+    def start(self) -> None:
+        """Get ready to solve (idempotent); bad input (an unreachable cluster) fails here."""
+
+    def solve(self, job: SolveJob, problems: list[Problem], pool: MessagePool) -> Iterator[ProblemResult]:
+        """Yield results as problems finish; every message a problem published is in ``pool``
+        before its result is yielded. Closing the iterator stops the problems in flight."""
+
+    def close(self) -> None: ...
+
+
+def open_executor(spec: ExperimentSpec, home: Path, cache: bool) -> Executor:
+    """The executor the spec's ``execution.executor`` names (nothing is started yet)."""
+    if spec.execution.executor == "ray":
+        from experiments.executors.ray_cluster import RayExecutor  # imports Ray only when asked for
+
+        return RayExecutor(spec, home, cache)
+    from experiments.executors.local import LocalExecutor
+
+    return LocalExecutor(spec.concurrency)

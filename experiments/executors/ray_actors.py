@@ -1,0 +1,165 @@
+"""What runs on the Ray cluster's nodes: problem workers, one model server per node, and the
+driver's LM cache served to every worker. Plain classes; the driver wraps them with
+``ray.remote`` (see ``ray_cluster.py``), so importing this module needs no cluster."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from eval.problems import Problem
+from eval.results import ProblemResult
+from experiments.executors.job import SolveJob
+from experiments.solve import solve_and_score
+from experiments.spec import ModelSpec
+from pipelines.pool.context import using_pool
+from pipelines.pool.message_pool import MessagePool
+from pipelines.pool.messages import Message
+
+
+def describe_node() -> dict[str, str]:
+    """What the driver checks before it trusts a worker: its node, sandbox level and code."""
+    import ray
+
+    from eval.execution import isolation_level
+    from experiments.provenance import code_fingerprint
+
+    return {
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "isolation": isolation_level(), "code": code_fingerprint(),
+    }
+
+
+class ProblemWorker:
+    """One worker process: solves problems of any child run, several at once (a threaded actor).
+
+    Its messages go to a pool of its own, in memory, and travel back with the result; the driver
+    publishes them, so the run's pool (and its Chroma store) has a single writer.
+    """
+
+    def __init__(self, api_base: str | None) -> None:
+        self._api_base = api_base  # this node's model server (model: local), else the job's endpoint
+        self._jobs: dict[str, SolveJob] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> dict[str, str]:
+        """Also warms the process up: the first model call in a process imports LiteLLM, which
+        the driver's endpoint probe does for the local executor before its clock starts."""
+        import litellm  # noqa: F401
+
+        return describe_node()
+
+    def _job(self, key: str, boxed: list[Any]) -> SolveJob:
+        """The job, fetched from the object store once per worker rather than once per problem."""
+        import ray
+
+        with self._lock:
+            if key not in self._jobs:
+                job: SolveJob = ray.get(boxed[0])
+                if self._api_base is not None:
+                    job = SolveJob(job.pipeline, job.lm.copy(api_base=self._api_base), job.label,
+                                   job.seed, job.timeout_s, job.run_id, job.role_lms)
+                self._jobs = {key: job}  # one child run at a time: the previous job is done
+            return self._jobs[key]
+
+    def solve(self, key: str, boxed: list[Any], problem: Problem) -> tuple[ProblemResult, list[Message]]:
+        job = self._job(key, boxed)
+        pool = MessagePool()
+        with using_pool(pool, run_id=job.run_id):
+            result = solve_and_score(
+                job.pipeline, problem, lm=job.lm, label=job.label, seed=job.seed, timeout_s=job.timeout_s,
+                role_lms=job.role_lms,
+            )
+        return result, pool.history()
+
+
+class NodeModelServer:
+    """The bundled model served on one node for that node's workers: started once (the model file
+    assembled and verified there), health-checked by the driver, stopped with the job."""
+
+    def __init__(self, model: ModelSpec, home: str) -> None:
+        import ray
+
+        from experiments.provision import resolve_model, serve_model
+
+        self._stack = contextlib.ExitStack()
+        identity = resolve_model(model)
+        # Its log apart from the driver's server's, should the node share the data directory.
+        node_dir = Path(home) / "nodes" / ray.get_runtime_context().get_node_id()[:12]
+        lm = self._stack.enter_context(serve_model(identity, model, node_dir, cache=False))
+        self._api_base = str(lm.kwargs["api_base"])
+
+    def api_base(self) -> str:
+        return self._api_base
+
+    def healthy(self) -> bool:
+        """The server lists its model (an OpenAI-compatible ``/models``) within 10 s."""
+        try:
+            with urllib.request.urlopen(f"{self._api_base}/models", timeout=10) as reply:
+                return reply.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self._stack.close()
+
+
+class LMCacheServer:
+    """The driver's on-disk LM cache, served to every worker of the cluster.
+
+    Why not a shared cache directory: diskcache is SQLite, and SQLite over a network file system
+    from several machines is exactly the concurrent-writer set-up that corrupts stores. One actor
+    on the driver's node owns the cache (so it stays in the data directory, where a resumed or
+    local run finds it); a lookup costs one round trip, milliseconds against a model call.
+    """
+
+    def __init__(self, directory: str) -> None:
+        import diskcache
+
+        self._cache = diskcache.Cache(directory, size_limit=8 * 2**30)  # as experiments/lm.py
+
+    def get(self, key: str) -> Any:
+        return self._cache.get(key)
+
+    def set(self, key: str, value: Any) -> None:
+        self._cache.set(key, value)
+
+    def close(self) -> None:
+        self._cache.close()
+
+
+class ClusterCache:
+    """An LM cache holder (see ``HarnessLM.with_cache``) whose store is the driver's
+    :class:`LMCacheServer`; it pickles as the actor's handle, so it travels with the LM."""
+
+    def __init__(self, server: Any) -> None:
+        self._server = server
+
+    def get(self) -> _RemoteStore:
+        return _RemoteStore(self._server)
+
+    def close(self) -> None:
+        """The driver closes the server itself."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ClusterCache:
+        return self  # copies of the LM (per seed, per sample) share it, like the local cache
+
+
+class _RemoteStore:
+    """``get``/``set`` as diskcache has them, each one call to the cache server."""
+
+    def __init__(self, server: Any) -> None:
+        self._server = server
+
+    def get(self, key: str) -> Any:
+        import ray
+
+        return ray.get(self._server.get.remote(key))
+
+    def set(self, key: str, value: Any) -> None:
+        import ray
+
+        ray.get(self._server.set.remote(key, value))

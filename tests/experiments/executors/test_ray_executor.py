@@ -1,0 +1,205 @@
+"""The Ray executor on a real two-node Ray cluster (127.0.0.1) against a scripted endpoint: the
+same results, checkpoints, messages and MLflow runs as the local executor; a node killed mid-run
+costs only its problems in flight."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+from support.critic_scripts import critic_loop_scripts
+from support.fake_openai import FakeOpenAIServer
+from support.ray_cluster import two_node_cluster
+from support.role_responder import role_responder
+from support.specs import fake_spec
+
+from eval.errors import UserError
+from experiments.api import load_experiment, run
+from experiments.tracking import tracking_uri
+
+PIPELINES = [{"name": "baseline"}, {"name": "critic_loop", "params": {"max_iterations": 2}}]
+# Fields that say when and where a problem ran, not what it answered.
+TIMING = {"latency_s", "thread_id"}
+CLOCKED = {"wall_time_s", "problem_latency_s"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with two_node_cluster() as (ray_cluster, second):
+        yield ray_cluster, second
+
+
+def _ray(address: str, **extra: object) -> dict:
+    return {"executor": "ray", "address": address, "in_flight_per_node": 2, **extra}
+
+
+def _table(result) -> dict:
+    table = {}
+    for child in result.children:
+        for r in child.results:
+            row = r.model_dump(exclude=TIMING)
+            for usage in row["usage_by_role"].values():
+                del usage["latency_s"]
+            table[(child.pipeline, r.task_id)] = row
+    return table
+
+
+def _messages(home, result) -> list[tuple]:
+    """Every child run's logged message log, without ids and times."""
+    client = MlflowClient(tracking_uri(home))
+    found = []
+    for child in result.children:
+        path = client.download_artifacts(child.run_id, "messages.jsonl", str(home / f"dl-{child.run_id}"))
+        for line in Path(path).read_text().splitlines():
+            m = json.loads(line)
+            agent = m["sender"].split("@")[0]  # the suffix is minted per problem
+            found.append((child.pipeline, m["task_id"], m["intent"], agent, m["content"]))
+    return sorted(found)
+
+
+def _checkpoint_lines(home) -> list[tuple[str, str]]:
+    lines = []
+    for path in sorted((home / "checkpoints").glob("*/*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            lines.append((record["pipeline"], record["task_id"]))
+    return lines
+
+
+def test_ray_run_matches_local_run(cluster, tmp_path, humaneval_problems):
+    ray_cluster, _ = cluster
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.1) as fake:
+        spec = fake_spec(fake.api_base, pipelines=PIPELINES, limit=6, concurrency=4)
+        local = run(spec, home=tmp_path / "local", progress=False)
+        distributed = run({**spec, "execution": _ray(ray_cluster.address)}, home=tmp_path / "ray",
+                          progress=False)
+        assert _table(distributed) == _table(local)
+        assert {r.extra["isolation"] for c in distributed.children for r in c.results} == {
+            r.extra["isolation"] for c in local.children for r in c.results}
+        assert _messages(tmp_path / "ray", distributed) == _messages(tmp_path / "local", local)
+        assert sorted(_checkpoint_lines(tmp_path / "ray")) == sorted(_checkpoint_lines(tmp_path / "local"))
+        for ours, theirs in zip(distributed.children, local.children, strict=True):
+            metrics = {k: v for k, v in ours.metrics.items() if k not in CLOCKED}
+            assert metrics == {k: v for k, v in theirs.metrics.items() if k not in CLOCKED}
+        client = MlflowClient(tracking_uri(tmp_path / "ray"))
+        logged = client.get_run(distributed.children[1].run_id)
+        assert logged.data.metrics["pass_at_1"] == local.children[1].metrics["pass_at_1"]
+        assert client.get_run(distributed.parent_run_id).data.params["config.execution.executor"] == "ray"
+
+        # Solved again from scratch on the cluster (--fresh): the LM cache the driver serves to
+        # the workers replays every call.
+        requests = len(fake.requests)
+        again = run({**spec, "execution": _ray(ray_cluster.address)}, home=tmp_path / "ray",
+                    progress=False, fresh=True)
+        replayed = _table(again)
+        assert all(row.pop("cached_lm_calls") == row["lm_calls"] > 0 for row in replayed.values())
+        expected = _table(local)
+        for row in expected.values():
+            del row["cached_lm_calls"]
+        assert replayed == expected
+        assert len(fake.requests) == requests + 1  # only the start-up probe of the endpoint
+
+
+def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_problems):
+    from experiments.executors.job import SolveJob
+    from experiments.executors.ray_cluster import RayExecutor
+    from experiments.provision import resolve_model, serve_model
+    from pipelines.pool.message_pool import MessagePool
+    from pipelines.registry import create_pipeline
+
+    ray_cluster, _ = cluster
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:
+        spec = load_experiment(fake_spec(fake.api_base, limit=8, execution=_ray(ray_cluster.address)))
+        executor = RayExecutor(spec, tmp_path, cache=False)
+        with serve_model(resolve_model(spec.model), spec.model, tmp_path, cache=False) as lm:
+            try:
+                job = SolveJob(create_pipeline("baseline"), lm, "baseline", 0, 10.0, "run-1")
+                pool = MessagePool()
+                results = list(executor.solve(job, humaneval_problems[:8], pool))
+            finally:
+                executor.close()
+    assert sorted(r.task_id for r in results) == sorted(p.task_id for p in humaneval_problems[:8])
+    assert len(executor.problems_per_node) == 2  # both nodes solved some
+    assert sum(executor.problems_per_node.values()) == 8
+    assert {m.task_id for m in pool.history()} == {r.task_id for r in results}
+    assert all(m.run_id == "run-1" for m in pool.history())
+    assert fake.max_in_flight <= 4  # concurrency, across the cluster
+
+
+def test_a_node_killed_mid_run_costs_only_its_problems_in_flight(tmp_path, humaneval_problems):
+    problems = 12
+    with two_node_cluster() as (ray_cluster, second), \
+            FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=1.0) as fake:
+        def kill_second_node_once_busy():
+            deadline = time.monotonic() + 120
+            while fake.in_flight < 4 and time.monotonic() < deadline:  # both nodes have work
+                time.sleep(0.05)
+            ray_cluster.remove_node(second, allow_graceful=False)  # SIGKILL: raylet, store, workers
+
+        killer = threading.Thread(target=kill_second_node_once_busy, daemon=True)
+        killer.start()
+        spec = fake_spec(fake.api_base, limit=problems, concurrency=4, execution=_ray(ray_cluster.address))
+        result = run(spec, home=tmp_path / "home", progress=False, cache=False)
+        killer.join(timeout=5)
+        retried_requests = len(fake.requests) - 1 - problems  # minus the start-up probe
+    assert not killer.is_alive()
+    assert retried_requests >= 1  # problems in flight on the lost node were asked again
+    tasks = [r.task_id for r in result.children[0].results]
+    assert sorted(tasks) == sorted(p.task_id for p in humaneval_problems[:problems])
+    lines = _checkpoint_lines(tmp_path / "home")
+    assert len(lines) == len(set(lines)) == problems  # every problem exactly once
+    messages = _messages(tmp_path / "home", result)
+    assert len(messages) == len(set(messages))  # a lost attempt's messages never reached the pool
+    assert {m[1] for m in messages} == set(tasks)
+
+
+def test_ray_settings_are_checked_before_anything_runs(tmp_path):
+    with pytest.raises(UserError, match="in_flight_per_node 3 must be a multiple of workers_per_node 2"):
+        load_experiment(fake_spec("http://127.0.0.1:9/v1", execution={
+            "executor": "ray", "in_flight_per_node": 3, "workers_per_node": 2}))
+    spec = load_experiment(fake_spec("http://127.0.0.1:9/v1"), ray_address="127.0.0.1:1")
+    assert (spec.execution.executor, spec.execution.address) == ("ray", "127.0.0.1:1")
+    from experiments.executors.ray_cluster import RayExecutor
+
+    start = time.monotonic()
+    with pytest.raises(UserError, match=r"execution.address '127.0.0.1:1': nothing answers"):
+        RayExecutor(spec, tmp_path, cache=False).start()
+    assert time.monotonic() - start < 10
+
+
+def test_a_node_at_another_isolation_level_is_refused_unless_allowed(tmp_path, humaneval_problems):
+    from eval.execution import isolation_level
+
+    ours = isolation_level()
+    other = "process" if ours != "process" else "setuid"
+    with two_node_cluster({"CRITIQUELAB_SANDBOX_ISOLATION": other}) as (ray_cluster, _), \
+            FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.2) as fake:
+        spec = fake_spec(fake.api_base, limit=4, concurrency=4, execution=_ray(ray_cluster.address))
+        with pytest.raises(UserError, match=f"isolation level '{other}', this driver at '{ours}'"):
+            run(spec, home=tmp_path / "refused", progress=False)
+        assert not (tmp_path / "refused" / "mlflow.db").exists()  # refused before any run exists
+
+        allowed = {**spec, "execution": _ray(ray_cluster.address, allow_mixed_isolation=True)}
+        result = run(allowed, home=tmp_path / "allowed", progress=False)
+    levels = {r.extra["isolation"] for r in result.children[0].results}
+    assert levels == {ours, other}  # each verdict says which sandbox scored it
+
+
+def test_cli_ray_flag_with_no_cluster_is_one_line_and_writes_nothing(tmp_path, humaneval_problems, capsys):
+    import yaml
+
+    from experiments.cli import main
+
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec(fake.api_base, limit=2)))
+        code = main(["--home", str(tmp_path / "home"), "run", str(spec), "--ray", "127.0.0.1:1",
+                     "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "execution.address '127.0.0.1:1': nothing answers" in err
+    assert not (tmp_path / "home" / "mlflow.db").exists()
