@@ -26,9 +26,8 @@ SUMMARY_COLUMNS = (
 BEHAVIOUR_COLUMNS = (
     "first_pass@1", "critique_success_rate", "harmful_revision_rate", "consensus_rate",
     "consensus_correctness", "final_in_majority_rate", "flips_correct_to_wrong", "flips_wrong_to_correct",
-    "agreement_initial", "agreement_final", "vote_agreement",
-    "samples_pass@1", "samples_pass@5", "samples_pass@10", "samples_pass@20",
     "agreement_initial", "agreement_final", "vote_agreement", "generated_test_accuracy",
+    "samples_pass@1", "samples_pass@5", "samples_pass@10", "samples_pass@20",
 )
 PAIR_COLUMNS = ("a", "b", "pairs", "pass@1_a", "pass@1_b", "difference", "95% CI", "only_a", "only_b",
                 "mcnemar_p")

@@ -146,18 +146,23 @@ class ShippedCost:
     lm_calls: float
     prompt_tokens: float
     completion_tokens: float
-    seconds: float
+    # Wall time per problem by local server: llama-cpp-python's one problem and one request at a
+    # time; llama-server's with the defaults' problems and agents in flight (so a run's wall time
+    # is problems × seconds / concurrency).
+    seconds: Mapping[str, float]
     measured_with: str
     calls_at: Callable[[Mapping[str, Any], float | None], float | None]  # (params, token budget)
 
-    def at(self, params: Mapping[str, Any], budget: float | None) -> PerProblem | None:
+    def at(self, params: Mapping[str, Any], budget: float | None, server: str) -> PerProblem | None:
         calls = self.calls_at(params, budget)
         if calls is None:
             return None
         share = calls / self.lm_calls  # tokens and time scale with the calls
+        seconds = self.seconds.get(server)
         return PerProblem(
             lm_calls=calls, prompt_tokens=share * self.prompt_tokens,
-            completion_tokens=share * self.completion_tokens, seconds=share * self.seconds,
+            completion_tokens=share * self.completion_tokens,
+            seconds=share * seconds if seconds is not None else None,
         )
 
 
@@ -184,20 +189,31 @@ def _critic_loop_calls(params: Mapping[str, Any], budget: float | None) -> float
 # The critic loop's 2.75 calls: its 5.2 messages per problem less the task, 1.3 execution-feedback
 # messages and 0.15 "max_iterations reached".
 _README_RUN = "the README's 20-problem run (bundled 0.5B, HumanEval, 2-core machine)"
+# Wall time with llama-server at the defaults (4 problems at once, debaters and 4 vote samples in
+# parallel), from the README's first command on a fresh clone (`--limit 6`, 2026-11-23): each
+# pipeline's wall time × 4 / 6 problems, so that problems × seconds / 4 gives it back — baseline
+# 81 s (model start-up included), critic loop 68 s, debate 608 s, vote 262 s.
+_SERVED_RUN = "llama-server, 4 problems at once, the README's 6-problem run"
 _VOTE_SAMPLE_TOKENS = (4669 + 3836.6) / 20
+
+
+def _seconds(one_at_a_time: float, served_wall: float) -> dict[str, float]:
+    return {"llama-cpp-python": one_at_a_time, "llama-server": served_wall * 4 / 6}
+
+
 SHIPPED: Mapping[str, ShippedCost] = {
-    "baseline": ShippedCost(1, 233.4, 188.7, 7.0, _README_RUN, lambda params, budget: 1.0),
+    "baseline": ShippedCost(1, 233.4, 188.7, _seconds(7.0, 81), _README_RUN, lambda params, budget: 1.0),
     "critic_loop": ShippedCost(
-        2.75, 1855.2, 346.7, 15.0, f"{_README_RUN}, max_iterations 3 with execution feedback",
+        2.75, 1855.2, 346.7, _seconds(15.0, 68), f"{_README_RUN}, max_iterations 3 with execution feedback",
         _critic_loop_calls,
     ),
     "debate": ShippedCost(
-        10, 10749.1, 6644.6, 315.0, f"{_README_RUN}, 3 debaters × 2 rounds, full topology",
+        10, 10749.1, 6644.6, _seconds(315.0, 608), f"{_README_RUN}, 3 debaters × 2 rounds, full topology",
         lambda params, budget: (
             params["debaters"] * (params["rounds"] + 1) + 1.0 if params["topology"] == "full" else None
         ),
     ),
-    "vote": ShippedCost(20, 4669.0, 3836.6, 84.0, f"{_README_RUN}, 20 samples", _vote_samples),
+    "vote": ShippedCost(20, 4669.0, 3836.6, _seconds(84.0, 262), f"{_README_RUN}, 20 samples", _vote_samples),
 }
 
 
@@ -291,14 +307,14 @@ def _measured(row: PipelineEstimate, results: list[ProblemResult], parallel: int
 
 def _shipped(
     row: PipelineEstimate, spec: ExperimentSpec, identity: ModelIdentity, params: Mapping[str, Any],
-    budget: float | None, parallel: int,
+    budget: float | None, parallel: int, server: str,
 ) -> None:
     shipped = SHIPPED.get(row.pipeline)
     covered = (
         identity.resolved == DEFAULT_LOCAL_MODEL and spec.dataset.source == HUMANEVAL
         and spec.model.temperature == 0.0 and spec.model.max_tokens == 1024
     )
-    per = shipped.at(params, budget) if shipped is not None and covered else None
+    per = shipped.at(params, budget, server) if shipped is not None and covered else None
     if per is None:
         row.basis = (
             f"unknown: no earlier problem of '{row.label}' run this way in this data directory, and no "
@@ -315,6 +331,8 @@ def _shipped(
         f", scaled from {shipped.lm_calls:g} to {per.lm_calls:g} calls"
     )
     row.basis = f"shipped default: {shipped.measured_with}{scaled}"
+    if server == "llama-server":
+        row.basis += f"; wall time: {_SERVED_RUN}"
 
 
 def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool = False) -> Estimate:
@@ -331,9 +349,10 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     store = checkpoint_store(spec, identity, checkpoint_key(spec, identity, uri), home, uri)
     history = _history(home, store)
     wanted = {p.task_id for p in problems}
-    if identity.is_local and select_backend(spec.model.server, find_built_server()).name != "llama-server":
+    server = select_backend(spec.model.server, find_built_server()).name if identity.is_local else ""
+    if server == "llama-cpp-python":
         parallel, reason = 1, "llama-cpp-python's server answers one request at a time"
-    elif identity.is_local:
+    elif server == "llama-server":
         parallel, reason = spec.concurrency, (
             f"the concurrency, served by llama-server's {spec.model.slots} slots; per-problem times "
             "measured at the same concurrency"
@@ -361,7 +380,7 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
                     known = per_problem.get((source, seed))
                     budget = known.prompt_tokens + known.completion_tokens if known else None
                 if source is None or budget is not None:
-                    _shipped(row, spec, identity, params, budget, parallel)
+                    _shipped(row, spec, identity, params, budget, parallel, server)
                 else:
                     row.basis = f"unknown: its token budget comes from '{source}', whose cost is unknown"
             if not row.basis:

@@ -73,7 +73,7 @@ def role_play_outcome(history: list[Message]) -> dict[str, Any]:
     }
 
 
-@register_pipeline("role_play", params=RolePlayParams)
+@register_pipeline("role_play", params=RolePlayParams, roles=("task_specifier", "instructor", "assistant"))
 class RolePlay(dspy.Module):
     """CAMEL role-play: a task specifier sharpens the task, then an instructor gives one
     instruction at a time and an assistant answers with code, until done or max_turns; role

@@ -96,7 +96,9 @@ def sop_outcome(history: list[Message]) -> dict[str, Any]:
     }
 
 
-@register_pipeline("sop", params=SopParams)
+@register_pipeline(
+    "sop", params=SopParams, roles=("product_manager", "architect", "engineer", "qa_engineer", "reviewer")
+)
 class Sop(dspy.Module):
     """MetaGPT-style assembly line: product manager → architect → engineer → QA engineer (tests
     from the spec and prompt, run in the sandbox) → engineer revises until QA passes; typed,

@@ -7,7 +7,7 @@ so its cost can match another pipeline's measured tokens per problem.
 
 With ``tests: generated`` (or ``both``) a test writer first writes ``n_tests`` asserts from the
 prompt alone, and the answer is chosen by CodeT's dual execution agreement over the samples ×
-tests pass matrix (:mod:`pipelines.test_agents`); the test writer's tokens count toward the
+tests pass matrix (:mod:`pipelines.generated_test_agents`); the test writer's tokens count toward the
 token budget. ``tests: visible`` (the default) is vote as it always was.
 """
 
@@ -23,12 +23,12 @@ from eval.behaviour import behaviour_signatures, largest_group
 from eval.errors import ServiceError
 from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.budget import TokenBudgetParams, require_resolved
+from pipelines.generated_test_agents import DualAgreementVoterAgent, TestSource, TestWriterAgent
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.role_call import RoleResult, call_role
-from pipelines.test_agents import DualAgreementVoterAgent, TestSource, TestWriterAgent
 from pipelines.threads import converse
 from signatures.coder import Coder
 from signatures.test_writer import TestWriter

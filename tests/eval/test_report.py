@@ -116,3 +116,11 @@ def test_metrics_that_do_not_apply_show_as_dash():
     assert "| never-first | 0 | 0.5 | – |" in behaviour  # first_pass@1, critique success, harmful
     assert "| sometimes-first | 0.5 | 0.5 | 0.5 |" in behaviour
     assert "baseline" not in behaviour
+
+
+def test_every_report_column_is_named_once() -> None:
+    # A repeated name makes pandas hand back a Series for that cell: the table prints garbage.
+    from eval.report import BEHAVIOUR_COLUMNS, PAIR_COLUMNS, SUMMARY_COLUMNS
+
+    for columns in (SUMMARY_COLUMNS, BEHAVIOUR_COLUMNS, PAIR_COLUMNS):
+        assert len(set(columns)) == len(columns)
