@@ -276,7 +276,7 @@ def _run_child(
             if spec.model.send_seed:
                 lm = lm.copy(seed=seed)
             job = SolveJob(pipeline, lm, label, seed, spec.execution.timeout_s, run_id,
-                           role_lms=role_models.lms_for(pipeline_spec, lm, seed))
+                           role_lms=role_models.lms_for(pipeline_spec, lm, seed), in_order=memory is not None)
             results = executor.solve(job, pending, pool)
             with contextlib.closing(results):  # an error here stops the problems in flight too
                 for result in results:

@@ -323,6 +323,20 @@ class ExperimentSpec(_Strict):
         return pipelines
 
     @model_validator(mode="after")
+    def _memory_runs_in_order(self) -> ExperimentSpec:
+        """Memory learns from the problems solved before: they run one at a time, in order, which
+        a cluster spreading problems over nodes would not keep."""
+        if self.execution.executor == "ray":
+            for pipeline in self.pipelines:
+                if pipeline.memory is not None and pipeline.memory.enabled:
+                    message = (
+                        f"pipeline '{pipeline.display_name}': memory: a pipeline with memory solves its "
+                        "problems in order, one at a time; run it with execution.executor local"
+                    )
+                    raise PydanticCustomError("memory_on_ray", "{message}", {"message": message})
+        return self
+
+    @model_validator(mode="after")
     def _roles_served_where_they_run(self) -> ExperimentSpec:
         """A role's own LM is provisioned by the driver; on a Ray cluster each node serves the
         bundled model itself, so a role LM would call the driver's local server from other machines."""

@@ -25,6 +25,8 @@ class SolveJob:
     run_id: str  # the MLflow child run its messages belong to
     # Roles the spec gives an LM of their own (model or temperature): role name -> LM.
     role_lms: Mapping[str, Any] = field(default_factory=dict)
+    # Problems one at a time, in order: a pipeline with memory learns from the problems before.
+    in_order: bool = False
 
 
 class Executor(Protocol):

@@ -29,7 +29,7 @@ class LocalExecutor:
             solve_and_score, lm=job.lm, label=job.label, seed=job.seed, timeout_s=job.timeout_s,
             role_lms=job.role_lms,
         ), run_id=job.run_id)
-        return solve_concurrently(solve, job.pipeline, problems, self.concurrency)
+        return solve_concurrently(solve, job.pipeline, problems, 1 if job.in_order else self.concurrency)
 
     def close(self) -> None:
         """Nothing outlives a ``solve``."""

@@ -104,7 +104,8 @@ def test_memory_off_sends_the_requests_of_a_run_without_memory(home, humaneval_p
             run(spec, progress=False, fresh=True, cache=False)
             bodies[name] = [json.dumps(r["messages"]) for r in fake.requests
                             if "Reply with OK." not in json.dumps(r["messages"])]  # the start-up check
-    assert bodies["absent"] == bodies["disabled"] and len(bodies["absent"]) == 4
+    # As multisets: two problems are solved at once (the default concurrency), in either order.
+    assert sorted(bodies["absent"]) == sorted(bodies["disabled"]) and len(bodies["absent"]) == 4
     assert not any("memories" in body for body in bodies["absent"])
 
 

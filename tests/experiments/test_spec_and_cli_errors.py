@@ -42,6 +42,15 @@ def _run_cli(capsys, *args):
             "name: x\nconcurrency: 8\npipelines: [{name: vote, params: {parallel_agents: 16}}]\n",
             "concurrency 8 × pipeline 'vote' params.parallel_agents 16 = 128 model calls at once; at most 64",
         ),
+        (
+            "name: x\nexecution: {executor: ray}\npipelines: [{name: baseline, memory: {enabled: true}}]\n",
+            "pipeline 'baseline': memory: a pipeline with memory solves its problems in order",
+        ),
+        (
+            "name: x\nexecution: {executor: ray}\n"
+            "pipelines: [{name: critic_loop, roles: {fixer: {temperature: 0.8}}}]\n",
+            "roles: per-role models and temperatures are not supported with execution.executor ray",
+        ),
     ],
 )
 def test_bad_spec_is_one_line_exit_2(tmp_path, capsys, home, text, expected):
