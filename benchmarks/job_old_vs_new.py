@@ -58,6 +58,26 @@ def _pipeline_walls(home: Path, result: Any) -> dict[str, float]:
     return walls
 
 
+def print_table(pipelines: list[str], done: int, chunk: int, loads: list[float],
+                wall: dict[str, dict[str, float]], passed: dict[tuple[str, str], dict[str, bool]],
+                reused: dict[str, list[float]]) -> None:
+    """The figures so far; printed after every chunk, so a run stopped early still has them."""
+    print(f"{done} HumanEval problems, chunks of {chunk}; 1-min load average at each "
+          f"start: {min(loads):.1f}–{max(loads):.1f}", flush=True)
+    print(f"{'pipeline':<14}{'old s':>9}{'new s':>9}{'old/new':>9}{'pass old':>10}{'pass new':>10}"
+          f"{'differ':>8}{'reused':>8}")
+    for pipeline in [*pipelines, "(whole job)"]:
+        old_s, new_s = wall["old"][pipeline], wall["new"][pipeline]
+        outcome_old, outcome_new = passed.get(("old", pipeline), {}), passed.get(("new", pipeline), {})
+        differ = sum(outcome_old.get(t) != outcome_new.get(t) for t in outcome_old)
+        share = reused[pipeline][0] / reused[pipeline][1] if reused[pipeline][1] else None
+        print(f"{pipeline:<14}{old_s:>9.0f}{new_s:>9.0f}{old_s / new_s:>9.2f}"
+              + (f"{sum(outcome_old.values()):>10}{sum(outcome_new.values()):>10}{differ:>8}"
+                 if outcome_old else f"{'':>28}")
+              + (f"{share:>8.0%}" if share is not None else ""))
+    sys.stdout.flush()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=8, help="first N HumanEval problems")
@@ -92,19 +112,8 @@ def main() -> None:
                         reused[child.pipeline][0] += child.metrics["prompt_tokens_reused"]
                         reused[child.pipeline][1] += child.metrics["prompt_tokens"]
                 print(f"chunk {index + 1}/{len(chunks)} {name}: {total:.0f} s", file=sys.stderr, flush=True)
-    print(f"{len(task_ids)} HumanEval problems, chunks of {args.chunk}; 1-min load average at each "
-          f"start: {min(loads):.1f}–{max(loads):.1f}")
-    print(f"{'pipeline':<14}{'old s':>9}{'new s':>9}{'old/new':>9}{'pass old':>10}{'pass new':>10}"
-          f"{'differ':>8}{'reused':>8}")
-    for pipeline in [*(p["name"] for p in new["pipelines"]), "(whole job)"]:
-        old_s, new_s = wall["old"][pipeline], wall["new"][pipeline]
-        outcome_old, outcome_new = passed.get(("old", pipeline), {}), passed.get(("new", pipeline), {})
-        differ = sum(outcome_old.get(t) != outcome_new.get(t) for t in outcome_old)
-        share = reused[pipeline][0] / reused[pipeline][1] if reused[pipeline][1] else None
-        print(f"{pipeline:<14}{old_s:>9.0f}{new_s:>9.0f}{old_s / new_s:>9.2f}"
-              + (f"{sum(outcome_old.values()):>10}{sum(outcome_new.values()):>10}{differ:>8}"
-                 if outcome_old else f"{'':>28}")
-              + (f"{share:>8.0%}" if share is not None else ""))
+            print_table([p["name"] for p in new["pipelines"]], sum(map(len, chunks[:index + 1])),
+                        args.chunk, loads, wall, passed, reused)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import UserError
+from experiments.compare_provenance import provenance_notices
 from experiments.paths import data_dir as default_data_dir
 from experiments.tracking import (
     CHILD_TAG,
@@ -345,6 +346,7 @@ def compare_runs(
     client = _client(home, tracking)
     notices: list[str] = []
     resolved = resolve_runs(client, run_ids, notices)
+    notices += provenance_notices(client, [r.parent_id for r in resolved])
     single_parent = len(run_ids) == 1 and all(r.parent_id == run_ids[0] for r in resolved)
     problems = load_problems_frame(client, resolved)
     table = pipeline_summary(problems, confidence)

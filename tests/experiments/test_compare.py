@@ -248,3 +248,28 @@ def test_cli_compare_options_out_of_range_are_one_line_exit_2(home, capsys, flag
 def test_compare_runs_checks_its_options_first(home, options, named):
     with pytest.raises(UserError, match=f"^{named} must be"):
         compare_runs("0123456789abcdef", home=home, **options)
+
+
+def test_compare_across_parents_names_what_differs_in_how_the_runs_were_made(home, humaneval_problems,
+                                                                             capsys):
+    """Two experiments that differ in temperature: the comparison says so on screen and in the
+    report; two made the same way say nothing."""
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        made = {}
+        for name, temperature in (("cold", 0.0), ("cold_again", 0.0), ("warm", 0.7)):
+            spec = fake_spec(fake.api_base, limit=2, pool={"persist": False})
+            spec["model"]["temperature"] = temperature
+            made[name] = run(spec, progress=False, cache=False, fresh=True).children[0].run_id
+
+    same = compare_runs([made["cold"], made["cold_again"]], home=home, n_resamples=99, log=False)
+    assert not [n for n in same.notices if "were made with different" in n]
+
+    assert main(["compare", made["cold"], made["warm"], "--home", str(home), "--no-log",
+                 "--resamples", "99"]) == 0
+    printed = capsys.readouterr()
+    shown = printed.out + printed.err
+    assert "different config.model.temperature: 0.0" in shown and "0.7" in shown
+    differ = compare_runs([made["cold"], made["warm"]], home=home, n_resamples=99, log=False)
+    [notice] = [n for n in differ.notices if "were made with different" in n]
+    assert "config.model.temperature" in notice
+    assert notice in differ.files["markdown"].read_text()
