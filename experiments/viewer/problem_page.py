@@ -1,10 +1,9 @@
 """One problem's transcript as HTML: swimlanes, agent cards, code versions with diffs and
-verdicts, pattern panels (debate, vote) and the full message list.
+verdicts, the pattern panels (:mod:`experiments.viewer.pattern_panels`) and the full message list.
 
-Every string that came from a model or a dataset goes through :func:`html.escape`; the panels
-read only generic message fields (sender, intent, in_reply_to, metadata), so a new pipeline's
-messages — tree-search nodes, scratchpad events, architect delegations — show in the lanes and
-the list before it has a panel of its own.
+Every string that came from a model or a dataset goes through :func:`html.escape`; the views
+here read only generic message fields (sender, intent, in_reply_to, metadata), so a pipeline's
+messages show in the lanes and the list whether or not it has a panel of its own.
 """
 
 from __future__ import annotations
@@ -14,20 +13,12 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from experiments.viewer.data import Problem, json_text
+from experiments.viewer.data import Problem, agent_label, json_text, message_trace
+from experiments.viewer.pattern_panels import pattern_panels
 from pipelines.pool.messages import Intent, Message
 
 CODE_INTENTS = (Intent.OUTPUT_COMPLETE, Intent.FIX, Intent.PROPOSAL, Intent.ARGUMENT, Intent.VERDICT)
 _LANE_HEIGHT, _LANE_LABEL, _WIDTH = 34, 150, 900
-
-
-def agent_label(sender: str) -> str:
-    """``critic@0123abcd4567`` -> ``critic``: agent names carry their thread id."""
-    return sender.split("@", 1)[0]
-
-
-def _trace(message: Message) -> dict[str, Any]:
-    return message.metadata.get("trace") or {}
 
 
 def swimlanes(messages: Sequence[Message]) -> str:
@@ -39,7 +30,7 @@ def swimlanes(messages: Sequence[Message]) -> str:
     for message in messages:
         if message.sender not in lanes:
             lanes.append(message.sender)
-    starts = [m.created_at - float(_trace(m).get("latency_s", 0.0)) for m in messages]
+    starts = [m.created_at - float(message_trace(m).get("latency_s", 0.0)) for m in messages]
     t0, t1 = min(starts), max(m.created_at for m in messages)
     span = max(t1 - t0, 1e-6)
 
@@ -90,10 +81,10 @@ def agent_cards(messages: Sequence[Message]) -> str:
     for message in messages:
         card = cards.setdefault(message.sender, {"messages": 0, "calls": 0, "tokens": 0, "seconds": 0.0})
         card["messages"] += 1
-        usage = _trace(message).get("usage") or {}
+        usage = message_trace(message).get("usage") or {}
         card["calls"] += int(usage.get("calls", 0))
         card["tokens"] += int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
-        card["seconds"] += float(_trace(message).get("latency_s", 0.0))
+        card["seconds"] += float(message_trace(message).get("latency_s", 0.0))
     return '<div class="cards">' + "".join(
         f'<div class="card"><b>{escape(agent_label(sender))}</b><br>{int(c["messages"])} messages, '
         f'{int(c["calls"])} LM calls<br>{int(c["tokens"]):,} tokens, {c["seconds"]:.1f} s</div>'
@@ -158,53 +149,6 @@ def versions_panel(messages: Sequence[Message], problem: Problem) -> str:
     return "".join(items)
 
 
-def debate_panel(messages: Sequence[Message], problem: Problem) -> str:
-    """Rounds × debaters, the agreement per round and the judge's decision; empty if no debate."""
-    cells: dict[tuple[int, int], Message] = {}
-    for message in messages:
-        if message.intent in (Intent.PROPOSAL, Intent.ARGUMENT) and "debater" in message.metadata:
-            cells[int(message.metadata["round"]), int(message.metadata["debater"])] = message
-    if not cells:
-        return ""
-    rounds = sorted({r for r, _ in cells})
-    debaters = sorted({d for _, d in cells})
-    agreement = problem.extra.get("agreement") or []
-    head = "".join(f"<th>debater {d + 1}</th>" for d in debaters)
-    rows = []
-    for round_ in rounds:
-        share = f"{agreement[round_]:.0%}" if round_ < len(agreement) else "–"
-        row = "".join(
-            f"<td>{escape(str(cells[round_, d].metadata.get('argument') or '(proposal)')[:300])}</td>"
-            if (round_, d) in cells else "<td>–</td>" for d in debaters
-        )
-        rows.append(f"<tr><th>round {round_}</th>{row}<td>{share}</td></tr>")
-    verdict = next((m for m in reversed(messages) if m.intent == Intent.VERDICT), None)
-    decision = ""
-    if verdict is not None:
-        decision = (f"<p>Judge: {escape(str(verdict.metadata.get('decision', '')))} "
-                    f"{escape(str(verdict.metadata.get('choice') or ''))} — "
-                    f"{escape(str(verdict.metadata.get('rationale', '')))}</p>")
-    return (f'<section class="panel debate"><h2>Debate</h2><table><tr><th></th>{head}<th>agreement</th></tr>'
-            + "".join(rows) + f"</table>{decision}</section>")
-
-
-def vote_panel(messages: Sequence[Message]) -> str:
-    """Samples and the largest behaviour group; empty if no vote."""
-    samples = [m for m in messages if m.intent == Intent.PROPOSAL and "sample" in m.metadata]
-    verdicts = [m for m in messages if m.intent == Intent.VERDICT and "largest_group" in m.metadata]
-    verdict = verdicts[-1] if verdicts else None
-    if not samples or verdict is None:
-        return ""
-    chosen = int(verdict.metadata.get("chosen", 0))
-    items = "".join(
-        f"<li>{'<b>chosen</b> ' if i == chosen else ''}sample {i + 1}: "
-        f"{int((_trace(m).get('usage') or {}).get('completion_tokens', 0))} completion tokens</li>"
-        for i, m in enumerate(samples)
-    )
-    return (f'<section class="panel vote"><h2>Vote</h2><p>{escape(verdict.summary)}</p>'
-            f"<ul>{items}</ul></section>")
-
-
 def _exchange(number: int, index: int, exchange: dict[str, Any]) -> str:
     """One LM call of a role call: its rendered prompt, message by message, and its raw reply."""
     request = exchange.get("request")
@@ -224,7 +168,7 @@ def message_list(messages: Sequence[Message]) -> str:
     rendered prompt and raw reply, the parsed outputs, usage and the remaining metadata."""
     items = []
     for number, message in enumerate(messages, start=1):
-        trace = _trace(message)
+        trace = message_trace(message)
         rest = {k: v for k, v in message.metadata.items() if k != "trace"}
         body = [f"<h4>content</h4><pre>{escape(message.content)}</pre>"]
         if trace:
@@ -258,7 +202,7 @@ def problem_sections(problem: Problem, messages: Sequence[Message]) -> str:
         f"{escape(problem.reason)} · {problem.tokens:,} tokens · {problem.lm_calls} LM calls · "
         f"{problem.latency_s:.1f} s</p>{detail}",
         f"<h2>Swimlanes</h2>{swimlanes(messages)}", f"<h2>Agents</h2>{agent_cards(messages)}",
-        debate_panel(messages, problem), vote_panel(messages),
+        pattern_panels(messages, problem),
         f"<h2>Code versions</h2>{versions_panel(messages, problem)}",
         f'<h2>Final code</h2><pre class="code">{escape(problem.final_code)}</pre>',
         f"<h2>Messages</h2>{message_list(messages)}",

@@ -110,3 +110,30 @@ def test_a_discordant_problem_in_the_report_opens_both_transcripts(browser, serv
         columns = browser.find_elements(By.CSS_SELECTOR, ".pair .column")
         assert [c.find_element(By.TAG_NAME, "h2").text.split()[0] for c in columns] == ["baseline", "debate"]
         assert all(c.find_element(By.CSS_SELECTOR, "svg.lanes").is_displayed() for c in columns)
+
+
+@pytest.fixture(scope="module")
+def served_patterns(pattern_home):
+    home, result = pattern_home
+    viewer, _ = open_viewer(home, tracking_uri(home))
+    server, base = serve_in_thread(viewer)
+    yield base, result
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_tree_search_problem_shows_its_search_tree_and_table(browser, served_patterns):
+    from selenium.webdriver.common.by import By
+
+    base, result = served_patterns
+    search = next(c for c in result.children if c.pipeline == "tree_search")
+    with screenshot_on_failure(browser, "search_tree"):
+        browser.get(f"{base}/problems/{search.run_id}/{slug(search.results[0].task_id)}.html")
+        svg = browser.find_element(By.CSS_SELECTOR, "section.search svg.search-tree")
+        nodes = svg.find_elements(By.CSS_SELECTOR, "g.search-node")
+        rows = browser.find_elements(By.CSS_SELECTOR, "table.search-nodes tr.search-row")
+        assert svg.is_displayed() and len(nodes) == len(rows) >= 3
+        assert len(svg.find_elements(By.CSS_SELECTOR, "g.search-node.chosen")) == 1
+        assert rows[0].is_displayed() and browser.title != "pwned"
+        reflected = [r for r in rows if "<script>" in r.text]
+        assert reflected and "compute the result" in reflected[0].text
