@@ -99,11 +99,13 @@ def _scratchpad(messages: Sequence[Message], scratchpad_id: str) -> str:
         state = replay(mine, scratchpad_id, upto_seq=seq_of(message))
         kind, operation = _operation(event, message.intent)
         value = state.values.get(event.channel)
+        # A string (code, on a replace channel) reads best as itself, not as a JSON literal.
+        shown = value if isinstance(value, str) else json_text(value)
         rows.setdefault(event.channel, []).append(
             f'<tr class="pad-event {kind}"><td>{step}</td><td>{message.created_at - t0:.2f} s</td>'
             f"<td>{escape(agent_label(event.agent))}</td><td>{escape(operation)}</td>"
             f"<td>{state.versions.get(event.channel, '–')}</td><td>{size_bytes(state.values):,} B</td>"
-            f"<td><pre>{escape(json_text(value))}</pre></td></tr>"
+            f"<td><pre>{escape(shown)}</pre></td></tr>"
         )
     kinds = {channel.name: f"{channel.type}, {channel.conflict_policy}" for channel in init.channels}
     tables = "".join(
@@ -156,10 +158,11 @@ def _session_facts(session: dict[str, Any], triggers: dict[str, dict[str, Any]])
 
 def _session(session: dict[str, Any], triggers: dict[str, dict[str, Any]]) -> str:
     children = "".join(_session(child, triggers) for child in session["children"])
+    count = len(session["messages"])
     return (f'<li class="session session-{escape(session["kind"])}" '
             f'data-session="{escape(session["session_id"])}">'
             f'<b>{escape(session["kind"])}</b> {escape(agent_label(session["agent"]))} · '
-            f'{escape(session["session_id"])} · {len(session["messages"])} messages'
+            f'{escape(session["session_id"])} · {count} message{"" if count == 1 else "s"}'
             f"<ul>{_session_facts(session, triggers)}{children}</ul></li>")
 
 
