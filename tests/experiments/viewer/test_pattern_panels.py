@@ -1,15 +1,26 @@
-"""The scratchpad panel on a scratchpad with refusals and conflicts: one row per event on each
-channel, the state after it as the scratchpad's replay rebuilds it, model text escaped."""
+"""Pattern panels on hand-made histories: a scratchpad with refusals and conflicts (a row per
+event on each channel, the state after it as the scratchpad's replay rebuilds it) and an architect
+run with a failed, reassigned delegation; model text escaped; no panel without its data."""
 
 import re
 
 from experiments.viewer.data import Problem
 from experiments.viewer.pattern_panels import pattern_panels, scratchpad_panel
 from pipelines.agents import TaskContext
+from pipelines.architect_agents import SessionRef, publish_in
 from pipelines.pool.message_pool import MessagePool
 from pipelines.scratchpad.access import AgentAccess
 from pipelines.scratchpad.channels import ChannelSpec
 from pipelines.scratchpad.shared import ScratchpadConfig, SharedScratchpad
+from signatures.team_contracts import (
+    ArchitectDecision,
+    ArchitectPlan,
+    DeveloperInput,
+    DeveloperOutput,
+    ReviewerOutput,
+    TaskAssignment,
+    Verification,
+)
 
 SCRIPT = "<script>alert(1)</script>"
 
@@ -47,3 +58,38 @@ def test_a_problem_without_pattern_data_has_no_pattern_panel():
     ctx = TaskContext(MessagePool(), "t/1", "prompt", "f")
     ctx.publish(intent="output.complete", sender="coder", content="def f(): pass", summary="draft")
     assert pattern_panels(ctx.history(), Problem(task_id="t/1", status="passed")) == ""
+
+
+def test_architect_panel_shows_a_failed_delegation_its_reassignment_and_the_review():
+    ctx = TaskContext(MessagePool(), "t/1", "prompt", "f")
+    root = SessionRef("architect", "orchestrator", "architect")
+    task = TaskAssignment(task_id="t1", function_name="f", description="all")
+    publish_in(ctx, root, intent="plan", sender="architect", summary="plan",
+               contract=ArchitectPlan(tasks=[task], waves=[["t1"]]))
+    for attempt, (developer, status) in enumerate([("developer0", "failed"), ("developer1", "completed")], 1):
+        asked = publish_in(ctx, root, intent="task_assignment", sender="architect", summary="task t1",
+                           contract=DeveloperInput(task=task, allowed_functions=["f"], attempt=attempt))
+        session = SessionRef(f"t1/iteration1/attempt{attempt}", "developer", developer, root.id, asked.id)
+        publish_in(ctx, session, intent="output.complete", sender=developer, summary=status,
+                   contract=DeveloperOutput(task_id="t1", status=status, summary=f"{status} {SCRIPT}"))
+        if status == "failed":
+            publish_in(ctx, root, intent="decision", sender="architect", summary="reassign",
+                       contract=ArchitectDecision(task_id="t1", action="reassign", failed_developer=developer,
+                                                  next_developer="developer1", reason="no code"))
+    asked = publish_in(ctx, root, intent="review_request", sender="architect", summary="review")
+    review = SessionRef("review/iteration1", "reviewer", "reviewer", root.id, asked.id)
+    publish_in(ctx, review, intent="critique", sender="reviewer", summary="approved", contract=ReviewerOutput(
+        verdict="approved", verification=Verification(examples=2, passed=2, report="ok"), summary="fine"))
+
+    page = pattern_panels(ctx.history(), Problem(task_id="t/1", status="passed"))
+    sessions = re.findall(r'<li class="session session-(\w+)" data-session="([^"]+)"', page)
+    assert sessions == [("orchestrator", "architect"), ("developer", "t1/iteration1/attempt1"),
+                        ("developer", "t1/iteration1/attempt2"), ("reviewer", "review/iteration1")]
+    facts = re.findall(r'<li class="fact">(.*?)</li>', page)
+    assert facts == [
+        "plan: t1 (f)", "decision on t1: reassign (no code)",
+        "task t1 (f), attempt 1", "status failed: failed &lt;script&gt;alert(1)&lt;/script&gt;",
+        "task t1 (f), attempt 2", "status completed: completed &lt;script&gt;alert(1)&lt;/script&gt;",
+        "verdict approved: fine (visible examples 2/2)",
+    ]
+    assert SCRIPT not in page
