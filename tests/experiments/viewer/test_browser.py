@@ -129,6 +129,7 @@ def test_a_tree_search_problem_shows_its_search_tree_and_table(browser, served_p
     search = next(c for c in result.children if c.pipeline == "tree_search")
     with screenshot_on_failure(browser, "search_tree"):
         browser.get(f"{base}/problems/{search.run_id}/{slug(search.results[0].task_id)}.html")
+        print(f"tree-search problem page: {_load_ms(browser):.0f} ms")
         svg = browser.find_element(By.CSS_SELECTOR, "section.search svg.search-tree")
         nodes = svg.find_elements(By.CSS_SELECTOR, "g.search-node")
         rows = browser.find_elements(By.CSS_SELECTOR, "table.search-nodes tr.search-row")
