@@ -20,7 +20,7 @@ from pipelines.agents import Agent, TaskContext
 from pipelines.memory.entries import MemoryEntry, task_tags
 from pipelines.memory.injection import NO_MEMORIES, current_task_memory, memories_for
 from pipelines.memory.reflection import render_history, task_summary
-from pipelines.params import PipelineParams
+from pipelines.params import FeedbackTimeout, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -35,8 +35,7 @@ class ReflexionParams(PipelineParams):
     """Parameters of ``reflexion``."""
 
     max_trials: int = Field(default=3, ge=1, le=10, description="Attempts per problem (the first included).")
-    feedback_timeout_s: float = Field(
-        default=5.0, gt=0,
+    feedback_timeout_s: FeedbackTimeout = Field(
         description="Wall-clock limit in seconds for running one attempt on the visible examples.",
     )
 
