@@ -32,7 +32,8 @@ class AssembledProgram:
 
     def implements(self, entry_point: str) -> bool:
         """Whether the program parses and its (last) ``entry_point`` does something: a body of
-        only a docstring, ``pass``, ``...`` or bare literals is a stub, not a solution."""
+        only a docstring, ``pass``, ``...``, bare literals or ``raise NotImplementedError`` is a
+        stub, not a solution."""
         if not self.ok:
             return False
         functions = _definitions(ast.parse(self.source), entry_point)
@@ -40,9 +41,13 @@ class AssembledProgram:
 
 
 def _inert(stmt: ast.stmt) -> bool:
-    """``pass`` or an expression statement that cannot have an effect (no call, await, yield)."""
+    """``pass``, ``raise NotImplementedError`` (a placeholder, not behaviour) or an expression
+    statement that cannot have an effect (no call, await, yield)."""
     if isinstance(stmt, ast.Pass):
         return True
+    if isinstance(stmt, ast.Raise):
+        raised = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+        return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
     effects = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
     return isinstance(stmt, ast.Expr) and not any(isinstance(n, effects) for n in ast.walk(stmt))
 

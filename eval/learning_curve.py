@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from eval.figures import saved_figure
+
 LEARNING_PLOT = "learning_curve.png"
 
 
@@ -31,14 +33,9 @@ def learning_curves(problems: pd.DataFrame) -> pd.DataFrame:
 
 def plot_learning_curves(curves: pd.DataFrame, path: Path) -> Path:
     """The mean curve per pipeline over its orderings (thick) and each ordering (thin)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    try:
+    with saved_figure(path, figsize=(6.4, 3.8)) as ax:
         for number, (pipeline, runs) in enumerate(curves.groupby("pipeline", sort=True)):
             color = f"C{number % 10}"
             for _, run in runs.groupby("seed"):
@@ -53,10 +50,6 @@ def plot_learning_curves(curves: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel("cumulative pass@1")
         ax.set_title("Learning curves")
         ax.legend(fontsize=8, loc="lower right")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-    finally:
-        plt.close(fig)
     return path
 
 

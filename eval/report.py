@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from eval.figures import saved_figure
+
 # Columns of the Markdown table (the HTML shows every column); optional ones appear when present.
 SUMMARY_COLUMNS = (
     "pipeline", "seeds", "problems", "pass@1", "95% CI", "seed_sd", "tokens/problem", "prompt_tokens/problem",
@@ -92,13 +94,7 @@ def _error_bars(table: pd.DataFrame) -> np.ndarray:
 
 def plot_pass_at_1(table: pd.DataFrame, path: Path) -> Path:
     """pass@1 per pipeline with its Wilson interval as error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(table) + 2), 3.6))
-    try:
+    with saved_figure(path, figsize=(max(4.0, 1.2 * len(table) + 2), 3.6)) as ax:
         x = range(len(table))
         ax.bar(x, table["pass@1"], color="#4c72b0", alpha=0.8)
         ax.errorbar(x, table["pass@1"], yerr=_error_bars(table), fmt="none", ecolor="black", capsize=5)
@@ -106,22 +102,12 @@ def plot_pass_at_1(table: pd.DataFrame, path: Path) -> Path:
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("pass@1 (95% Wilson CI)")
         ax.set_title("pass@1 per pipeline")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-    finally:
-        plt.close(fig)
     return path
 
 
 def plot_pass_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
     """pass@1 against mean tokens per problem: the cost/quality frontier, one labelled point each."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 4.0))
-    try:
+    with saved_figure(path, figsize=(5.5, 4.0)) as ax:
         ax.errorbar(table["tokens/problem"], table["pass@1"], yerr=_error_bars(table), fmt="o", capsize=4)
         for _, row in table.iterrows():
             ax.annotate(str(row["pipeline"]), (row["tokens/problem"], row["pass@1"]),
@@ -131,10 +117,6 @@ def plot_pass_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
         ax.set_ylim(0, 1.05)
         ax.set_xlim(left=0, right=max(1.0, float(table["tokens/problem"].max()) * 1.25))
         ax.set_title("pass@1 vs cost")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-    finally:
-        plt.close(fig)
     return path
 
 

@@ -11,11 +11,15 @@ import doctest
 import re
 from dataclasses import dataclass
 
+from eval.assembly import assemble_program
 from eval.execution import CallOutcome, call_function
 
 # What may stand between a call and its value in prose examples: "f(x) ==> y", "f(x) # => y",
 # "f(x) ➞ y", "f(x) = y", "f(x) returns y" …
 _SEPARATOR = re.compile(r"\s*(?:#\s*)?(?:==>|=>|->|➞|==|=|returns|should return)\s*(?P<want>.+?)\s*$")
+
+
+NO_EXAMPLES = "none (the problem shows no runnable examples)"
 
 
 @dataclass(frozen=True)
@@ -191,9 +195,13 @@ def execution_feedback(
 ) -> str:
     """Run the candidate on the visible examples; one line per example, for a critic to read."""
     if not examples:
-        return "none (the problem shows no runnable examples)"
+        return NO_EXAMPLES
+    return _report(run_examples(program, entry_point, examples, timeout_s=timeout_s))
+
+
+def _report(runs: list[ExampleRun]) -> str:
     lines = []
-    for run in run_examples(program, entry_point, examples, timeout_s=timeout_s):
+    for run in runs:
         example, outcome = run.example, run.outcome
         if outcome.kind == "returned":
             mark = "PASS" if run.passed else "FAIL"
@@ -203,12 +211,41 @@ def execution_feedback(
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class CodeFeedback:
+    """A reply's code on the visible examples: what a role is shown, and the counts behind it."""
+
+    report: str  # one PASS/FAIL line per example, or the one line saying the code does not compile
+    compiles: bool
+    passed: int
+    examples: int
+
+    @property
+    def all_passed(self) -> bool:
+        """It compiles and passes every example (vacuously, where the prompt shows none)."""
+        return self.compiles and self.passed == self.examples
+
+
+def code_feedback(
+    prompt: str, code: str, entry_point: str, examples: list[VisibleExample], *, timeout_s: float = 5.0
+) -> CodeFeedback:
+    """Assemble ``code`` (a model's reply) with the prompt and run it on ``examples``: the
+    execution feedback the critic, reviewer, instructor and executor roles read."""
+    program = assemble_program(prompt, code, entry_point)
+    if not program.ok:
+        return CodeFeedback(f"the code does not compile: {program.syntax_error}", False, 0, len(examples))
+    if not examples:
+        return CodeFeedback(NO_EXAMPLES, True, 0, 0)
+    runs = run_examples(program.source, entry_point, examples, timeout_s=timeout_s)
+    return CodeFeedback(_report(runs), True, sum(run.passed for run in runs), len(runs))
+
+
 def debugging_feedback(program: str, runs: list[ExampleRun]) -> str:
     """Self-Debugging style feedback on the failing visible examples of ``runs``: the call, the
     expected value, what the code returned or raised, and the source line an exception came from
     (a line of ``program``, the assembled candidate the examples ran on)."""
     if not runs:
-        return "none (the problem shows no runnable examples)"
+        return NO_EXAMPLES
     failing = [run for run in runs if not run.passed]
     if not failing:
         return f"all {len(runs)} visible examples pass"

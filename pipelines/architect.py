@@ -30,7 +30,7 @@ from pipelines.architect_agents import (
 )
 from pipelines.architect_plan import Plan, integrate, make_plan
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
-from pipelines.params import PipelineParams
+from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -55,7 +55,7 @@ class ArchitectParams(PipelineParams):
 
     developers: int = Field(default=2, ge=1, le=MAX_PARALLEL_AGENTS,
                             description="Developers the architect delegates tasks to.")
-    max_iterations: int = Field(default=3, ge=1, description="Reviews before the team stops without "
+    max_iterations: MaxIterations = Field(description="Reviews before the team stops without "
                                 "approval; each review that asks for changes sends the tasks back.")
     max_tasks: int = Field(default=3, ge=1, le=8, description="Most tasks a plan may have; a larger "
                            "plan falls back to the whole problem as one task.")
@@ -63,13 +63,13 @@ class ArchitectParams(PipelineParams):
                                    "goes to the next developer) before the architect aborts the run.")
     developer_timeout_s: float = Field(default=600.0, gt=0, description="Wall-clock seconds a developer "
                                        "may take on one task before it counts as failed.")
-    parallel_agents: int = Field(
-        default=2, ge=1, le=MAX_PARALLEL_AGENTS,
+    parallel_agents: ParallelAgents = Field(
+        default=2,
         description="Developers working at once (1: one after another). A task's request depends only "
         "on the tasks of earlier waves, so results do not depend on this.",
     )
-    feedback_timeout_s: float = Field(default=5.0, gt=0, description="Wall-clock limit in seconds for "
-                                      "the reviewer's run of the code on the visible examples.")
+    feedback_timeout_s: FeedbackTimeout = Field(description="Wall-clock limit in seconds for the "
+                                                "reviewer's run of the code on the visible examples.")
 
 
 class ArchitectAgent(Agent):

@@ -13,8 +13,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel
 
-from eval.assembly import assemble_program
-from eval.visible_examples import execution_feedback, visible_examples
+from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import TaskContext
 from pipelines.architect_plan import defined_functions
 from pipelines.pool.messages import Intent, Message
@@ -138,14 +137,9 @@ class ReviewerWorker:
         self.examples = visible_examples(ctx.prompt, ctx.entry_point)
 
     def verify(self, code: str) -> Verification:
-        program = assemble_program(self.ctx.prompt, code, self.ctx.entry_point)
-        if not program.ok:
-            return Verification(examples=len(self.examples), passed=0,
-                                report=f"the code does not compile: {program.syntax_error}")
-        report = execution_feedback(program.source, self.ctx.entry_point, self.examples,
-                                    timeout_s=self.timeout_s)
-        passed = sum(line.startswith("PASS") for line in report.splitlines())
-        return Verification(examples=len(self.examples), passed=passed, report=report)
+        feedback = code_feedback(self.ctx.prompt, code, self.ctx.entry_point, self.examples,
+                                 timeout_s=self.timeout_s)
+        return Verification(examples=len(self.examples), passed=feedback.passed, report=feedback.report)
 
     def review(self, code: str, request: ReviewerInput, session: SessionRef) -> ReviewerOutput | None:
         verification = self.verify(code)

@@ -7,8 +7,7 @@ import time
 
 import dspy
 
-from eval.assembly import assemble_program
-from eval.visible_examples import execution_feedback, visible_examples
+from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import call_role
@@ -58,13 +57,10 @@ class CriticAgent(Agent):
         if not self.run_examples:
             return "none"
         start = time.monotonic()
-        program = assemble_program(self.ctx.prompt, code_message.content, self.ctx.entry_point)
-        if not program.ok:
-            text = f"the code does not compile: {program.syntax_error}"
-        else:
-            text = execution_feedback(
-                program.source, self.ctx.entry_point, self.examples, timeout_s=self.timeout_s
-            )
+        text = code_feedback(
+            self.ctx.prompt, code_message.content, self.ctx.entry_point, self.examples,
+            timeout_s=self.timeout_s,
+        ).report
         self.ctx.publish(
             intent=Intent.EXECUTION_FEEDBACK, sender=self.ctx.agent_name("executor"),
             content=text, summary="results on the visible examples", in_reply_to=code_message.id,

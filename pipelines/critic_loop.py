@@ -15,8 +15,7 @@ from pydantic import Field, field_validator
 from pipelines.agents import Agent, TaskContext
 from pipelines.critic_agents import CoderAgent, CriticAgent, FixerAgent, MetaCriticAgent
 from pipelines.critic_panel import PanelCriticAgent, critics_requesting_changes
-from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
-from pipelines.params import PipelineParams
+from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent
 from pipelines.registry import register_pipeline
@@ -31,8 +30,7 @@ from signatures.meta_critic import MetaCritic
 class CriticLoopParams(PipelineParams):
     """Parameters of ``critic_loop``."""
 
-    max_iterations: int = Field(
-        default=3, ge=1,
+    max_iterations: MaxIterations = Field(
         description="Critic reviews before the loop stops without approval; each review that asks "
         "for changes gets one fix.",
     )
@@ -45,18 +43,15 @@ class CriticLoopParams(PipelineParams):
         default=False,
         description="A meta-critic reviews each critique before the fixer sees it.",
     )
-    feedback_timeout_s: float = Field(
-        default=5.0, gt=0,
-        description="Wall-clock limit in seconds for running one version on the visible examples.",
-    )
+    feedback_timeout_s: FeedbackTimeout
     critics: list[CriticFocus] = Field(
         default_factory=list,
         description="A panel of critics instead of the one critic, each with its focus; they review "
         "each version concurrently and their reviews reach the fixer as one bundled critique "
         "(empty: the single critic).",
     )
-    parallel_agents: int = Field(
-        default=1, ge=1, le=MAX_PARALLEL_AGENTS,
+    parallel_agents: ParallelAgents = Field(
+        default=1,
         description="Panel critics' model calls in flight at once (1: one after another). Requests "
         "and results do not depend on this. Helps with an endpoint that serves requests in parallel.",
     )

@@ -16,8 +16,7 @@ from pydantic import Field
 from eval.behaviour import behaviour_signatures, largest_group
 from pipelines.agents import Agent, TaskContext
 from pipelines.debate_agents import DebaterAgent, JudgeAgent, Topology
-from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
-from pipelines.params import PipelineParams
+from pipelines.params import ParallelAgents, PipelineParams, SamplingTemperature
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -67,12 +66,12 @@ class DebateParams(PipelineParams):
         description="Whose solutions a debater reads: everyone (full), its two neighbours (ring), or "
         "the hub (star: debater 0 reads everyone, the others read debater 0).",
     )
-    temperature: float = Field(
-        default=0.7, ge=0, le=2,
+    temperature: SamplingTemperature = Field(
+        default=0.7,
         description="Sampling temperature of the debaters' proposals and arguments.",
     )
-    parallel_agents: int = Field(
-        default=3, ge=1, le=MAX_PARALLEL_AGENTS,
+    parallel_agents: ParallelAgents = Field(
+        default=3,
         description="Debaters' model calls in flight at once (1: one after another). The proposals, "
         "and each round's arguments, are independent; requests and cached answers do not depend on "
         "this, as every request is built in debater order. Helps with an endpoint that serves "

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from typing import Any, Literal, Self, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from eval.errors import UserError
+from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 _BOUND_ERRORS = {
@@ -47,6 +48,33 @@ class PipelineParams(BaseModel):
             return cls.model_validate(dict(values))
         except ValidationError as exc:
             raise UserError(f"pipeline '{pipeline}': {explain(cls, exc)}") from exc
+
+
+# Parameters several pipelines take, declared once so that their type, range and default mean
+# the same everywhere. A pipeline gives its own default where the shared one is not given or does
+# not suit it, and its own ``description`` of what the value does in that pipeline:
+# ``max_iterations: MaxIterations = Field(description="Reviews before …")``.
+
+MaxIterations = Annotated[int, Field(default=3, ge=1)]
+"""Rounds of review and revision (or versions) a loop runs at most (3 unless the pipeline says)."""
+
+FeedbackTimeout = Annotated[float, Field(
+    default=5.0, gt=0,
+    description="Wall-clock limit in seconds for running one version on the visible examples.",
+)]
+"""Seconds one sandboxed run of the code on examples or tests may take (5 unless the pipeline
+says); the description is the common one, a pipeline that runs something else says what."""
+
+ParallelAgents = Annotated[int, Field(ge=1, le=MAX_PARALLEL_AGENTS)]
+"""Role calls of one problem in flight at once (see :mod:`pipelines.parallel_agents`); no
+default, since how much of a pipeline can run at once is the pipeline's to say."""
+
+SamplingTemperature = Annotated[float, Field(ge=0, le=2)]
+"""The sampling temperature of the role calls a pipeline samples (debaters' proposals, vote's
+samples, tree search's children)."""
+
+GeneratedTestCount = Annotated[int, Field(ge=1, le=50)]
+"""Asserts a test-writing role is asked for (usable ones are ``assert f(args) == literal``)."""
 
 
 def explain(model: type[PipelineParams], error: ValidationError) -> str:

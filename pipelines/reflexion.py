@@ -14,13 +14,12 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from eval.assembly import assemble_program
-from eval.visible_examples import execution_feedback, visible_examples
+from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.memory.entries import MemoryEntry, task_tags
 from pipelines.memory.injection import NO_MEMORIES, current_task_memory, memories_for
 from pipelines.memory.reflection import render_history, task_summary
-from pipelines.params import PipelineParams
+from pipelines.params import FeedbackTimeout, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -35,8 +34,7 @@ class ReflexionParams(PipelineParams):
     """Parameters of ``reflexion``."""
 
     max_trials: int = Field(default=3, ge=1, le=10, description="Attempts per problem (the first included).")
-    feedback_timeout_s: float = Field(
-        default=5.0, gt=0,
+    feedback_timeout_s: FeedbackTimeout = Field(
         description="Wall-clock limit in seconds for running one attempt on the visible examples.",
     )
 
@@ -83,13 +81,11 @@ class VisibleRunAgent(Agent):
         self.listen([Intent.OUTPUT_COMPLETE, Intent.FIX])
 
     def handle(self, message: Message) -> None:
-        program = assemble_program(self.ctx.prompt, message.content, self.ctx.entry_point)
-        if not program.ok:
-            text = f"FAIL: the code does not compile: {program.syntax_error}"
-        else:
-            text = execution_feedback(
-                program.source, self.ctx.entry_point, self.examples, timeout_s=self.timeout_s
-            )
+        feedback = code_feedback(
+            self.ctx.prompt, message.content, self.ctx.entry_point, self.examples, timeout_s=self.timeout_s
+        )
+        # Code that does not compile is a failing attempt too: its one line is marked FAIL.
+        text = feedback.report if feedback.compiles else f"FAIL: {feedback.report}"
         failing = sum(line.startswith("FAIL") for line in text.splitlines())
         self.ctx.publish(
             intent=Intent.EXECUTION_FEEDBACK, sender=self.name, content=text,

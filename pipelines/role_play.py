@@ -15,7 +15,7 @@ import dspy
 from pydantic import Field
 
 from pipelines.agents import TaskContext
-from pipelines.params import PipelineParams
+from pipelines.params import FeedbackTimeout, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -45,10 +45,7 @@ class RolePlayParams(PipelineParams):
         description="Show the instructor the assistant's code run on the prompt's visible examples "
         "(never the hidden tests).",
     )
-    feedback_timeout_s: float = Field(
-        default=5.0, gt=0,
-        description="Wall-clock limit in seconds for running one version on the visible examples.",
-    )
+    feedback_timeout_s: FeedbackTimeout
 
 
 def role_play_outcome(history: list[Message]) -> dict[str, Any]:

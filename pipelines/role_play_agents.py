@@ -8,8 +8,8 @@ import re
 
 import dspy
 
-from eval.assembly import assemble_program, contains_code
-from eval.visible_examples import execution_feedback, visible_examples
+from eval.assembly import contains_code
+from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import call_role
@@ -93,12 +93,9 @@ class InstructorAgent(Agent):
     def _feedback(self) -> str:
         if not self.run_examples or self.code is None:
             return "none"
-        program = assemble_program(self.ctx.prompt, self.code, self.ctx.entry_point)
-        if not program.ok:
-            return f"the code does not compile: {program.syntax_error}"
-        return execution_feedback(
-            program.source, self.ctx.entry_point, self.examples, timeout_s=self.timeout_s
-        )
+        return code_feedback(
+            self.ctx.prompt, self.code, self.ctx.entry_point, self.examples, timeout_s=self.timeout_s
+        ).report
 
     def handle(self, message: Message) -> None:
         if message.intent == Intent.TASK_SPECIFIED:

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from pipelines.agent_figures import flat_agent_figures
 from pipelines.agents import Agent, TaskContext
-from pipelines.params import PipelineParams
+from pipelines.params import FeedbackTimeout, MaxIterations, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Message
 from pipelines.registry import register_pipeline
@@ -41,8 +41,7 @@ from signatures.scratchpad_reviewer import ScratchpadReviewer
 class ScratchpadParams(PipelineParams):
     """Parameters of ``scratchpad``."""
 
-    max_iterations: int = Field(
-        default=3, ge=1,
+    max_iterations: MaxIterations = Field(
         description="Reviews before the team stops without approval; each review that asks for "
         "changes, but the last, gets one revision.",
     )
@@ -59,10 +58,7 @@ class ScratchpadParams(PipelineParams):
         description="A write past the cap: reject (the agent is told and sees the error on its next "
         "read) or drop_oldest (the oldest test results / reviews make room; recorded in the event).",
     )
-    feedback_timeout_s: float = Field(
-        default=5.0, gt=0, description="Wall-clock limit in seconds for running one version on the "
-        "visible examples."
-    )
+    feedback_timeout_s: FeedbackTimeout
     log_reads: bool = Field(
         default=False, description="Also publish a read event (agent, channel versions) for every read."
     )

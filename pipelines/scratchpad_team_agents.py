@@ -9,8 +9,7 @@ from typing import Any
 
 import dspy
 
-from eval.assembly import assemble_program
-from eval.visible_examples import execution_feedback, visible_examples
+from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import call_role
@@ -143,16 +142,11 @@ class TesterAgent(ScratchpadAgent):
         if not _on_channel(message, "code"):
             return
         snapshot = self.pad.read(self.name, ["code"])
-        program = assemble_program(self.ctx.prompt, snapshot.values["code"] or "", self.ctx.entry_point)
-        if not program.ok:
-            report = f"the code does not compile: {program.syntax_error}"
-        else:
-            report = execution_feedback(program.source, self.ctx.entry_point, self.examples,
-                                        timeout_s=self.timeout_s)
-        lines = report.splitlines()
+        feedback = code_feedback(self.ctx.prompt, snapshot.values["code"] or "", self.ctx.entry_point,
+                                 self.examples, timeout_s=self.timeout_s)
         entry = {
             "code_version": snapshot.versions["code"], "examples": len(self.examples),
-            "passed": sum(line.startswith("PASS") for line in lines), "report": report,
+            "passed": feedback.passed, "report": feedback.report,
         }
         self.write("test_results", entry, self.pad.read(self.name, ["test_results"]).versions.get(
             "test_results", 0))

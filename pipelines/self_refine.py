@@ -13,7 +13,7 @@ from pydantic import Field
 
 from pipelines.agents import Agent, TaskContext
 from pipelines.critic_agents import CoderAgent
-from pipelines.params import PipelineParams
+from pipelines.params import MaxIterations, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -79,8 +79,7 @@ class SelfRefineAgent(Agent):
 class SelfRefineParams(PipelineParams):
     """Parameters of ``self_refine``."""
 
-    max_iterations: int = Field(
-        default=3, ge=1,
+    max_iterations: MaxIterations = Field(
         description="Self-reviews before the loop stops without the author judging its code correct.",
     )
 

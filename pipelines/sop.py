@@ -17,7 +17,7 @@ import dspy
 from pydantic import Field
 
 from pipelines.agents import Agent, TaskContext
-from pipelines.params import PipelineParams
+from pipelines.params import FeedbackTimeout, GeneratedTestCount, MaxIterations, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -41,13 +41,12 @@ from signatures.sop_architect import SopArchitect
 class SopParams(PipelineParams):
     """Parameters of ``sop``."""
 
-    max_iterations: int = Field(
-        default=3, ge=1,
+    max_iterations: MaxIterations = Field(
         description="Versions the engineer writes at most (the first, then one per failing QA report "
         "or review); a version returned unrun (it does not compile) is rewritten without counting.",
     )
-    n_tests: int = Field(
-        default=5, ge=1, le=50,
+    n_tests: GeneratedTestCount = Field(
+        default=5,
         description="Asserts the QA engineer writes from the spec and the prompt (usable ones are "
         "'assert f(args) == literal' lines); the prompt's visible examples are run too.",
     )
@@ -61,8 +60,7 @@ class SopParams(PipelineParams):
         description="A mandatory reviewer gate: a version QA passed completes only when the reviewer "
         "approves; otherwise the review goes back to the engineer.",
     )
-    feedback_timeout_s: float = Field(
-        default=5.0, gt=0,
+    feedback_timeout_s: FeedbackTimeout = Field(
         description="Wall-clock limit in seconds for running one version on the tests (per call).",
     )
 

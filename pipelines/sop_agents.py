@@ -228,6 +228,14 @@ class QaEngineerAgent(HandoffAgent):
         if not program.ok:
             failure = f"does not compile: {program.syntax_error}"
             return QaReport(passed=False, tests_run=0, failures=[failure])
+        if not program.implements(self.ctx.entry_point):
+            # Checked before any test: a stub must not pass because no test happens to call it
+            # (or because none could be parsed from the QA engineer's reply).
+            failure = (
+                f"FAIL: {self.ctx.entry_point} is not implemented (missing, or its body is only a "
+                "docstring, pass, ... or raise NotImplementedError)"
+            )
+            return QaReport(passed=False, tests_run=0, failures=[failure])
         if not tests:
             return QaReport(passed=True, tests_run=0)
         lines = execution_feedback(program.source, self.ctx.entry_point, tests, timeout_s=self.timeout_s)

@@ -20,7 +20,7 @@ from pydantic import AliasChoices, Field
 
 from pipelines.agents import TaskContext
 from pipelines.budget import TokenBudgetParams, require_resolved
-from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
+from pipelines.params import FeedbackTimeout, ParallelAgents, SamplingTemperature
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent
 from pipelines.registry import register_pipeline
@@ -49,7 +49,7 @@ class TreeSearchParams(TokenBudgetParams):
         "agreement with evaluation: consistency) + (1 − λ) · its pass rate on the visible examples. "
         "0 asks no value role.",
     )
-    temperature: float = Field(default=0.8, ge=0, le=2, description="Sampling temperature of the children.")
+    temperature: SamplingTemperature = Field(default=0.8, description="Sampling temperature of the children.")
     evaluation: Literal["lm", "consistency"] = Field(
         default="lm",
         description="What λ weighs against the pass rate: the scorer role's 0–10 judgement (lm), or the "
@@ -70,13 +70,13 @@ class TreeSearchParams(TokenBudgetParams):
         description="The root's first child is the greedy answer (the baseline's request), drawn alone; "
         "when it passes every visible example and stop is first_pass, nothing is sampled.",
     )
-    parallel_agents: int = Field(
-        default=1, ge=1, le=MAX_PARALLEL_AGENTS,
+    parallel_agents: ParallelAgents = Field(
+        default=1,
         description="Role calls of one expansion made at once (children, their scores). Results do "
         "not depend on it: each child's seed is its node index.",
     )
-    feedback_timeout_s: float = Field(
-        default=5.0, gt=0, description="Wall-clock limit in seconds per visible example run."
+    feedback_timeout_s: FeedbackTimeout = Field(
+        description="Wall-clock limit in seconds per visible example run."
     )
 
 

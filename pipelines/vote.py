@@ -24,7 +24,8 @@ from eval.errors import ServiceError
 from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.budget import TokenBudgetParams, require_resolved
 from pipelines.generated_test_agents import DualAgreementVoterAgent, TestSource, TestWriterAgent
-from pipelines.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
+from pipelines.parallel_agents import ParallelCalls
+from pipelines.params import GeneratedTestCount, ParallelAgents, SamplingTemperature
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
@@ -167,7 +168,7 @@ class VoteParams(TokenBudgetParams):
 
     k: int = Field(default=5, ge=1, description="Samples to draw when there is no token budget "
                    "(with one, vote samples until it is spent, at least one sample, up to max_samples).")
-    temperature: float = Field(default=0.8, ge=0, le=2, description="Sampling temperature of each sample.")
+    temperature: SamplingTemperature = Field(default=0.8, description="Sampling temperature of each sample.")
     max_samples: int = Field(default=20, ge=1, description="Most samples drawn under a token budget.")
     tests: TestSource = Field(
         default="visible",
@@ -176,13 +177,13 @@ class VoteParams(TokenBudgetParams):
         "dual agreement: consensus sets scored by samples agreeing x tests passed) or both (generated "
         "tests plus the visible examples as tests).",
     )
-    n_tests: int = Field(
-        default=10, ge=1, le=50,
+    n_tests: GeneratedTestCount = Field(
+        default=10,
         description="Asserts the test writer is asked for (tests: generated or both; usable ones are "
         "'assert f(args) == literal' lines).",
     )
-    parallel_agents: int = Field(
-        default=4, ge=1, le=MAX_PARALLEL_AGENTS,
+    parallel_agents: ParallelAgents = Field(
+        default=4,
         description="Samples drawn at once (1: one after another). Requests and cached answers do not "
         "depend on this: sample i has seed i, and under a token budget the same samples are drawn as "
         "one at a time. Helps with an endpoint that serves requests in parallel (llama-server does).",

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import dspy
 
-from eval.assembly import assemble_program
-from eval.visible_examples import execution_feedback, visible_examples
+from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import code_messages
 from pipelines.memory.entries import MemoryEntry, task_tags
 from pipelines.pool.messages import Intent, Message
@@ -38,11 +37,8 @@ def visible_outcome(prompt: str, entry_point: str, code: str, *, timeout_s: floa
     examples = visible_examples(prompt, entry_point)
     if not examples:
         return VisibleOutcome("no runnable examples in the problem", None)
-    program = assemble_program(prompt, code, entry_point)
-    if not program.ok:
-        return VisibleOutcome(f"the code does not compile: {program.syntax_error}", False)
-    text = execution_feedback(program.source, entry_point, examples, timeout_s=timeout_s)
-    return VisibleOutcome(text, all(line.startswith("PASS") for line in text.splitlines()))
+    feedback = code_feedback(prompt, code, entry_point, examples, timeout_s=timeout_s)
+    return VisibleOutcome(feedback.report, feedback.all_passed)
 
 
 def _findings(critique: Message) -> list[str]:

@@ -106,6 +106,9 @@ def test_humaneval_prompts_with_helpers_keep_them(humaneval_problems):
     ("", False),  # the prompt's own stub
     ("def add(a, b):\n    '''Add.'''\n    ...", False),
     ("def add(a, b):\n    pass", False),
+    ("def add(a, b):\n    raise NotImplementedError", False),
+    ("def add(a, b):\n    '''Add.'''\n    raise NotImplementedError('todo')", False),
+    ("def add(a, b):\n    raise ValueError('not yet')", True),  # a deliberate error is behaviour
     ("[3, (1, 2)]", False),  # an example output as the body
     ("def add(a, b) return", False),  # does not parse
     ("def helper():\n    return 1", False),  # the entry point stays a stub

@@ -1,4 +1,10 @@
-from eval.visible_examples import debugging_feedback, execution_feedback, run_examples, visible_examples
+from eval.visible_examples import (
+    code_feedback,
+    debugging_feedback,
+    execution_feedback,
+    run_examples,
+    visible_examples,
+)
 
 
 def test_doctest_examples_are_found(humaneval_problems):
@@ -56,3 +62,17 @@ def test_debugging_feedback_shows_expected_got_and_the_raising_line():
         "all 3 visible examples pass"
     )
     assert debugging_feedback(program, []) == "none (the problem shows no runnable examples)"
+
+
+def test_code_feedback_runs_a_reply_and_counts_what_passed():
+    prompt = 'def inc(x):\n    """\n    >>> inc(1)\n    2\n    >>> inc(5)\n    6\n    """\n'
+    examples = visible_examples(prompt, "inc")
+    wrong = code_feedback(prompt, "```python\ndef inc(x):\n    return 2\n```", "inc", examples)
+    assert (wrong.compiles, wrong.passed, wrong.examples, wrong.all_passed) == (True, 1, 2, False)
+    assert wrong.report.splitlines() == ["PASS: inc(1) returned 2, expected 2",
+                                         "FAIL: inc(5) returned 2, expected 6"]
+    right = code_feedback(prompt, "return x + 1", "inc", examples)
+    assert (right.passed, right.all_passed) == (2, True)
+    broken = code_feedback(prompt, "def inc(x) return", "inc", examples)
+    assert (broken.compiles, broken.passed, broken.all_passed) == (False, 0, False)
+    assert broken.report.startswith("the code does not compile: ")

@@ -7,6 +7,7 @@ from support.bad_params import BAD_PARAMS
 from eval.errors import UserError
 from pipelines.critic_loop import CriticLoop
 from pipelines.debate import DebateParams
+from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 from pipelines.registry import create_pipeline, describe_pipelines, pipeline_names, validate_params
 from pipelines.vote import Vote
 
@@ -68,3 +69,30 @@ def test_every_pipeline_and_param_is_described():
     assert (debaters["type"], debaters["default"], debaters["allowed"]) == ("int", 3, ">= 2")
     budget = next(p for p in described["vote"]["params"] if p["name"] == "token_budget")
     assert (budget["type"], budget["default"], budget["allowed"]) == ("float | null", None, ">= 0")
+
+
+# The shared fields (pipelines/params.py): out of range, every pipeline that takes one refuses the
+# same value with the same words — none declares its own looser copy.
+SHARED_OUT_OF_RANGE = [
+    ("max_iterations", 0, "must be >= 1 (got 0)"),
+    ("feedback_timeout_s", 0.0, "must be > 0.0 (got 0.0)"),
+    ("parallel_agents", MAX_PARALLEL_AGENTS + 1,
+     f"must be <= {MAX_PARALLEL_AGENTS} (got {MAX_PARALLEL_AGENTS + 1})"),
+    ("temperature", 2.5, "must be <= 2.0 (got 2.5)"),
+    ("n_tests", 51, "must be <= 50 (got 51)"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), SHARED_OUT_OF_RANGE)
+def test_a_shared_field_has_one_range_in_every_pipeline(field, value, expected):
+    takers = [name for name in pipeline_names()
+              if field in {row["name"] for row in _described(name)["params"]}]
+    assert len(takers) >= 2  # shared indeed
+    for name in takers:
+        with pytest.raises(UserError) as error:
+            validate_params(name, {field: value})
+        assert str(error.value) == f"pipeline '{name}': params.{field}: {expected}"
+
+
+def _described(name):
+    return next(row for row in describe_pipelines() if row["name"] == name)

@@ -4,6 +4,7 @@ receiver and returned to the sender, the QA loop and its end, and the reviewer g
 import json
 
 import dspy
+import pytest
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import review, role_responder
 
@@ -36,14 +37,14 @@ SCRIPTS = {
 }
 
 
-def _solve(scripts, **params):
+def _solve(scripts, prompt=PROMPT, **params):
     pool = MessagePool()
     with FakeOpenAIServer(role_responder(scripts)) as fake:
         lm = HarnessLM("openai/fake", identity="t", cache_dir=None, api_base=fake.api_base,
                        api_key="x", temperature=0.0, max_tokens=200, num_retries=0)
         pipeline = create_pipeline("sop", **params)
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
-            prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
+            prediction = pipeline(prompt=prompt, entry_point="add", task_id="t/1")
         requests = list(fake.requests)
     return prediction, pool.history(thread_id=prediction.thread_id), requests
 
@@ -143,3 +144,29 @@ def test_reviewer_gate_sends_a_passing_version_back_until_approved():
         "spec", "design", "code", "release", "review", "code", "release"]
     assert prediction.metrics["stop_reason"] == "approved" and prediction.metrics["versions"] == 2
     assert len(reviews) == 2
+
+
+NO_EXAMPLES = 'def add(a: int, b: int) -> int:\n    """Add two numbers."""\n'
+
+
+@pytest.mark.parametrize("stub", [
+    "def add(a: int, b: int) -> int:\n    \"\"\"Add two numbers.\"\"\"",
+    "def add(a: int, b: int) -> int:\n    pass",
+    "def add(a: int, b: int) -> int:\n    ...",
+    "def add(a: int, b: int) -> int:\n    raise NotImplementedError('later')",
+    "def helper() -> int:\n    return 1",  # the entry point's def is missing
+])
+def test_qa_sends_back_a_version_that_does_not_implement_the_function(stub):
+    # No visible example and no usable generated test: nothing would ever call the stub.
+    scripts = {
+        **SCRIPTS,
+        "qa_engineer": lambda t: {"acceptance_test_code": "assert True"},
+        "engineer": lambda t: {"implementation_code": GOOD if "is not implemented" in t else stub},
+    }
+    prediction, history, _ = _solve(scripts, prompt=NO_EXAMPLES)
+    reports = [json.loads(m.content) for m in history if m.intent == Intent.QA_REPORT]
+    assert [r["passed"] for r in reports] == [False, True]
+    assert reports[0]["failures"][0].startswith("FAIL: add is not implemented")
+    assert _stages(history, Intent.HANDOFF) == ["spec", "design", "code", "qa_report", "code"]
+    assert (prediction.first_code, prediction.code) == (stub, GOOD)
+    assert prediction.metrics["stop_reason"] == "qa_passed" and prediction.metrics["changes_requested"]
