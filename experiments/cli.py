@@ -89,6 +89,8 @@ def _add_compare(commands: Any) -> None:
     compare.add_argument("--resamples", type=int, default=9999,
                          help="bootstrap resamples, 99 to 1000000 (default 9999)")
     compare.add_argument("--no-log", action="store_true", help="do not attach the report to MLflow")
+    compare.add_argument("--viewer-url", help="where the report links discordant problems: the root of "
+                         "a `critiquelab view` (default http://127.0.0.1:8470)")
 
 
 def _add_optimize(commands: Any) -> None:
@@ -194,9 +196,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     check_bootstrap_options(
         args.resamples, args.bootstrap_seed, resamples_name="--resamples", seed_name="--bootstrap-seed"
     )
+    if args.viewer_url is not None:
+        from experiments.viewer.server import check_viewer_url
+
+        check_viewer_url(args.viewer_url, "--viewer-url")
     result = compare_runs(
         args.runs, home=args.home, out=args.out, log=not args.no_log,
-        bootstrap_seed=args.bootstrap_seed, n_resamples=args.resamples,
+        bootstrap_seed=args.bootstrap_seed, n_resamples=args.resamples, viewer_url=args.viewer_url,
     )
     _print_notices(result.notices)
     print(result.markdown)

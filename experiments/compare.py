@@ -217,10 +217,10 @@ def load_problems_frame(client: Any, runs: Sequence[ComparedRun]) -> Any:
     return pd.concat(frames, ignore_index=True)
 
 
-def discordant_links(problems: Any) -> tuple[tuple[str, str], ...]:
+def discordant_links(problems: Any, viewer_url: str) -> tuple[tuple[str, str], ...]:
     """(text, URL) for every problem one run passed and another of the same seed failed: its
-    paired view in ``critiquelab view`` (served on its default port)."""
-    from experiments.viewer.server import DEFAULT_PORT, pair_link
+    paired view in the viewer at ``viewer_url`` (``critiquelab view``'s root)."""
+    from experiments.viewer.server import pair_link
 
     links = []
     runs = problems[["pipeline", "seed", "run_id"]].drop_duplicates().to_records(index=False)
@@ -235,7 +235,7 @@ def discordant_links(problems: Any) -> tuple[tuple[str, str], ...]:
                 if other is not None and bool(other) != bool(passed):
                     winner = label_a if passed else label_b
                     links.append((f"{task}: {label_a} vs {label_b} seed {seed_a} ({winner} passed)",
-                                  pair_link(DEFAULT_PORT, run_a, run_b, task)))
+                                  pair_link(viewer_url, run_a, run_b, task)))
     return tuple(links)
 
 
@@ -324,6 +324,7 @@ def compare_runs(
     n_resamples: int = 9999,
     confidence: float = 0.95,
     tracking: str | None = None,
+    viewer_url: str | None = None,
 ) -> ComparisonResult:
     """Compare the pipelines of a parent run (all its children) or of explicit child run ids.
 
@@ -331,7 +332,9 @@ def compare_runs(
     1,000,000, ``bootstrap_seed`` 0 to 2**32-1, ``confidence`` strictly between 0 and 1) are
     :class:`UserError`, raised before anything is read or written. ``log=False`` writes the
     files but attaches nothing to MLflow. ``tracking``: the MLflow tracking URI (default
-    ``$MLFLOW_TRACKING_URI``, else the data directory's store).
+    ``$MLFLOW_TRACKING_URI``, else the data directory's store). ``viewer_url``: where the
+    report's links to each discordant problem point (default ``critiquelab view``'s own address,
+    http://127.0.0.1:8470; an http(s) URL, checked first like the other options).
     """
     from eval.report import ReportContext, write_report
     from eval.statistics import check_bootstrap_options, pairwise_tests, pipeline_summary
@@ -339,6 +342,9 @@ def compare_runs(
     check_bootstrap_options(
         n_resamples, bootstrap_seed, confidence, resamples_name="n_resamples", seed_name="bootstrap_seed"
     )
+    from experiments.viewer.server import DEFAULT_URL, check_viewer_url
+
+    viewer_url = check_viewer_url(viewer_url or DEFAULT_URL)
     run_ids = [runs] if isinstance(runs, str) else list(runs)
     if not run_ids:
         raise UserError("compare needs a parent run id or one or more pipeline run ids")
@@ -355,7 +361,7 @@ def compare_runs(
     title = f"Pipeline comparison: {run_ids[0] if single_parent else f'{len(resolved)} runs'}"
     context = ReportContext(
         title, [(r.label, str(r.seed), r.run_id, r.parent_id or "–") for r in resolved],
-        bootstrap_seed, n_resamples, confidence, tuple(notices), discordant_links(problems),
+        bootstrap_seed, n_resamples, confidence, tuple(notices), discordant_links(problems, viewer_url),
     )
     files, markdown = write_report(context, table, pairs, out)
     learning = learning_section(client, resolved, problems, out, files)

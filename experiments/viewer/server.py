@@ -11,6 +11,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from eval.errors import UserError
 from experiments.viewer.data import ViewerData
@@ -27,10 +28,22 @@ _ROUTES = (
 )
 
 
-def pair_link(port: int, run_a: str, run_b: str, task_id: str) -> str:
-    """Where the served viewer shows ``task_id`` under two runs side by side (compare's report
-    links each discordant problem here)."""
-    return f"http://{HOST}:{port}/pairs/{run_a}/{run_b}/{slug(task_id)}.html"
+DEFAULT_URL = f"http://{HOST}:{DEFAULT_PORT}"
+
+
+def check_viewer_url(url: str, name: str = "viewer_url") -> str:
+    """``url`` without a trailing slash, if it is an http(s) address a browser can open (the
+    viewer's root: served, or an exported directory behind any web server); else UserError."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise UserError(f"{name} must be an http(s) URL such as {DEFAULT_URL} (got {url})")
+    return url.rstrip("/")
+
+
+def pair_link(viewer_url: str, run_a: str, run_b: str, task_id: str) -> str:
+    """Where the viewer at ``viewer_url`` shows ``task_id`` under two runs side by side
+    (compare's report links each discordant problem here)."""
+    return f"{viewer_url}/pairs/{run_a}/{run_b}/{slug(task_id)}.html"
 
 
 class Viewer:

@@ -225,6 +225,9 @@ def test_compare_all_passed_against_all_failed(home, capsys, problems):
         ("--resamples", "1000001", "--resamples must be an integer from 99 to 1000000"),
         ("--bootstrap-seed", "-1", "--bootstrap-seed must be an integer from 0 to 4294967295"),
         ("--bootstrap-seed", str(2**32), "--bootstrap-seed must be an integer from 0 to 4294967295"),
+        ("--viewer-url", "ftp://127.0.0.1:8470", "--viewer-url must be an http(s) URL"),
+        ("--viewer-url", "127.0.0.1:8470", "--viewer-url must be an http(s) URL"),
+        ("--viewer-url", "http://", "--viewer-url must be an http(s) URL"),
     ],
 )
 def test_cli_compare_options_out_of_range_are_one_line_exit_2(home, capsys, flag, value, expected):
@@ -243,6 +246,7 @@ def test_cli_compare_options_out_of_range_are_one_line_exit_2(home, capsys, flag
         (dict(bootstrap_seed=2**32), "bootstrap_seed"),
         (dict(confidence=1.0), "confidence"),
         (dict(confidence=0.0), "confidence"),
+        (dict(viewer_url="file:///tmp/view"), "viewer_url"),
     ],
 )
 def test_compare_runs_checks_its_options_first(home, options, named):

@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 import pytest
 from support.viewer_run import LOST, SCRIPT
 
+from experiments.compare import compare_runs
 from experiments.tracking import tracking_uri
 from experiments.viewer.pages import slug
 from experiments.viewer.server import DEFAULT_PORT, open_viewer, serve_in_thread
@@ -95,10 +96,11 @@ def test_run_list_filters_and_a_problem_shows_lanes_and_diffs(browser, served):
         assert SCRIPT in browser.find_element(By.TAG_NAME, "body").text
 
 
-def test_a_discordant_problem_in_the_report_opens_both_transcripts(browser, served):
+def test_a_discordant_problem_in_the_report_opens_both_transcripts(browser, served, viewer_home, tmp_path):
     from selenium.webdriver.common.by import By
 
     base, result = served
+    home = viewer_home[0]
     report = result.comparison.files["html"]
     with screenshot_on_failure(browser, "report_link"):
         browser.get(report.resolve().as_uri())
@@ -106,7 +108,13 @@ def test_a_discordant_problem_in_the_report_opens_both_transcripts(browser, serv
         assert LOST in link.text
         target = urlparse(link.get_attribute("href"))
         assert (target.hostname, target.port) == ("127.0.0.1", DEFAULT_PORT)
-        browser.get(base + target.path)  # the served viewer of this test listens on a free port
+    # A report made for this test's viewer (served on a free port) links straight into it.
+    pointed = compare_runs(result.parent_run_id, home=home, out=tmp_path / "report", log=False,
+                           n_resamples=99, viewer_url=base + "/")
+    with screenshot_on_failure(browser, "report_link_followed"):
+        browser.get(pointed.files["html"].resolve().as_uri())
+        browser.find_element(By.CSS_SELECTOR, "a.discordant").click()
+        assert browser.current_url == base + target.path
         columns = browser.find_elements(By.CSS_SELECTOR, ".pair .column")
         assert [c.find_element(By.TAG_NAME, "h2").text.split()[0] for c in columns] == ["baseline", "debate"]
         assert all(c.find_element(By.CSS_SELECTOR, "svg.lanes").is_displayed() for c in columns)
