@@ -80,22 +80,36 @@ def _overhead(args: argparse.Namespace, cluster_address: str, api_base: str, tot
     for name, execution in executions.items():
         _timed(_spec(api_base, sizes[0], concurrency, execution), tmp / f"{name}-warm-up")
     marginal: dict[str, list[float]] = {"local": [], "ray": []}
+    walls: dict[tuple[str, int], list[float]] = {(name, size): [] for name in executions for size in sizes}
     print(f"instant endpoint, concurrency {concurrency}, 1 worker, {sizes[0]} / {sizes[1]} problems; "
           "marginal ms per problem")
-    print("repeat  local ms  ray ms  ray/local")
+    print("repeat  local ms  ray ms  ray/local   local s small/large  ray s small/large")
     for repeat in range(args.repeats):
         for name, execution in executions.items():
-            walls = [_timed(_spec(api_base, size, concurrency, execution), tmp / f"{name}-{repeat}-{size}")[0]
-                     for size in sizes]
+            for size in sizes:
+                spec = _spec(api_base, size, concurrency, execution)
+                walls[name, size].append(_timed(spec, tmp / f"{name}-{repeat}-{size}")[0])
             # Each Ray run starts fresh worker processes while this process stays warm, so the
             # overhead per problem is the marginal time between two sizes.
-            marginal[name].append((walls[1] - walls[0]) / (sizes[1] - sizes[0]) * 1000)
+            small, large = walls[name, sizes[0]][-1], walls[name, sizes[1]][-1]
+            marginal[name].append(_per_problem_ms(small, large, sizes))
         print(f"{repeat + 1:6d}  {marginal['local'][-1]:8.2f}  {marginal['ray'][-1]:6.2f}  "
-              f"{marginal['ray'][-1] / marginal['local'][-1]:9.3f}")
+              f"{marginal['ray'][-1] / marginal['local'][-1]:9.3f}   "
+              f"{walls['local', sizes[0]][-1]:7.2f} / {walls['local', sizes[1]][-1]:5.2f}    "
+              f"{walls['ray', sizes[0]][-1]:5.2f} / {walls['ray', sizes[1]][-1]:5.2f}")
     local, ray = statistics.median(marginal["local"]), statistics.median(marginal["ray"])
     ratios = ", ".join(f"{r / lo:.3f}" for r, lo in zip(marginal["ray"], marginal["local"], strict=True))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"median  {local:8.2f}  {ray:6.2f}  {ray / local:9.3f}  (ratios {ratios}; load average {load})")
+    # One run slowed by the machine's other work skews its repeat's difference; the difference
+    # of the median wall times is less sensitive to it.
+    local, ray = (_per_problem_ms(*(statistics.median(walls[name, size]) for size in sizes), sizes)
+                  for name in executions)
+    print(f"from median wall times: local {local:.2f} ms, ray {ray:.2f} ms, ray/local {ray / local:.3f}")
+
+
+def _per_problem_ms(small_s: float, large_s: float, sizes: tuple[int, int]) -> float:
+    return (large_s - small_s) / (sizes[1] - sizes[0]) * 1000
 
 
 def main() -> None:

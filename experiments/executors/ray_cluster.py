@@ -303,11 +303,16 @@ class RayExecutor:
 
     def _submit(self, queue: deque[Problem], in_flight: dict[Any, tuple[_Worker, list[Problem]]],
                 key: str, sizer: BatchSizer) -> None:
-        """Fill free places with batches, least-loaded worker first; ``concurrency`` limits the
-        calls (each solves its batch one problem at a time) across the cluster."""
+        """Fill free places with batches, least-loaded worker first, each call solving its batch
+        one problem at a time: at most ``concurrency`` calls solving across the cluster. Then a
+        full worker gets one more batch per place, queued in the actor, so it starts the next
+        batch at once rather than when the driver, busy recording, gets round to sending it."""
         places = min(self._spec.concurrency, sum(w.capacity for w in self._workers if w.alive))
-        while queue and len(in_flight) < self._spec.concurrency:
-            free = [w for w in self._workers if w.alive and w.in_flight < w.capacity]
+        while queue:
+            alive = [w for w in self._workers if w.alive]
+            solving = sum(min(w.in_flight, w.capacity) for w in alive)
+            free = [w for w in alive if w.in_flight < w.capacity] if solving < self._spec.concurrency else []
+            free = free or [w for w in alive if w.capacity <= w.in_flight < 2 * w.capacity]
             if not free:
                 return
             worker = min(free, key=lambda w: w.in_flight)

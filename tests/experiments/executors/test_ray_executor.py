@@ -113,7 +113,9 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
 
     ray_cluster, _ = cluster
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:
-        spec = load_experiment(fake_spec(fake.api_base, limit=8, execution=_ray(ray_cluster.address)))
+        # Fewer places than the two nodes have (4): a node with a free place queues nothing.
+        execution = _ray(ray_cluster.address)
+        spec = load_experiment(fake_spec(fake.api_base, limit=8, concurrency=3, execution=execution))
         executor = RayExecutor(spec, tmp_path, cache=False)
         with serve_model(resolve_model(spec.model), spec.model, tmp_path, cache=False) as lm:
             try:
@@ -127,7 +129,7 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
     assert sum(executor.problems_per_node.values()) == 8
     assert {m.task_id for m in pool.history()} == {r.task_id for r in results}
     assert all(m.run_id == "run-1" for m in pool.history())
-    assert fake.max_in_flight <= 4  # concurrency, across the cluster
+    assert fake.max_in_flight <= 3  # concurrency, across the cluster, with batches queued behind
 
 
 def test_a_node_that_joins_gets_workers_at_the_next_child_run(cluster, tmp_path, humaneval_problems):
@@ -187,25 +189,26 @@ def test_roles_keep_their_own_lm_and_the_drivers_cache_on_ray(cluster, tmp_path,
 
 
 def test_a_node_killed_mid_run_costs_only_its_batches_in_flight(tmp_path, humaneval_problems):
-    """Batches grow past one problem here (5 s of work aimed at per call, problems of ~1 s): the
-    first round is one problem per call, the second two or three. The second node is killed once
-    every second-round batch has asked its second problem, so the node loses batches with a
-    problem finished but not yet reported: more problems are asked again than the node's two
-    places, and still every problem is recorded exactly once."""
-    problems, first_round, second_round = 16, 4, 4
+    """Batches grow past one problem here (5 s of work aimed at per call, problems of ~1 s): each
+    of the four places solves a batch of one, with another of one queued behind it, then batches
+    of two to four. The second node is killed once those have asked their second problem, so it
+    loses batches with a problem finished but not yet reported: more problems are asked again
+    than the node's two places, and still every problem is recorded exactly once."""
+    problems, places = 24, 4
     with two_node_cluster() as (ray_cluster, second), \
             FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=1.0) as fake:
         def kill_second_node_once_batches_are_half_done():
             deadline = time.monotonic() + 120
-            asked = 1 + first_round + 2 * second_round  # the start-up probe, then problems
+            asked = 1 + 2 * places + 2 * places  # the start-up probe, two rounds of one, two of more
             while len(fake.requests) < asked and time.monotonic() < deadline:
                 time.sleep(0.02)
+            time.sleep(0.4)  # every place's second problem asked, none answered yet
             ray_cluster.remove_node(second, allow_graceful=False)  # SIGKILL: raylet, store, workers
 
         killer = threading.Thread(target=kill_second_node_once_batches_are_half_done, daemon=True)
         killer.start()
         execution = _ray(ray_cluster.address, batch_target_s=5.0, max_batch=4)
-        spec = fake_spec(fake.api_base, limit=problems, concurrency=4, execution=execution)
+        spec = fake_spec(fake.api_base, limit=problems, concurrency=places, execution=execution)
         result = run(spec, home=tmp_path / "home", progress=False, cache=False)
         killer.join(timeout=5)
         retried_requests = len(fake.requests) - 1 - problems  # minus the start-up probe
