@@ -1,9 +1,10 @@
 """The Ray executor: this process is the driver; problems are solved by worker actors spread over
 the cluster's nodes (``execution.workers_per_node`` each, ``in_flight_per_node`` problems at once
-per node, ``concurrency`` across the cluster). Results and messages come back to the driver,
-which keeps checkpoints, the pool and MLflow, so a run's records are exactly what a local run
-writes. A worker lost with its node costs only its problems in flight: they go back to the queue
-and another worker solves them (at most ``max_retries`` times each)."""
+per node, ``concurrency`` across the cluster), in batches sized by :mod:`.batching`. Results and
+messages come back to the driver, which keeps checkpoints, the pool and MLflow, so a run's records
+are exactly what a local run writes. A worker lost with its node costs only its batches in flight
+(and the one queued behind): their problems go back to the queue and another worker solves them
+(at most ``max_retries`` times each)."""
 
 from __future__ import annotations
 
