@@ -247,6 +247,16 @@ class ExecutionSpec(_Strict):
         default=1, ge=1, le=MAX_CONCURRENCY,
         description="ray only: worker processes per node (Python threads of one process share a GIL).",
     )
+    batch_target_s: float = Field(
+        default=0.25, gt=0, le=60,
+        description="ray only: work per call to a worker, in seconds; problems go out in batches "
+        "sized from the per-problem time measured so far (one at first), so a fast endpoint does "
+        "not pay a round trip per problem; a lost worker costs its batch (solved again elsewhere).",
+    )
+    max_batch: int = Field(
+        default=16, ge=1, le=256,
+        description="ray only: most problems in one call to a worker (see `batch_target_s`).",
+    )
     allow_mixed_isolation: bool = Field(
         default=False,
         description="ray only: accept nodes whose sandbox runs at another isolation level than the "

@@ -5,7 +5,8 @@ driver's LM cache served to every worker. Plain classes; the driver wraps them w
 from __future__ import annotations
 
 import contextlib
-import threading
+import dataclasses
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from experiments.spec import ModelSpec
 from pipelines.pool.context import using_pool
 from pipelines.pool.message_pool import MessagePool
 from pipelines.pool.messages import Message
+
+Solved = tuple[ProblemResult, list[Message]]  # one problem's result and the messages it published
 
 
 def describe_node() -> dict[str, str]:
@@ -34,16 +37,17 @@ def describe_node() -> dict[str, str]:
 
 
 class ProblemWorker:
-    """One worker process: solves problems of any child run, several at once (a threaded actor).
+    """One worker process: solves batches of one child run's problems, several batches at once
+    (a threaded actor; each call solves its batch in order, so a call is one problem in flight at
+    a time and the driver's concurrency counts calls).
 
-    Its messages go to a pool of its own, in memory, and travel back with the result; the driver
-    publishes them, so the run's pool (and its Chroma store) has a single writer.
+    Its messages go to a pool of its own per problem, in memory, and travel back with the result;
+    the driver publishes them, so the run's pool (and its Chroma store) has a single writer.
     """
 
     def __init__(self, api_base: str | None) -> None:
         self._api_base = api_base  # this node's model server (model: local), else the job's endpoint
-        self._jobs: dict[str, SolveJob] = {}
-        self._lock = threading.Lock()
+        self._job: tuple[str, SolveJob] | None = None  # (child run key, its job)
 
     def describe(self) -> dict[str, str]:
         """Also warms the process up: the first model call in a process imports LiteLLM, which
@@ -52,21 +56,26 @@ class ProblemWorker:
 
         return describe_node()
 
-    def _job(self, key: str, boxed: list[Any]) -> SolveJob:
-        """The job, fetched from the object store once per worker rather than once per problem."""
-        import ray
+    def prepare(self, key: str, job: SolveJob) -> None:
+        """Take one child run's job (pipeline, LMs, role LMs, settings) once, before its batches,
+        rather than with every call; it replaces the previous child run's, which is done."""
+        if self._api_base is not None:
+            job = dataclasses.replace(job, lm=job.lm.copy(api_base=self._api_base))
+        self._job = (key, job)
 
-        with self._lock:
-            if key not in self._jobs:
-                job: SolveJob = ray.get(boxed[0])
-                if self._api_base is not None:
-                    job = SolveJob(job.pipeline, job.lm.copy(api_base=self._api_base), job.label,
-                                   job.seed, job.timeout_s, job.run_id, job.role_lms)
-                self._jobs = {key: job}  # one child run at a time: the previous job is done
-            return self._jobs[key]
+    def solve_batch(self, key: str, problems: list[Problem]) -> tuple[list[Solved], float]:
+        """Each problem's result and messages, in order, and the seconds the batch took here
+        (the driver sizes later batches from it)."""
+        current = self._job
+        if current is None or current[0] != key:
+            raise RuntimeError(f"worker not prepared for child run {key}")  # a driver bug
+        job = current[1]
+        start = time.monotonic()
+        solved = [self._solve(job, problem) for problem in problems]
+        return solved, time.monotonic() - start
 
-    def solve(self, key: str, boxed: list[Any], problem: Problem) -> tuple[ProblemResult, list[Message]]:
-        job = self._job(key, boxed)
+    @staticmethod
+    def _solve(job: SolveJob, problem: Problem) -> Solved:
         pool = MessagePool()
         with using_pool(pool, run_id=job.run_id):
             result = solve_and_score(

@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 from support.critic_scripts import critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.ray_cluster import two_node_cluster
-from support.role_responder import role_responder
+from support.role_responder import role_of, role_responder
 from support.specs import fake_spec
 
 from eval.errors import UserError
@@ -113,7 +113,9 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
 
     ray_cluster, _ = cluster
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:
-        spec = load_experiment(fake_spec(fake.api_base, limit=8, execution=_ray(ray_cluster.address)))
+        # Fewer places than the two nodes have (4): a node with a free place queues nothing.
+        execution = _ray(ray_cluster.address)
+        spec = load_experiment(fake_spec(fake.api_base, limit=8, concurrency=3, execution=execution))
         executor = RayExecutor(spec, tmp_path, cache=False)
         with serve_model(resolve_model(spec.model), spec.model, tmp_path, cache=False) as lm:
             try:
@@ -127,27 +129,91 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
     assert sum(executor.problems_per_node.values()) == 8
     assert {m.task_id for m in pool.history()} == {r.task_id for r in results}
     assert all(m.run_id == "run-1" for m in pool.history())
-    assert fake.max_in_flight <= 4  # concurrency, across the cluster
+    assert fake.max_in_flight <= 3  # concurrency, across the cluster, with batches queued behind
 
 
-def test_a_node_killed_mid_run_costs_only_its_problems_in_flight(tmp_path, humaneval_problems):
-    problems = 12
+def test_a_node_that_joins_gets_workers_at_the_next_child_run(cluster, tmp_path, humaneval_problems):
+    from experiments.executors.job import SolveJob
+    from experiments.executors.ray_cluster import RayExecutor
+    from experiments.provision import resolve_model, serve_model
+    from pipelines.pool.message_pool import MessagePool
+    from pipelines.registry import create_pipeline
+
+    ray_cluster, _ = cluster
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:
+        execution = _ray(ray_cluster.address)
+        spec = load_experiment(fake_spec(fake.api_base, limit=6, concurrency=6, execution=execution))
+        executor = RayExecutor(spec, tmp_path, cache=False)
+        third = None
+        with serve_model(resolve_model(spec.model), spec.model, tmp_path, cache=False) as lm:
+            try:
+                job = SolveJob(create_pipeline("baseline"), lm, "baseline", 0, 10.0, "run-1")
+                list(executor.solve(job, humaneval_problems[:6], MessagePool()))
+                before = set(executor.problems_per_node)
+                third = ray_cluster.add_node(num_cpus=1, object_store_memory=80 * 2**20)
+                ray_cluster.wait_for_nodes(timeout=120)
+                executor.problems_per_node.clear()
+                job = SolveJob(create_pipeline("baseline"), lm, "baseline", 0, 10.0, "run-2")
+                results = list(executor.solve(job, humaneval_problems[:6], MessagePool()))
+            finally:
+                executor.close()
+                if third is not None:
+                    ray_cluster.remove_node(third)
+    assert len(before) == 2
+    assert sorted(r.task_id for r in results) == sorted(p.task_id for p in humaneval_problems[:6])
+    assert len(executor.problems_per_node) == 3  # the new node solved some of the second run
+
+
+def test_roles_keep_their_own_lm_and_the_drivers_cache_on_ray(cluster, tmp_path, humaneval_problems):
+    ray_cluster, _ = cluster
+    scripts = critic_loop_scripts(humaneval_problems)
+    with FakeOpenAIServer(role_responder(scripts)) as main_lm, \
+            FakeOpenAIServer(role_responder(scripts)) as critic_lm:
+        roles = {"critic": {"model": "openai/critic-model", "api_base": critic_lm.api_base},
+                 "fixer": {"temperature": 0.8}}
+        pipelines = [{"name": "critic_loop", "params": {"max_iterations": 2}, "roles": roles}]
+        spec = fake_spec(main_lm.api_base, pipelines=pipelines, limit=3, execution=_ray(ray_cluster.address))
+        first = run(spec, home=tmp_path, progress=False)
+        asked = (len(main_lm.requests), len(critic_lm.requests))
+        again = run(spec, home=tmp_path, progress=False, fresh=True)
+        replayed = (len(main_lm.requests), len(critic_lm.requests))
+        critic_models = {r["model"] for r in critic_lm.requests}
+        temperatures = {role_of(r["messages"]): r.get("temperature") for r in main_lm.requests
+                        if "Reply with OK." not in str(r["messages"])}
+    assert critic_models == {"critic-model"}  # the critic ran on its own endpoint, on the workers
+    assert asked[1] > 1  # more than the start-up check of its endpoint
+    assert temperatures == {"coder": 0.0, "fixer": 0.8}
+    # Solved again: every role's calls replayed from the driver's cache (only start-up checks asked).
+    assert replayed == (asked[0] + 1, asked[1] + 1)
+    assert _table(again) == {k: {**v, "cached_lm_calls": v["lm_calls"]} for k, v in _table(first).items()}
+
+
+def test_a_node_killed_mid_run_costs_only_its_batches_in_flight(tmp_path, humaneval_problems):
+    """Batches grow past one problem here (5 s of work aimed at per call, problems of ~1 s): each
+    of the four places solves a batch of one, with another of one queued behind it, then batches
+    of two to four. The second node is killed once those have asked their second problem, so it
+    loses batches with a problem finished but not yet reported: more problems are asked again
+    than the node's two places, and still every problem is recorded exactly once."""
+    problems, places = 24, 4
     with two_node_cluster() as (ray_cluster, second), \
             FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=1.0) as fake:
-        def kill_second_node_once_busy():
+        def kill_second_node_once_batches_are_half_done():
             deadline = time.monotonic() + 120
-            while fake.in_flight < 4 and time.monotonic() < deadline:  # both nodes have work
-                time.sleep(0.05)
+            asked = 1 + 2 * places + 2 * places  # the start-up probe, two rounds of one, two of more
+            while len(fake.requests) < asked and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.4)  # every place's second problem asked, none answered yet
             ray_cluster.remove_node(second, allow_graceful=False)  # SIGKILL: raylet, store, workers
 
-        killer = threading.Thread(target=kill_second_node_once_busy, daemon=True)
+        killer = threading.Thread(target=kill_second_node_once_batches_are_half_done, daemon=True)
         killer.start()
-        spec = fake_spec(fake.api_base, limit=problems, concurrency=4, execution=_ray(ray_cluster.address))
+        execution = _ray(ray_cluster.address, batch_target_s=5.0, max_batch=4)
+        spec = fake_spec(fake.api_base, limit=problems, concurrency=places, execution=execution)
         result = run(spec, home=tmp_path / "home", progress=False, cache=False)
         killer.join(timeout=5)
         retried_requests = len(fake.requests) - 1 - problems  # minus the start-up probe
     assert not killer.is_alive()
-    assert retried_requests >= 1  # problems in flight on the lost node were asked again
+    assert retried_requests > 2  # more than one problem per place: whole batches were redone
     tasks = [r.task_id for r in result.children[0].results]
     assert sorted(tasks) == sorted(p.task_id for p in humaneval_problems[:problems])
     lines = _checkpoint_lines(tmp_path / "home")
