@@ -24,6 +24,13 @@ class MemoryConfig(BaseModel):
     )
     k: int = Field(default=3, ge=1, le=20, description="Episodic entries injected into one role call.")
     skills_k: int = Field(default=2, ge=0, le=20, description="Skills injected into one role call.")
+    skills_max_distance: float = Field(
+        default=1.0, gt=0, le=2,
+        description="Skills farther than this cosine distance (MiniLM) from the task are not "
+        "injected; the rest go nearest first, most confident among equally near ones. With MiniLM "
+        "a skill about a similar task sits under about 0.7 from its prompt, a general lesson 0.8 to "
+        "1.0; 1.0 (orthogonal) drops only skills pointing away from the task.",
+    )
     roles: list[str] = Field(
         default_factory=lambda: ["coder", "fixer"],
         description="Roles whose signature gets the `memories` input field (by signature: coder, "
