@@ -7,6 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_COLLECTION = "critiquelab_memory"
+RecordedType = Literal["error_pattern", "review_feedback", "decision_outcome", "code_pattern"]
+RECORDED_TYPES: tuple[RecordedType, ...] = (
+    "error_pattern", "review_feedback", "decision_outcome", "code_pattern",
+)
 # Who benefits from whose lessons: a critic's findings are about code the coder and fixer write.
 DEFAULT_SHARE_TO: dict[str, list[str]] = {
     "critic": ["coder", "fixer"], "coder": ["fixer"], "fixer": ["coder"],
@@ -55,6 +59,14 @@ class MemoryConfig(BaseModel):
         "results do not depend on earlier experiments; all: everything in the store.",
     )
     reflect: bool = Field(default=True, description="Reflect on each finished task (one reflector call).")
+    record: list[RecordedType] = Field(
+        default_factory=lambda: list(RECORDED_TYPES),
+        description="Entries taken from each finished task's thread besides the reflection (no LM "
+        "call): error_pattern (finding -> revision -> visible outcome), review_feedback (reviews "
+        "asking for changes), decision_outcome (a fixer's revision, a critic's approval or a "
+        "judge's choice and how its code did on the visible examples), code_pattern (final code "
+        "that passed every visible example).",
+    )
     promote_after: int = Field(
         default=3, ge=2, description="Similar episodic entries (this one included) that make a skill."
     )
