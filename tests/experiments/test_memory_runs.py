@@ -271,3 +271,34 @@ def test_critic_findings_reach_the_coder_and_fixer_of_later_tasks(home, humaneva
     assert f"[{pattern.id}] Mistake: returns a placeholder string" in second_coder
     assert not any("memories" in r for r in requests if "`verdict`" in r)
     assert result.children[0].metrics["memory.reuse_rate"] > 0
+
+
+def test_debate_judge_choice_is_remembered_with_its_visible_outcome(home, humaneval_problems):
+    """The proposers' drafts fail, the debaters' revisions pass, the judge picks one: a
+    decision_outcome of the judge (passed) and a code_pattern of the chosen code, no hidden test
+    in either."""
+    problems = humaneval_problems[:1]
+    problem = problems[0]
+
+    def debater(text):
+        return {"argument": "mine handles the examples",
+                "revised_code": problem.prompt + problem.canonical_solution}
+
+    def judge(text):
+        return {"choice": "2", "rationale": "solution 2 passes the examples", "merged_code": ""}
+
+    scripts = {"coder": lambda text: {"code": problem.prompt + "    return None\n"}, "debater": debater,
+               "judge": judge, "reflector": _scripts(problems)["reflector"]}
+    pipelines = [{"name": "debate", "params": {"debaters": 2, "rounds": 1}, "memory": {"enabled": True}}]
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        run(fake_spec(fake.api_base, pipelines=pipelines, limit=1), progress=False)
+    with MemoryBank(home) as bank:
+        entries = bank.episodic.all()
+    [decision] = [e for e in entries if e.type == "decision_outcome"]
+    assert (decision.role, decision.context["decision"], decision.context["visible_passed"]) == \
+        ("judge", "choose", True)
+    assert decision.content == ("Decision: the judge chose one candidate (solution 2 passes the examples). "
+                                "Outcome: the visible examples passed.")
+    [solved] = [e for e in entries if e.type == "code_pattern"]
+    assert solved.content.startswith(f"Solved '{problem.entry_point}: ") and '"""' not in solved.content
+    _assert_no_hidden_test([e.model_dump_json() for e in entries], problems)
