@@ -106,7 +106,10 @@ def decision_outcomes(
             continue
         entries.append(MemoryEntry(
             role=decision.role, type="decision_outcome", task_id=task_id, run_id=run_id,
-            tags=task_tags(prompt), content=_sentence(decision, outcome.passed),
+            tags=task_tags(prompt),
+            # The task leads: recall by a similar task finds it, and the same decision on unlike
+            # tasks is not one repeated pattern (for promotion and consolidation).
+            content=f"On '{task_summary(prompt)}': {_sentence(decision, outcome.passed)}",
             context={"decision": decision.kind, "visible_passed": outcome.passed,
                      "message_id": decision.message_id, "task_summary": task_summary(prompt)},
         ))

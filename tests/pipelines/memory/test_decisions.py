@@ -43,8 +43,9 @@ def test_fixer_revision_and_critic_approval_get_their_visible_outcome():
     fixed = entries(critic_loop_thread(RIGHT))
     assert [(e.role, e.type, e.context["decision"], e.context["visible_passed"]) for e in fixed] == [
         ("fixer", "decision_outcome", "revise", True), ("critic", "decision_outcome", "approve", True)]
-    assert fixed[0].content == ("Decision: the fixer revised the code after a review (subtracts instead of "
-                                "adding). Outcome: the visible examples passed.")
+    assert fixed[0].content == ("On 'Add two integer numbers.': Decision: the fixer revised the code "
+                                "after a review (subtracts instead of adding). Outcome: the visible "
+                                "examples passed.")
     assert "the approval was rightly given" in fixed[1].content
     assert all(e.tags == ["math"] and e.task_id == "T/1" and e.run_id == "r1" for e in fixed)
 
@@ -78,8 +79,8 @@ def test_judge_choice_is_a_decision_and_a_fallback_is_not():
     voted = message(Intent.VERDICT, RIGHT, chosen=0)  # vote's verdict: no role chose it
     [entry] = entries([chosen, fallback, voted])
     assert (entry.role, entry.context["decision"]) == ("judge", "choose")
-    assert entry.content == "Decision: the judge chose one candidate (solution 2 adds). Outcome: the " \
-                            "visible examples passed."
+    assert entry.content == ("On 'Add two integer numbers.': Decision: the judge chose one candidate "
+                             "(solution 2 adds). Outcome: the visible examples passed.")
 
 
 def test_no_entry_when_the_prompt_has_no_runnable_example():
