@@ -182,6 +182,9 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
     ({"k": 0}, "pipelines.0.memory.k: Input should be greater than or equal to 1"),
     ({"approval": "maybe"}, "pipelines.0.memory.approval: Input should be 'manual' or 'auto'"),
     ({"store": "../x"}, "pipelines.0.memory.store: String should match pattern"),
+    ({"record": ["reflection"]}, "pipelines.0.memory.record.0: Input should be 'error_pattern'"),
+    ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: Input should be less than or "
+                                 "equal to 2"),
     ({"kk": 1}, "pipelines.0.memory.kk: unknown field (check its spelling)"),
     ({"enabled": True, "warm_start": "abc"}, "pipeline 'baseline': memory.warm_start: this data directory "
                                              "holds no memory"),
