@@ -33,6 +33,9 @@ BEHAVIOUR_COLUMNS = (
 )
 PAIR_COLUMNS = ("a", "b", "pairs", "pass@1_a", "pass@1_b", "difference", "95% CI", "only_a", "only_b",
                 "mcnemar_p")
+# The Memory section's columns, when the runs logged them (``memory.*`` metrics, prefix removed).
+MEMORY_COLUMNS = ("pipeline", "seed", "reuse_rate", "used_rate", "recall_precision_at_k", "recall_hit_at_k",
+                  "entries", "redundancy", "fail_rate_first_block", "fail_rate_last_block")
 PASS_PLOT = "pass_at_1.png"
 COST_PLOT = "pass_vs_tokens.png"
 
@@ -171,14 +174,16 @@ text-align:right}th{background:#f2f2f2}td:first-child,th:first-child{text-align:
 img{max-width:48%;margin-right:1%}"""
 
 
+def frame_html(frame: pd.DataFrame) -> str:
+    """A table without its empty columns; pandas escapes every cell."""
+    shown = frame.dropna(axis=1, how="all")
+    return shown.to_html(index=False, na_rep="–", float_format=lambda v: _format(float(v)), border=0)
+
+
 def render_html(
     context: ReportContext, table: pd.DataFrame, pairs: pd.DataFrame, images: Sequence[Path]
 ) -> str:
     """A single HTML file: every column of both tables, both plots inline, the method notes."""
-    def frame_html(frame: pd.DataFrame) -> str:
-        shown = frame.dropna(axis=1, how="all")
-        return shown.to_html(index=False, na_rep="–", float_format=lambda v: _format(float(v)), border=0)
-
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in _methods(context, (table["seeds"] > 1).any()))
     runs = "".join(f"<li>{html.escape(str(label))} seed {seed}: <code>{run}</code> (parent <code>{parent}"
                    "</code>)</li>" for label, seed, run, parent in context.runs)
@@ -198,6 +203,35 @@ def render_html(
                     f"<code>critiquelab view</code> (start it first).</p><ul>{links}</ul>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(context.title)}</title>"
             f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+MEMORY_SECTION_ID = "memory"
+_METHOD_HEADING = "<h2>Method</h2>"
+
+
+def render_memory_html(memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None) -> str:
+    """The Memory section of ``summary.md`` as HTML: the runs' memory metrics, the learning-curve
+    reading (``eval.learning_curve.curve_summary``) and the plot inline."""
+    parts = [f'<section id="{MEMORY_SECTION_ID}"><h2>Memory</h2>']
+    if len(memory):
+        parts.append(frame_html(memory[[c for c in MEMORY_COLUMNS if c in memory]]))
+    parts.append("<p>Learning curves: pass@1 on the first and last block of problems in run order.</p>")
+    if len(curves):
+        parts.append(frame_html(curves))
+    if plot is not None and plot.is_file():
+        parts.append(f"<div>{_image(plot, plot.stem)}</div>")
+    return "".join(parts) + "</section>"
+
+
+def add_memory_section(
+    html_path: Path, memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None
+) -> None:
+    """Put the Memory section into a ``report.html`` that :func:`write_report` wrote, before the
+    method notes (the comparison finds memory metrics only after the report is written)."""
+    page = html_path.read_text()
+    at = page.find(_METHOD_HEADING)
+    at = at if at >= 0 else page.rindex("</body>")
+    html_path.write_text(page[:at] + render_memory_html(memory, curves, plot) + page[at:])
 
 
 def write_report(

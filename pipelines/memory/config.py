@@ -7,6 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_COLLECTION = "critiquelab_memory"
+RecordedType = Literal["error_pattern", "review_feedback", "decision_outcome", "code_pattern"]
+RECORDED_TYPES: tuple[RecordedType, ...] = (
+    "error_pattern", "review_feedback", "decision_outcome", "code_pattern",
+)
 # Who benefits from whose lessons: a critic's findings are about code the coder and fixer write.
 DEFAULT_SHARE_TO: dict[str, list[str]] = {
     "critic": ["coder", "fixer"], "coder": ["fixer"], "fixer": ["coder"],
@@ -24,6 +28,13 @@ class MemoryConfig(BaseModel):
     )
     k: int = Field(default=3, ge=1, le=20, description="Episodic entries injected into one role call.")
     skills_k: int = Field(default=2, ge=0, le=20, description="Skills injected into one role call.")
+    skills_max_distance: float = Field(
+        default=1.0, gt=0, le=2,
+        description="Skills farther than this cosine distance (MiniLM) from the task are not "
+        "injected; the rest go nearest first, most confident among equally near ones. With MiniLM "
+        "a skill about a similar task sits under about 0.7 from its prompt, a general lesson 0.8 to "
+        "1.0; 1.0 (orthogonal) drops only skills pointing away from the task.",
+    )
     roles: list[str] = Field(
         default_factory=lambda: ["coder", "fixer"],
         description="Roles whose signature gets the `memories` input field (by signature: coder, "
@@ -48,6 +59,14 @@ class MemoryConfig(BaseModel):
         "results do not depend on earlier experiments; all: everything in the store.",
     )
     reflect: bool = Field(default=True, description="Reflect on each finished task (one reflector call).")
+    record: list[RecordedType] = Field(
+        default_factory=lambda: list(RECORDED_TYPES),
+        description="Entries taken from each finished task's thread besides the reflection (no LM "
+        "call): error_pattern (finding -> revision -> visible outcome), review_feedback (reviews "
+        "asking for changes), decision_outcome (a fixer's revision, a critic's approval or a "
+        "judge's choice and how its code did on the visible examples), code_pattern (final code "
+        "that passed every visible example).",
+    )
     promote_after: int = Field(
         default=3, ge=2, description="Similar episodic entries (this one included) that make a skill."
     )

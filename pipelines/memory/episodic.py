@@ -62,6 +62,10 @@ class EpisodicStore:
         self._embed = embedder or MiniLMEmbedder()
         self._lock = threading.Lock()
 
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts`` from the store's embedder (so skills are ranked in the same space)."""
+        return self._embed(texts)
+
     def add(self, entry: MemoryEntry) -> MemoryEntry:
         [vector] = self._embed([entry.content])
         entry_id, document, metadata = to_record(entry)

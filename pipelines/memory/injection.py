@@ -21,6 +21,7 @@ import dspy
 from pipelines.memory.bank import MemoryBank
 from pipelines.memory.config import MemoryConfig
 from pipelines.memory.episodic import Recalled
+from pipelines.memory.skill_ranking import SkillRanker
 from pipelines.memory.skills import Skill
 from signatures.memory import role_of, with_memories
 
@@ -49,6 +50,10 @@ class RunMemory:
     bank: MemoryBank
     config: MemoryConfig
     run_id: str
+    skill_ranker: SkillRanker = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.skill_ranker = SkillRanker(self.bank.episodic.embed)
 
     @property
     def run_ids(self) -> list[str] | None:
@@ -81,11 +86,14 @@ class TaskMemory:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def recall(self, role: str, query: str) -> tuple[list[Recalled], list[Skill]]:
-        """Entries recallable by ``role`` and the skills it may receive."""
+        """Entries recallable by ``role`` and the skills it may receive (nearest to the task
+        first, within ``skills_max_distance``)."""
         config = self.run.config
         entries = self.run.bank.episodic.recall(query, audience=role, k=config.k, run_ids=self.run.run_ids)
         skills = self.run.bank.skills.list(role=role, approved_only=config.approval == "manual")
-        return entries, skills[: config.skills_k]
+        ranked = self.run.skill_ranker.rank(query, skills, max_distance=config.skills_max_distance,
+                                            k=config.skills_k)
+        return entries, [r.skill for r in ranked]
 
     def inject(self, role: str, query: str) -> tuple[str, list[str]]:
         """The ``memories`` text for one call of ``role`` and the ids it holds."""

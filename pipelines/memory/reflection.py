@@ -41,7 +41,7 @@ def visible_outcome(prompt: str, entry_point: str, code: str, *, timeout_s: floa
     return VisibleOutcome(feedback.report, feedback.all_passed)
 
 
-def _findings(critique: Message) -> list[str]:
+def findings_of(critique: Message) -> list[str]:
     try:
         review = json.loads(critique.content)
     except json.JSONDecodeError:
@@ -55,7 +55,7 @@ def render_history(history: list[Message]) -> str:
     lines = []
     for m in history:
         if m.intent in (Intent.CRITIQUE, Intent.META_CRITIQUE):
-            lines.append(f"{m.summary}: " + "; ".join(_findings(m)))
+            lines.append(f"{m.summary}: " + "; ".join(findings_of(m)))
         elif m.intent in (Intent.FIX, Intent.REFLECTION, Intent.OUTPUT_COMPLETE):
             lines.append(m.summary if m.intent != Intent.REFLECTION else f"reflection: {m.content}")
         elif m.intent == Intent.EXECUTION_FEEDBACK:
@@ -65,7 +65,7 @@ def render_history(history: list[Message]) -> str:
     return text[-MAX_HISTORY_CHARS:] or "none"
 
 
-def _author(history: list[Message]) -> str:
+def author_of(history: list[Message]) -> str:
     """The role that wrote the final code."""
     codes = code_messages(history)
     trace = codes[-1].metadata.get("trace", {}) if codes else {}
@@ -85,7 +85,7 @@ def reflect(
         return None, step
     pattern = str(step.get("pattern") or "").strip()
     return MemoryEntry(
-        role=_author(history), type="reflection", task_id=task_id, run_id=run_id, tags=task_tags(prompt),
+        role=author_of(history), type="reflection", task_id=task_id, run_id=run_id, tags=task_tags(prompt),
         content=f"{pattern}: {lesson}" if pattern else lesson,
         context={
             "what_went_wrong": step.get("what_went_wrong"), "what_worked": step.get("what_worked"),
@@ -120,7 +120,7 @@ def mine(history: list[Message], *, task_id: str, run_id: str, prompt: str) -> l
         if cause is None:
             continue
         reviewed = cause.intent in (Intent.CRITIQUE, Intent.META_CRITIQUE)
-        mistake = "; ".join(_findings(cause)) if reviewed else cause.content
+        mistake = "; ".join(findings_of(cause)) if reviewed else cause.content
         outcome = _outcome_of(fix.id, history)
         if not mistake.strip() or outcome is None:
             continue
@@ -133,7 +133,7 @@ def mine(history: list[Message], *, task_id: str, run_id: str, prompt: str) -> l
             context={"mistake": mistake[:400], "outcome": outcome, "task_summary": task_summary(prompt)},
         ))
     for critique in (m for m in history if m.intent == Intent.CRITIQUE):
-        findings = _findings(critique)
+        findings = findings_of(critique)
         if critique.metadata.get("verdict") in ("request_changes", "reject") and findings:
             entries.append(MemoryEntry(
                 role="critic", type="review_feedback", task_id=task_id, run_id=run_id, tags=tags,

@@ -15,8 +15,19 @@ from typing import Any
 
 import dspy
 
+from pipelines.memory.code_patterns import code_pattern
+from pipelines.memory.config import MemoryConfig
+from pipelines.memory.decisions import decision_outcomes
+from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.injection import Injection, RunMemory, TaskMemory, used_memory, using_task_memory
-from pipelines.memory.reflection import mine, new_reflector, reflect, visible_outcome
+from pipelines.memory.reflection import (
+    VisibleOutcome,
+    author_of,
+    mine,
+    new_reflector,
+    reflect,
+    visible_outcome,
+)
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 
@@ -34,6 +45,26 @@ def _usage(history: list[Message], injections: list[Injection], prompt: str) -> 
         pending.remove(match)
         used += used_memory(str(trace.get("outputs") or trace.get("raw") or ""), match.texts, prompt)
     return sum(bool(i.entry_ids or i.skill_ids) for i in injections), used
+
+
+def recorded(
+    config: MemoryConfig, history: list[Message], *, task_id: str, run_id: str, prompt: str,
+    entry_point: str, code: str, outcome: VisibleOutcome,
+) -> list[MemoryEntry]:
+    """The entries of ``config.record`` taken from a finished task's thread (no LM call);
+    ``outcome`` is the final ``code`` on the visible examples."""
+    entries = [e for e in mine(history, task_id=task_id, run_id=run_id, prompt=prompt)
+               if e.type in config.record]
+    if "decision_outcome" in config.record:
+        def check(candidate: str) -> VisibleOutcome:
+            return outcome if candidate == code else visible_outcome(prompt, entry_point, candidate)
+
+        entries += decision_outcomes(history, task_id=task_id, run_id=run_id, prompt=prompt, check=check)
+    if "code_pattern" in config.record:
+        pattern = code_pattern(role=author_of(history), task_id=task_id, run_id=run_id, prompt=prompt,
+                               entry_point=entry_point, code=code, outcome=outcome)
+        entries += [pattern] if pattern is not None else []
+    return entries
 
 
 class WithMemory:
@@ -65,8 +96,9 @@ class WithMemory:
                     content=entry.content if entry else step.raw, run_id=self.run.run_id,
                     metadata={"trace": step.trace(), "memory_entry_ids": [entry.id] if entry else []},
                 ))
-        for mined in mine(history, task_id=task_id, run_id=self.run.run_id, prompt=prompt):
-            written.append(bank.write(mined, config, run_ids=self.run.run_ids))
+        for entry in recorded(config, history, task_id=task_id, run_id=self.run.run_id, prompt=prompt,
+                              entry_point=entry_point, code=prediction.code, outcome=outcome):
+            written.append(bank.write(entry, config, run_ids=self.run.run_ids))
         skill_ids = sorted({s for i in task.injections for s in i.skill_ids})
         if skill_ids and outcome.passed is not None:
             bank.skills.record_use(skill_ids, succeeded=outcome.passed)

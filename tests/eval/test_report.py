@@ -10,7 +10,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval.report import ReportContext, write_report
+from eval.report import ReportContext, add_memory_section, write_report
 from eval.statistics import MIN_RESAMPLES, pairwise_tests, pipeline_summary
 
 KINDS = ("plain", "revising", "debate", "vote")
@@ -124,3 +124,26 @@ def test_every_report_column_is_named_once() -> None:
 
     for columns in (SUMMARY_COLUMNS, BEHAVIOUR_COLUMNS, PAIR_COLUMNS):
         assert len(set(columns)) == len(columns)
+
+
+def test_memory_section_goes_into_report_html_escaped_before_the_method(tmp_path):
+    table = pd.DataFrame({"pipeline": ["baseline", "baseline+memory"], "seeds": [1, 1], "problems": [4, 4],
+                          "pass@1": [0.5, 0.75], "ci_low": [0.1, 0.3], "ci_high": [0.9, 0.95],
+                          "tokens/problem": [100.0, 150.0]})
+    files, _ = write_report(ReportContext("memory", [], 0, MIN_RESAMPLES, 0.95), table, pd.DataFrame(),
+                            tmp_path)
+    plot = tmp_path / "learning_curve.png"
+    plot.write_bytes(files["pass_plot"].read_bytes())
+    memory = pd.DataFrame([{"pipeline": "<b>mem</b>", "seed": 0, "reuse_rate": 0.75, "entries": 12.0,
+                            "recall_precision_at_k": float("nan"), "not_shown": 1.0}])
+    curves = pd.DataFrame([{"pipeline": "baseline+memory", "problems": 4, "block": 4,
+                            "pass@1_first_block": 0.5, "pass@1_last_block": 0.75}])
+    add_memory_section(files["html"], memory, curves, plot)
+    page = files["html"].read_text()
+    assert page.index("<h2>Memory</h2>") < page.index("<h2>Method</h2>")
+    section = page.split("<h2>Memory</h2>")[1].split("</section>")[0]
+    assert "&lt;b&gt;mem&lt;/b&gt;" in section and "<b>mem</b>" not in page  # names are escaped
+    assert "<th>reuse_rate</th>" in section and "<td>0.75</td>" in section and "<td>12</td>" in section
+    assert "recall_precision_at_k" not in section and "not_shown" not in section  # empty, unlisted
+    assert "<td>baseline+memory</td>" in section and "pass@1_last_block" in section
+    assert section.count("data:image/png;base64,") == 1

@@ -18,6 +18,9 @@ from experiments.tracking import tracking_uri
 from pipelines.memory.bank import MemoryBank
 
 LESSON = "Check the boundary cases named in the docstring before returning."
+# Tests of reflections, promotion and curation keep the thread's other entries (decisions, code
+# patterns) out, so their counts are the reflector's alone.
+MINED_ONLY = ["error_pattern", "review_feedback"]
 
 
 def _problem_in(problems, text):
@@ -53,7 +56,7 @@ def _assert_no_hidden_test(texts, problems):
 
 def test_memory_on_injects_earlier_lessons_and_never_leaks_hidden_tests(home, humaneval_problems):
     problems = humaneval_problems[:4]
-    memory = {"enabled": True, "approval": "auto"}
+    memory = {"enabled": True, "approval": "auto", "record": MINED_ONLY}
     pipelines = [{"name": "baseline", "label": "baseline+memory", "memory": memory}]
     with FakeOpenAIServer(role_responder(_scripts(problems))) as fake:
         result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=4), progress=False)
@@ -142,7 +145,7 @@ def test_reflexion_retries_with_its_reflection(home, humaneval_problems):
 
 def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_problems, capsys):
     problems = humaneval_problems[:3]
-    memory = {"enabled": True, "promote_after": 2, "share_to": {"coder": ["fixer"]}}
+    memory = {"enabled": True, "promote_after": 2, "share_to": {"coder": ["fixer"]}, "record": MINED_ONLY}
     with FakeOpenAIServer(role_responder(_scripts(problems))) as fake:
         spec = fake_spec(fake.api_base, pipelines=[{"name": "baseline", "memory": memory}], limit=3)
         run(spec, progress=False)
@@ -179,6 +182,9 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
     ({"k": 0}, "pipelines.0.memory.k: Input should be greater than or equal to 1"),
     ({"approval": "maybe"}, "pipelines.0.memory.approval: Input should be 'manual' or 'auto'"),
     ({"store": "../x"}, "pipelines.0.memory.store: String should match pattern"),
+    ({"record": ["reflection"]}, "pipelines.0.memory.record.0: Input should be 'error_pattern'"),
+    ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: Input should be less than or "
+                                 "equal to 2"),
     ({"kk": 1}, "pipelines.0.memory.kk: unknown field (check its spelling)"),
     ({"enabled": True, "warm_start": "abc"}, "pipeline 'baseline': memory.warm_start: this data directory "
                                              "holds no memory"),
@@ -235,7 +241,9 @@ def test_critic_findings_reach_the_coder_and_fixer_of_later_tasks(home, humaneva
         return {"revised_code": problem.prompt + problem.canonical_solution}
 
     scripts = {"coder": coder, "critic": critic, "fixer": fixer, "reflector": _scripts(problems)["reflector"]}
-    memory = {"enabled": True, "approval": "auto"}
+    # k=6: every entry of the first task fits, so the critic's finding reaches the coder whatever
+    # its rank beside the task's code pattern and decisions.
+    memory = {"enabled": True, "approval": "auto", "k": 6}
     pipelines = [{"name": "critic_loop", "params": {"execution_feedback": True}, "memory": memory}]
     with FakeOpenAIServer(role_responder(scripts)) as fake:
         result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=2), progress=False)
@@ -245,7 +253,17 @@ def test_critic_findings_reach_the_coder_and_fixer_of_later_tasks(home, humaneva
         first = [e for e in bank.episodic.all() if e.task_id == problems[0].task_id]
         proposals = bank.proposals.list(status="approved")
     kinds = sorted((e.role, e.type) for e in first)
-    assert kinds == [("critic", "error_pattern"), ("critic", "review_feedback"), ("fixer", "reflection")]
+    assert kinds == [("critic", "decision_outcome"), ("critic", "error_pattern"),
+                     ("critic", "review_feedback"), ("fixer", "code_pattern"),
+                     ("fixer", "decision_outcome"), ("fixer", "reflection")]
+    decided = {e.role: e for e in first if e.type == "decision_outcome"}
+    assert "Decision: the fixer revised the code after a review (returns a placeholder string" \
+        in decided["fixer"].content
+    assert decided["critic"].context["decision"] == "approve" and decided["critic"].context["visible_passed"]
+    solved = next(e for e in first if e.type == "code_pattern")
+    assert solved.content.startswith(f"Solved '{problems[0].entry_point}: ")
+    with MemoryBank(home) as bank:
+        _assert_no_hidden_test([e.model_dump_json() for e in bank.episodic.all()], problems)
     pattern = next(e for e in first if e.type == "error_pattern")
     assert pattern.content.startswith("Mistake: returns a placeholder string")
     assert "Outcome: the visible examples then passed." in pattern.content
@@ -256,3 +274,35 @@ def test_critic_findings_reach_the_coder_and_fixer_of_later_tasks(home, humaneva
     assert f"[{pattern.id}] Mistake: returns a placeholder string" in second_coder
     assert not any("memories" in r for r in requests if "`verdict`" in r)
     assert result.children[0].metrics["memory.reuse_rate"] > 0
+
+
+def test_debate_judge_choice_is_remembered_with_its_visible_outcome(home, humaneval_problems):
+    """The proposers' drafts fail, the debaters' revisions pass, the judge picks one: a
+    decision_outcome of the judge (passed) and a code_pattern of the chosen code, no hidden test
+    in either."""
+    problems = humaneval_problems[:1]
+    problem = problems[0]
+
+    def debater(text):
+        return {"argument": "mine handles the examples",
+                "revised_code": problem.prompt + problem.canonical_solution}
+
+    def judge(text):
+        return {"choice": "2", "rationale": "solution 2 passes the examples", "merged_code": ""}
+
+    scripts = {"coder": lambda text: {"code": problem.prompt + "    return None\n"}, "debater": debater,
+               "judge": judge, "reflector": _scripts(problems)["reflector"]}
+    pipelines = [{"name": "debate", "params": {"debaters": 2, "rounds": 1}, "memory": {"enabled": True}}]
+    with FakeOpenAIServer(role_responder(scripts)) as fake:
+        run(fake_spec(fake.api_base, pipelines=pipelines, limit=1), progress=False)
+    with MemoryBank(home) as bank:
+        entries = bank.episodic.all()
+    [decision] = [e for e in entries if e.type == "decision_outcome"]
+    assert (decision.role, decision.context["decision"], decision.context["visible_passed"]) == \
+        ("judge", "choose", True)
+    assert decision.content.endswith("Decision: the judge chose one candidate (solution 2 passes the "
+                                     "examples). Outcome: the visible examples passed.")
+    assert decision.content.startswith(f"On '{decision.context['task_summary']}': ")
+    [solved] = [e for e in entries if e.type == "code_pattern"]
+    assert solved.content.startswith(f"Solved '{problem.entry_point}: ") and '"""' not in solved.content
+    _assert_no_hidden_test([e.model_dump_json() for e in entries], problems)

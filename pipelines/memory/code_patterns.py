@@ -1,0 +1,57 @@
+"""``code_pattern`` entries: final code that passed every visible example, stored under a short
+description (the function's name and the prompt's first line) so a later coder can recall how a
+similar task was solved.
+
+Only code that passed the examples the prompt shows is kept — that is all a run may know about
+it; whether it also passed the hidden tests is never asked. Docstrings are dropped: the
+description already says what the function does, and another task's docstring examples in a
+later prompt would read as that task's examples. Code longer than ``MAX_CODE_CHARS`` without
+them is not kept: cut, it would be a wrong example, and whole it would crowd a small model's
+prompt; code Python cannot parse is not kept either.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from pipelines.memory.entries import MemoryEntry, task_tags
+from pipelines.memory.reflection import VisibleOutcome, task_summary
+
+MAX_CODE_CHARS = 1200
+
+
+def without_docstrings(code: str) -> str | None:
+    """``code`` re-printed without module, class and function docstrings (and comments, which
+    the parser drops); None if it does not parse."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def code_pattern(
+    *, role: str, task_id: str, run_id: str, prompt: str, entry_point: str, code: str,
+    outcome: VisibleOutcome,
+) -> MemoryEntry | None:
+    """The entry for ``code`` (written by ``role``) without its docstrings, or None when it did
+    not pass every visible example, none could be run, or it does not parse or is too long."""
+    if outcome.passed is not True:
+        return None
+    code = (without_docstrings(code) or "").strip()
+    if not code or len(code) > MAX_CODE_CHARS:
+        return None
+    description = f"{entry_point}: {task_summary(prompt)}" if entry_point else task_summary(prompt)
+    return MemoryEntry(
+        role=role, type="code_pattern", task_id=task_id, run_id=run_id, tags=task_tags(prompt),
+        # The description leads, so recall by a similar task's prompt finds it.
+        content=f"Solved '{description}' with:\n{code}",
+        context={"description": description, "entry_point": entry_point, "visible_passed": True,
+                 "task_summary": task_summary(prompt)},
+    )

@@ -1,0 +1,33 @@
+"""code_pattern entries: only code that passed every visible example, described by the function
+name and the prompt's first line, without docstrings."""
+
+from pipelines.memory.code_patterns import MAX_CODE_CHARS, code_pattern
+from pipelines.memory.reflection import VisibleOutcome
+
+PROMPT = 'def count_vowels(s):\n    """Count the vowels in a string.\n    >>> count_vowels("abe")\n' \
+         '    2\n    """\n'
+CODE = PROMPT + "    # vowels only\n    return sum(c in 'aeiou' for c in s)\n"
+PASSED = VisibleOutcome("PASS count_vowels('abe')", True)
+
+
+def pattern(code=CODE, outcome=PASSED):
+    return code_pattern(role="fixer", task_id="T/7", run_id="r1", prompt=PROMPT, entry_point="count_vowels",
+                        code=code, outcome=outcome)
+
+
+def test_passing_code_is_stored_under_its_description_without_docstrings():
+    entry = pattern()
+    assert (entry.role, entry.type, entry.task_id, entry.run_id) == ("fixer", "code_pattern", "T/7", "r1")
+    assert entry.tags == ["string"]
+    assert entry.context["description"] == "count_vowels: Count the vowels in a string."
+    assert entry.content == ("Solved 'count_vowels: Count the vowels in a string.' with:\n"
+                             "def count_vowels(s):\n    return sum((c in 'aeiou' for c in s))")
+    assert ">>>" not in entry.content
+
+
+def test_failing_unknown_unparsable_or_long_code_is_not_stored():
+    assert pattern(outcome=VisibleOutcome("FAIL", False)) is None
+    assert pattern(outcome=VisibleOutcome("no runnable examples", None)) is None
+    assert pattern(code="def count_vowels(s:\n    return 0\n") is None
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CODE_CHARS // 10))
+    assert pattern(code="def count_vowels(s):\n" + long_body + "    return 0\n") is None
