@@ -289,8 +289,10 @@ def learning_section(
     client: Any, runs: Sequence[ComparedRun], problems: Any, out: Path, files: dict[str, Path]
 ) -> str:
     """The learning-curve plot (always) and, when some runs had memory, their memory metrics
-    (``memory.csv``) and a Markdown section with both readings."""
+    (``memory.csv``), a Markdown section with both readings (returned) and the same section in
+    ``report.html``."""
     from eval.learning_curve import LEARNING_PLOT, curve_summary, learning_curves, plot_learning_curves
+    from eval.report import MEMORY_COLUMNS, add_memory_section
 
     curves = learning_curves(problems)
     files["learning_curve"] = plot_learning_curves(curves, out / LEARNING_PLOT)
@@ -299,13 +301,12 @@ def learning_section(
         return ""
     files["memory"] = out / "memory.csv"
     memory.to_csv(files["memory"], index=False)
-    shown = [c for c in ("pipeline", "seed", "reuse_rate", "used_rate", "recall_precision_at_k",
-                         "recall_hit_at_k", "entries", "redundancy", "fail_rate_first_block",
-                         "fail_rate_last_block") if c in memory]
+    shown = [c for c in MEMORY_COLUMNS if c in memory]
     lines = ["", "## Memory", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     for row in memory[shown].itertuples(index=False):
         lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
     summary = curve_summary(curves)
+    add_memory_section(files["html"], memory, summary, files["learning_curve"])
     lines += ["", f"Learning curves ({LEARNING_PLOT}): pass@1 on the first and last block of problems "
               "in run order.",
               "", "| pipeline | problems | block | first block | last block |", "|---|---|---|---|---|"]

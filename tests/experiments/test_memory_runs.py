@@ -218,6 +218,9 @@ def test_seeded_orderings_and_compare_shows_learning_curves_and_memory_metrics(h
     assert comparison.files["learning_curve"].stat().st_size > 0
     assert "## Memory" in comparison.markdown and "baseline+memory | 1 | 0.750" in comparison.markdown
     assert "| baseline | 4 | 4 | 1.000 | 1.000 |" in comparison.markdown
+    page = comparison.files["html"].read_text()  # the same section in the report, before Method
+    assert page.index("<h2>Memory</h2>") < page.index("Method")
+    assert "baseline+memory" in page[page.index("<h2>Memory</h2>"):page.index("Method")]
 
 
 def test_critic_findings_reach_the_coder_and_fixer_of_later_tasks(home, humaneval_problems):
