@@ -8,7 +8,8 @@ import json
 import re
 
 from support.fake_openai import FakeOpenAIServer, chat_reply
-from support.role_responder import review, role_responder
+from support.role_responder import ScriptedProblems, review, role_responder
+from support.specs import fake_spec
 
 SCRIPT = "<script>document.title='pwned'</script>"
 PATTERN_PIPELINES = [
@@ -19,17 +20,8 @@ PATTERN_PIPELINES = [
 
 
 def _scripts(problems):
-    by_prompt = {p.prompt.strip(): p for p in problems}
-
-    def problem_in(text):
-        return next(p for key, p in by_prompt.items() if key in text)
-
-    def solution(text):
-        problem = problem_in(text)
-        return problem.prompt + problem.canonical_solution
-
-    def wrong(text):
-        return problem_in(text).prompt + "    return None\n"
+    scripted = ScriptedProblems(problems)
+    solution, wrong = scripted.solution, scripted.wrong
 
     def coder(text):  # scratchpad's coder is right once reviewed; tree search's coder never is
         return {"code": solution(text) if "## reviews" in text else wrong(text)}
@@ -56,9 +48,5 @@ def pattern_run(home, problems):
     from experiments.api import run
 
     with FakeOpenAIServer(role_responder(_scripts(problems))) as fake:
-        spec = {
-            "name": "pattern-panels", "dataset": {"source": "humaneval", "limit": 2},
-            "model": {"id": "openai/fake", "api_base": fake.api_base, "num_retries": 0},
-            "pipelines": PATTERN_PIPELINES, "seeds": [0], "pool": {"persist": False},
-        }
+        spec = fake_spec(fake.api_base, pipelines=PATTERN_PIPELINES, limit=2, pool={"persist": False})
         return run(spec, home=home, progress=False)

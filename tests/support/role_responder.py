@@ -79,3 +79,21 @@ def review(verdict: str, *findings: str) -> dict[str, str]:
         for f in findings
     ]
     return {"verdict": verdict, "findings": json.dumps(items), "summary": f"{verdict} review"}
+
+
+class ScriptedProblems:
+    """The problem a scripted role is asked about (found by its prompt in the request) and the
+    code a script answers with: the canonical solution, or a wrong body."""
+
+    def __init__(self, problems: list[Any]) -> None:
+        self._by_prompt = {p.prompt.strip(): p for p in problems}
+
+    def problem_in(self, text: str) -> Any:
+        return next(p for key, p in self._by_prompt.items() if key in text)
+
+    def solution(self, text: str) -> str:
+        problem = self.problem_in(text)
+        return problem.prompt + problem.canonical_solution
+
+    def wrong(self, text: str) -> str:
+        return self.problem_in(text).prompt + "    return None\n"
