@@ -3,7 +3,7 @@ debate rounds and agreement, vote groups, the scratchpad's channels over time, t
 session tree and the tree-search tree (:mod:`experiments.viewer.search_tree_panel`).
 
 The panels rebuild what they show with the pipelines' own readers — the scratchpad's
-:func:`~pipelines.scratchpad.replay.replay`, the architect's
+:func:`~pipelines.scratchpad.replay.replay_steps`, the architect's
 :func:`~pipelines.session_tree.export_session_tree` — so the viewer cannot drift from them. Every
 string that came from a model goes through :func:`html.escape`.
 """
@@ -20,7 +20,7 @@ from pipelines.pool.messages import Intent, Message
 from pipelines.pool.store import seq_of
 from pipelines.scratchpad.channels import size_bytes
 from pipelines.scratchpad.events import EVENT_MODELS, InitEvent, ScratchpadIntent
-from pipelines.scratchpad.replay import replay
+from pipelines.scratchpad.replay import replay_steps
 from pipelines.session_tree import export_session_tree
 
 # Scratchpad events that concern one channel (an init names all of them, a read several).
@@ -92,11 +92,10 @@ def _scratchpad(messages: Sequence[Message], scratchpad_id: str) -> str:
     init = InitEvent.model_validate_json(next(m for m in mine if m.intent == ScratchpadIntent.INIT).content)
     rows: dict[str, list[str]] = {channel.name: [] for channel in init.channels}
     t0 = mine[0].created_at
-    events = [m for m in mine if m.intent in _CHANNEL_EVENTS]
-    for step, message in enumerate(events, start=1):
+    # The state right after each event, as the scratchpad's own replay rebuilds it (one pass).
+    steps = ((m, state) for m, state in replay_steps(mine, scratchpad_id) if m.intent in _CHANNEL_EVENTS)
+    for step, (message, state) in enumerate(steps, start=1):
         event = EVENT_MODELS[message.intent].model_validate_json(message.content)
-        # The state right after this event, as the scratchpad's own replay rebuilds it.
-        state = replay(mine, scratchpad_id, upto_seq=seq_of(message))
         kind, operation = _operation(event, message.intent)
         value = state.values.get(event.channel)
         # A string (code, on a replace channel) reads best as itself, not as a JSON literal.

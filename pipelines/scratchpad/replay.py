@@ -8,7 +8,7 @@ the replay of the events up to it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,16 +58,16 @@ class ScratchpadState:
                 "key_versions": copy.deepcopy(self.key_versions)}
 
 
-def replay(
-    messages: Iterable[Message], scratchpad_id: str, *, upto_seq: int | None = None
-) -> ScratchpadState:
-    """The state of scratchpad ``scratchpad_id`` rebuilt from its events among ``messages`` (any
-    order: they are sorted by the pool's sequence number), optionally only those up to
-    ``upto_seq``. A thread with no init event for it is a :class:`UserError`."""
+def replay_steps(
+    messages: Iterable[Message], scratchpad_id: str
+) -> Iterator[tuple[Message, ScratchpadState]]:
+    """Each event of scratchpad ``scratchpad_id`` among ``messages`` (any order: sorted by the
+    pool's sequence number) with the state right after it, in one pass. The state is one object
+    updated in place: read it before taking the next step. A thread with no init event for it is
+    a :class:`UserError`."""
     mine = sorted(
         (m for m in messages if m.intent.startswith("scratchpad.")
-         and m.metadata.get("scratchpad_id") == scratchpad_id
-         and (upto_seq is None or seq_of(m) <= upto_seq)),
+         and m.metadata.get("scratchpad_id") == scratchpad_id),
         key=seq_of,
     )
     inits = [m for m in mine if m.intent == ScratchpadIntent.INIT]
@@ -77,4 +77,19 @@ def replay(
     for message in mine:
         if message.intent == ScratchpadIntent.UPDATE:
             state.apply(UpdateEvent.model_validate_json(message.content))
+        yield message, state
+
+
+def replay(
+    messages: Iterable[Message], scratchpad_id: str, *, upto_seq: int | None = None
+) -> ScratchpadState:
+    """The state of scratchpad ``scratchpad_id`` rebuilt from its events among ``messages``,
+    optionally only those up to ``upto_seq``. A thread with no init event for it is a
+    :class:`UserError`."""
+    if upto_seq is not None:
+        messages = [m for m in messages if not m.intent.startswith("scratchpad.") or seq_of(m) <= upto_seq]
+    state = None
+    for _, state in replay_steps(messages, scratchpad_id):  # noqa: B007 (the last state is the answer)
+        pass
+    assert state is not None  # replay_steps yields the init event at least, or raises
     return state
