@@ -63,8 +63,9 @@ class MemoryConfig(BaseModel):
         default_factory=lambda: list(RECORDED_TYPES),
         description="Entries taken from each finished task's thread besides the reflection (no LM "
         "call): error_pattern (finding -> revision -> visible outcome), review_feedback (reviews "
-        "asking for changes), decision_outcome (a fixer's revision, a critic's approval or a "
-        "judge's choice and how its code did on the visible examples), code_pattern (final code "
+        "asking for changes), decision_outcome (a role's decision — fixer's revision, critic's or "
+        "reviewer's verdict, judge's choice, architect's retry/reassign/abort, QA engineer's pass/"
+        "fail — and how the code it led to did on the visible examples), code_pattern (final code "
         "that passed every visible example).",
     )
     promote_after: int = Field(
