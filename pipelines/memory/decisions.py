@@ -106,6 +106,10 @@ def _debate(history: list[Message], by_id: Thread) -> list[Decision]:
     ]
 
 
+# The team reviewer's verdicts (ReviewerOutput) as decision kinds; an unparsed review decides nothing.
+_TEAM_VERDICTS = {"approved": "approve", "changes_requested": "request_changes", "rejected": "reject"}
+
+
 def _architect(history: list[Message], by_id: Thread) -> list[Decision]:
     """The architect's retry / reassign / abort after a failed task and the team reviewer's
     verdicts, each with the integrated solution it led to."""
@@ -124,12 +128,11 @@ def _architect(history: list[Message], by_id: Thread) -> list[Decision]:
                                       f"task {decision.task_id}: {decision.reason}", led_to.content, m.id,
                                       led_to.id))
         elif m.intent == Intent.CRITIQUE and m.metadata.get("contract") == "ReviewerOutput":
-            verdict = m.metadata.get("verdict")
+            kind = _TEAM_VERDICTS.get(str(m.metadata.get("verdict")))
             request = by_id.get(m.in_reply_to or "")
             reviewed = by_id.get(request.in_reply_to or "") if request is not None else None
-            led_to = reviewed if verdict == "approved" else later
-            if led_to is not None:
-                kind = {"approved": "approve", "changes_requested": "request_changes"}.get(verdict, "reject")
+            led_to = reviewed if kind == "approve" else later
+            if kind is not None and led_to is not None:
                 reason = "; ".join(findings_of(m)) or json.loads(m.content).get("summary", "")
                 found.append(Decision(_role(m, "team_reviewer"), kind, reason, led_to.content, m.id,
                                       led_to.id))
