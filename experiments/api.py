@@ -14,7 +14,8 @@ from typing import Any
 
 from experiments.estimate import Estimate, estimate_run
 from experiments.runner import ExperimentResult, run_experiment
-from experiments.spec import ExperimentSpec, load_yaml, parse_spec
+from experiments.spec import ExperimentSpec, parse_spec
+from experiments.spec_files import load_yaml
 
 
 def offline_defaults() -> None:

@@ -24,9 +24,8 @@ from experiments.spec import (
     PipelineSpec,
     TrackingSpec,
     _Strict,
-    format_validation_error,
-    load_yaml,
 )
+from experiments.spec_files import format_validation_error, load_yaml
 from optimizers.optimizer_params import optimizer_params
 from optimizers.splits import SplitSpec
 

@@ -1,16 +1,14 @@
 """Experiment specs: the YAML a researcher writes, validated by pydantic.
 
 Every field is documented here; unknown keys are errors (a typo must not silently fall
-back to a default). ``load_spec`` turns any problem into one :class:`UserError` line that
-names the file and the field.
+back to a default). ``parse_spec`` turns any problem into one :class:`UserError` line that
+names the file and the field; reading the YAML is :mod:`experiments.spec_files`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -18,6 +16,7 @@ from eval.errors import UserError
 from eval.formats import FormatName
 from experiments.local_server import ServerChoice
 from experiments.model_files import resolve_bundled
+from experiments.spec_files import format_validation_error
 from pipelines.budget import BUDGET_FROM
 from pipelines.memory.config import MemoryConfig
 from pipelines.parallel_agents import PARALLEL_AGENTS
@@ -384,25 +383,6 @@ class ExperimentSpec(_Strict):
         return seeds
 
 
-def _path_part(part: Any) -> str:
-    """A field path element as written, or quoted when it is not a plain name (a key holding a
-    line break or spaces must neither split the line nor read as two fields)."""
-    text = str(part)
-    return text if text.replace("_", "a").replace("-", "a").isalnum() else repr(text)
-
-
-def format_validation_error(error: ValidationError, source: str) -> str:
-    """One line: the first problem, with its field path, plus a count of the others."""
-    first = error.errors()[0]
-    where = ".".join(_path_part(part) for part in first["loc"]) or "(top level)"
-    message = " ".join(str(first["msg"]).split())  # a value's own line breaks must not split it
-    if first["type"] == "extra_forbidden":
-        message = "unknown field (check its spelling)"
-    more = len(error.errors()) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{source}: {where}: {message}{suffix}"
-
-
 def parse_spec(data: Any, source: str = "spec") -> ExperimentSpec:
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of fields at the top level")
@@ -410,43 +390,3 @@ def parse_spec(data: Any, source: str = "spec") -> ExperimentSpec:
         return ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         raise UserError(format_validation_error(exc, source)) from exc
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key repeated in one mapping: YAML's "last one wins" would
-    silently drop a setting the researcher wrote."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key '{key}'", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def load_yaml(path: Path) -> Any:
-    """Read a YAML file; a missing or unreadable file, text that is not UTF-8, malformed YAML or a
-    repeated key is one clear UserError line."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); save the spec as UTF-8") from exc
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read: {exc.strerror}") from exc
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"{path}: malformed YAML{where}: {problem}") from exc
-
-
-def load_spec(path: Path) -> ExperimentSpec:
-    return parse_spec(load_yaml(path), str(path))

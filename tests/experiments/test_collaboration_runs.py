@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, chat_reply
-from support.role_responder import review, role_responder
+from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
@@ -22,18 +22,10 @@ LIMIT = 4
 
 
 def _scripts(problems):
-    by_prompt = {p.prompt.strip(): p for p in problems}
-
-    def problem_in(text):
-        return next(p for key, p in by_prompt.items() if key in text)
-
-    def solution(text):
-        problem = problem_in(text)
-        return problem.prompt + problem.canonical_solution
+    scripted = ScriptedProblems(problems)
 
     def first_then_fixed(text):  # the first draft is wrong; a revision (after a review) is right
-        draft = problem_in(text).prompt + "    return None\n"
-        return {"code": solution(text) if "## reviews" in text else draft}
+        return {"code": scripted.solution(text) if "## reviews" in text else scripted.wrong(text)}
 
     def architect(text):
         entry = re.search(r"\[\[ ## entry_point ## \]\]\n(\w+)", text).group(1)
@@ -48,7 +40,7 @@ def _scripts(problems):
         "coder": first_then_fixed,
         "critic": lambda t: review("approve") if "return None" not in t.rsplit("## code", 1)[-1]
         else review("request_changes", "returns None"),
-        "architect": architect, "developer": lambda t: {"module_code": solution(t)},
+        "architect": architect, "developer": lambda t: {"module_code": scripted.solution(t)},
         "team_reviewer": team_reviewer,
     }
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import review, role_responder
+from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
 from eval.datasets import load_problems
@@ -19,29 +19,23 @@ from pipelines.pool.message_pool import MessagePool
 
 
 def _scripts(problems):
-    by_prompt = {p.prompt.strip(): p for p in problems}
+    scripted = ScriptedProblems(problems)
 
-    def problem_in(text):
-        return next(p for key, p in by_prompt.items() if key in text)
-
-    def coder(text):
-        problem = problem_in(text)
-        return {"code": problem.prompt + "    return 'first draft'\n"}  # wrong first
+    def coder(text):  # wrong first, with a marker the critic recognises
+        return {"code": scripted.problem_in(text).prompt + "    return 'first draft'\n"}
 
     def critic(text):
         code = text.rsplit("[[ ## code ## ]]", 1)[-1]
         return review("request_changes", "a placeholder") if "first draft" in code else review("approve")
 
     def fixer(text):
-        problem = problem_in(text)
-        return {"revised_code": problem.prompt + problem.canonical_solution}
+        return {"revised_code": scripted.solution(text)}
 
     def meta_critic(text):
         return {"wrong_findings": "[]", "missing_issues": "[]", "review_is_sound": "True"}
 
     def repairer(text):  # tree_search's repairer
-        problem = problem_in(text)
-        return {"repaired_code": problem.prompt + problem.canonical_solution}
+        return {"repaired_code": scripted.solution(text)}
 
     return {"coder": coder, "critic": critic, "fixer": fixer, "meta_critic": meta_critic,
             "repairer": repairer, "path_reflector": lambda text: {"reflection": "Implement it."}}
@@ -107,16 +101,11 @@ def test_default_experiment_spec_runs_all_four_pipelines(home, humaneval_problem
     import yaml
     from support.fake_openai import chat_reply
 
-    by_prompt = {p.prompt.strip(): p for p in humaneval_problems}
-
-    def code_of(text):
-        problem = next(p for key, p in by_prompt.items() if key in text)
-        return problem.prompt + problem.canonical_solution
-
+    scripted = ScriptedProblems(humaneval_problems)
     scripts = {
-        "coder": lambda t: {"code": code_of(t)},
+        "coder": lambda t: {"code": scripted.solution(t)},
         "critic": lambda t: review("approve"),
-        "debater": lambda t: {"argument": "fine", "revised_code": code_of(t)},
+        "debater": lambda t: {"argument": "fine", "revised_code": scripted.solution(t)},
         "judge": lambda t: chat_reply(choice="1", rationale="first", merged_code=""),
     }
     data = yaml.safe_load(Path("experiments/debate_vs_critic.yaml").read_text())
@@ -164,11 +153,7 @@ def test_no_hidden_test_of_the_other_formats_reaches_a_prompt(home, name, pipeli
     execution feedback (the critic's, tree search's repairer's) does run the example the prompt
     shows."""
     problems = load_problems(str(DATA / name))
-    by_prompt = {p.prompt.strip(): p for p in problems}
-
-    def problem_in(text):
-        return next(p for key, p in by_prompt.items() if key in text)
-
+    problem_in = ScriptedProblems(problems).problem_in
     scripts = _scripts(problems)
     scripts["coder"] = lambda text: {"code": f"def {problem_in(text).entry_point}(*args):\n"
                                              "    return 'first draft'\n"}

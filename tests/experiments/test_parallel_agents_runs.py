@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import role_responder
+from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
@@ -30,10 +30,10 @@ def _digest(text: str) -> int:
 def _scripts(problems, hold=None):
     """Replies that depend on the whole request (and the seed), right or wrong code per problem;
     ``hold(text, body)`` may block a request."""
+    scripted = ScriptedProblems(problems)
 
     def solution(text, right):
-        problem = next(p for p in problems if p.prompt.strip() in text)
-        return problem.prompt + (problem.canonical_solution if right else "    return None\n")
+        return scripted.solution(text) if right else scripted.wrong(text)
 
     def coder(text, body):
         if hold is not None:

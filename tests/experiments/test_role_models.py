@@ -4,7 +4,7 @@ model, and bad role settings refused in one line before anything is written."""
 import pytest
 import yaml
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import review, role_of, role_responder
+from support.role_responder import ScriptedProblems, review, role_of, role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
@@ -12,19 +12,16 @@ from experiments.cli import main
 
 
 def _scripts(problems):
-    by_prompt = {p.prompt.strip(): p for p in problems}
-
-    def problem_in(text):
-        return next(p for key, p in by_prompt.items() if key in text)
+    scripted = ScriptedProblems(problems)
 
     def critic(text):
         code = text.rsplit("[[ ## code ## ]]", 1)[-1]
         return review("request_changes", "a placeholder") if "first draft" in code else review("approve")
 
     return {
-        "coder": lambda text: {"code": problem_in(text).prompt + "    return 'first draft'\n"},
+        "coder": lambda text: {"code": scripted.problem_in(text).prompt + "    return 'first draft'\n"},
         "critic": critic,
-        "fixer": lambda text: {"revised_code": problem_in(text).prompt + problem_in(text).canonical_solution},
+        "fixer": lambda text: {"revised_code": scripted.solution(text)},
     }
 
 

@@ -3,7 +3,7 @@ messages, and no hidden test (nor reference solution, for prompt-only roles) in 
 
 from support.fake_openai import FakeOpenAIServer
 from support.leakage import assert_no_hidden_tests, assert_prompt_only
-from support.role_responder import review, role_responder
+from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
 from eval.results import results_table
@@ -20,24 +20,16 @@ WRITTEN = {
 }
 
 
-def _problem_in(problems, text):
-    return next(p for p in problems if p.prompt.strip() in text)
-
-
-def _written(problems, text):
-    return WRITTEN[_problem_in(problems, text).entry_point]
-
-
-def _reference(problems, text):
-    problem = _problem_in(problems, text)
-    return problem.prompt + problem.canonical_solution
+def _written(scripted, text):
+    return WRITTEN[scripted.problem_in(text).entry_point]
 
 
 def test_vote_with_generated_tests_reports_their_accuracy_and_leaks_nothing(humaneval_problems):
     problems = humaneval_problems[:2]
+    scripted = ScriptedProblems(problems)
     scripts = {
-        "coder": lambda text: {"code": _reference(problems, text)},
-        "test_writer": lambda text: {"test_code": _written(problems, text)},
+        "coder": lambda text: {"code": scripted.solution(text)},
+        "test_writer": lambda text: {"test_code": _written(scripted, text)},
     }
     pipelines = [{"name": "vote", "params": {"k": 2, "tests": "generated", "n_tests": 5}}]
     with FakeOpenAIServer(role_responder(scripts)) as fake:
@@ -58,6 +50,7 @@ def test_critic_panel_reports_critique_success_per_critic_kind(humaneval_problem
     from signatures.focused_critic import FOCUS_INSTRUCTIONS
 
     problems = humaneval_problems[:2]
+    scripted = ScriptedProblems(problems)
 
     def critic(text):
         code = text.rsplit("[[ ## code ## ]]", 1)[-1]
@@ -66,9 +59,9 @@ def test_critic_panel_reports_critique_success_per_critic_kind(humaneval_problem
         return review("approve")
 
     scripts = {
-        "coder": lambda text: {"code": _problem_in(problems, text).prompt + "    return 'first draft'\n"},
+        "coder": lambda text: {"code": scripted.problem_in(text).prompt + "    return 'first draft'\n"},
         "critic": critic,
-        "fixer": lambda text: {"revised_code": _reference(problems, text)},
+        "fixer": lambda text: {"revised_code": scripted.solution(text)},
     }
     pipelines = [{"name": "critic_loop", "params": {"critics": ["correctness", "edge_cases"],
                                                     "execution_feedback": True}}]
@@ -88,9 +81,10 @@ def test_sop_counts_handoffs_scores_qa_tests_and_keeps_its_roles_to_the_prompt(h
     import json
 
     problems = humaneval_problems[:2]
+    scripted = ScriptedProblems(problems)
 
     def spec(text):
-        problem = _problem_in(problems, text)
+        problem = scripted.problem_in(text)
         return {"spec": json.dumps({"function": problem.entry_point, "inputs": ["see the prompt"],
                                     "output": "see the prompt", "edge_cases": [], "examples": []})}
 
@@ -99,8 +93,8 @@ def test_sop_counts_handoffs_scores_qa_tests_and_keeps_its_roles_to_the_prompt(h
 
     scripts = {
         "product_manager": spec, "architect": design,
-        "engineer": lambda text: {"implementation_code": _reference(problems, text)},
-        "qa_engineer": lambda text: {"acceptance_test_code": _written(problems, text)},
+        "engineer": lambda text: {"implementation_code": scripted.solution(text)},
+        "qa_engineer": lambda text: {"acceptance_test_code": _written(scripted, text)},
     }
     with FakeOpenAIServer(role_responder(scripts)) as fake:
         result = run(fake_spec(fake.api_base, pipelines=[{"name": "sop"}], limit=2), progress=False)
@@ -119,11 +113,12 @@ def test_sop_counts_handoffs_scores_qa_tests_and_keeps_its_roles_to_the_prompt(h
 
 def test_role_play_counts_failure_modes_and_keeps_hidden_tests_out(humaneval_problems):
     problems = humaneval_problems[:2]
+    scripted = ScriptedProblems(problems)
     turns = []
 
     def assistant(text):  # the first problem's assistant repeats itself: a turn without progress
         turns.append(text)
-        problem = _problem_in(problems, text)
+        problem = scripted.problem_in(text)
         return {"solution_code": problem.prompt + ("    return 0\n" if problem is problems[0]
                                                    else f"    return {len(turns)}\n")}
 
@@ -158,18 +153,19 @@ def test_the_role_patterns_experiment_runs_every_pipeline_and_compares(home, hum
     from experiments.tracking import tracking_uri
 
     problems = humaneval_problems[:1]
+    scripted = ScriptedProblems(problems)
     spec = {"function": "has_close_elements", "inputs": ["numbers", "threshold"], "output": "bool"}
     scripts = {
-        "coder": lambda t: {"code": _reference(problems, t)},
+        "coder": lambda t: {"code": scripted.solution(t)},
         "critic": lambda t: review("approve"),
         "product_manager": lambda t: {"spec": json.dumps(spec)},
         "architect": lambda t: {"design": json.dumps({"signature": "def f():", "approach": "loops"})},
-        "engineer": lambda t: {"implementation_code": _reference(problems, t)},
-        "qa_engineer": lambda t: {"acceptance_test_code": _written(problems, t)},
+        "engineer": lambda t: {"implementation_code": scripted.solution(t)},
+        "qa_engineer": lambda t: {"acceptance_test_code": _written(scripted, t)},
         "task_specifier": lambda t: {"specified_task": "Compare every pair."},
         "instructor": lambda t: {"instruction": "Write it.", "task_done": str("PASS" in t)},
-        "assistant": lambda t: {"solution_code": _reference(problems, t)},
-        "test_writer": lambda t: {"test_code": _written(problems, t)},
+        "assistant": lambda t: {"solution_code": scripted.solution(t)},
+        "test_writer": lambda t: {"test_code": _written(scripted, t)},
     }
     data = yaml.safe_load(Path("experiments/role_patterns.yaml").read_text())
     data["model"] = {"id": "openai/fake", "num_retries": 0}

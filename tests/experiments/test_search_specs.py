@@ -8,7 +8,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import review, role_responder
+from support.role_responder import ScriptedProblems, review, role_responder
 
 from eval.metrics import pass_at_k
 from experiments.api import run
@@ -16,21 +16,12 @@ from experiments.tracking import tracking_uri
 
 
 def test_search_vs_vote_runs_its_four_pipelines_at_chained_budgets(home, humaneval_problems):
-    by_prompt = {p.prompt.strip(): p for p in humaneval_problems}
-
-    def solution(text):
-        problem = next(p for key, p in by_prompt.items() if key in text)
-        return problem.prompt + problem.canonical_solution
-
-    def draft(text):  # wrong at first, so every pipeline has something to repair
-        problem = next(p for key, p in by_prompt.items() if key in text)
-        return problem.prompt + "    return None\n"
-
-    scripts = {
-        "coder": lambda t: {"code": draft(t)},
+    scripted = ScriptedProblems(humaneval_problems)
+    scripts = {  # the draft is wrong, so every pipeline has something to repair
+        "coder": lambda t: {"code": scripted.wrong(t)},
         "critic": lambda t: review("request_changes", "returns None"),
-        "fixer": lambda t: {"revised_code": solution(t)},
-        "repairer": lambda t: {"repaired_code": solution(t)},
+        "fixer": lambda t: {"revised_code": scripted.solution(t)},
+        "repairer": lambda t: {"repaired_code": scripted.solution(t)},
         "path_reflector": lambda t: {"reflection": "Implement the function."},
     }
     data = yaml.safe_load(Path("experiments/search_vs_vote.yaml").read_text())
@@ -54,12 +45,12 @@ def test_search_vs_vote_runs_its_four_pipelines_at_chained_budgets(home, humanev
 
 
 def test_ceiling_spec_reports_unbiased_pass_at_k_of_twenty_samples(home, humaneval_problems):
-    by_prompt = {p.prompt.strip(): p for p in humaneval_problems}
+    scripted = ScriptedProblems(humaneval_problems)
 
     def coder(text, body):  # sample i (seed i) passes for i < 3 on the first problem, never on the second
-        problem = next(p for key, p in by_prompt.items() if key in text)
-        right = problem.task_id == "HumanEval/0" and body.get("temperature", 0) > 0 and body["seed"] < 3
-        return {"code": problem.prompt + (problem.canonical_solution if right else "    return None\n")}
+        first = scripted.problem_in(text).task_id == "HumanEval/0"
+        right = first and body.get("temperature", 0) > 0 and body["seed"] < 3
+        return {"code": scripted.solution(text) if right else scripted.wrong(text)}
 
     data = yaml.safe_load(Path("experiments/ceiling.yaml").read_text())
     data["dataset"]["limit"] = 2

@@ -10,7 +10,7 @@ import json
 import re
 
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import role_responder
+from support.role_responder import ScriptedProblems, role_responder
 
 from optimizers.compile import CompileConfig, compile_program
 from optimizers.refine import instruction_of
@@ -20,15 +20,13 @@ from pipelines.registry import create_pipeline
 CAREFUL = "Be CAREFUL to read the whole docstring and handle every case it describes."
 
 
-def _problem_in(problems, text):
-    return next(p for p in problems if p.prompt.strip() in text)
-
-
 def _coder(problems):
+    scripted = ScriptedProblems(problems)
+
     def coder(text):
-        problem = _problem_in(problems, text)
-        body = problem.canonical_solution if CAREFUL in text else "    return 'first draft'\n"
-        return {"code": problem.prompt + body}
+        if CAREFUL in text:
+            return {"code": scripted.solution(text)}
+        return {"code": scripted.problem_in(text).prompt + "    return 'first draft'\n"}
 
     return coder
 

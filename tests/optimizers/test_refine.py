@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from support.critic_scripts import HOPELESS, critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import role_responder
+from support.role_responder import ScriptedProblems, role_responder
 
 from optimizers.refine import instruction_of, refine_instruction
 from optimizers.textgrad_engine import OpenAICompatibleEngine
@@ -24,21 +24,21 @@ def task_scripts(problems):
     HOPELESS raises an error quoting its hidden test, so the verdict detail (and the code) hold
     a hidden-test line the feedback must redact."""
     scripts = critic_loop_scripts(problems)
-    by_prompt = {p.prompt.strip(): p for p in problems}
+    scripted = ScriptedProblems(problems)
 
     def fixer(text):
-        problem = next(p for key, p in by_prompt.items() if key in text)
+        problem = scripted.problem_in(text)
         if problem.task_id == HOPELESS:
             return {"revised_code": problem.prompt + f"    raise ValueError({secret_of(problem)!r})\n"}
         return scripts["fixer"](text)
 
     def coder(text):
-        problem = next(p for key, p in by_prompt.items() if key in text)
+        problem = scripted.problem_in(text)
         if SLOPPY in text:
-            return {"code": problem.prompt + "    return None\n"}
+            return {"code": scripted.wrong(text)}
         if problem.task_id == HOPELESS:
             return {"code": problem.prompt + "    return 'first draft'\n"}
-        return {"code": problem.prompt + problem.canonical_solution}
+        return {"code": scripted.solution(text)}
 
     return {**scripts, "coder": coder, "fixer": fixer}
 

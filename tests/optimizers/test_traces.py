@@ -1,7 +1,7 @@
 """Trace collection: a real (scripted) critic-loop run → labelled per-role examples."""
 
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import review, role_responder
+from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
@@ -12,23 +12,19 @@ GULLIBLE = "HumanEval/1"  # the critic approves this task's wrong first draft
 
 
 def _scripts(problems):
-    by_prompt = {p.prompt.strip(): p for p in problems}
-
-    def problem_in(text):
-        return next(p for key, p in by_prompt.items() if key in text)
+    scripted = ScriptedProblems(problems)
 
     def coder(text):
-        return {"code": problem_in(text).prompt + "    return 'first draft'\n"}
+        return {"code": scripted.problem_in(text).prompt + "    return 'first draft'\n"}
 
     def critic(text):
         code = text.rsplit("[[ ## code ## ]]", 1)[-1]
-        if "first draft" in code and GULLIBLE not in text and problem_in(text).task_id != GULLIBLE:
+        if "first draft" in code and GULLIBLE not in text and scripted.problem_in(text).task_id != GULLIBLE:
             return review("request_changes", "a placeholder")
         return review("approve")
 
     def fixer(text):
-        problem = problem_in(text)
-        return {"revised_code": problem.prompt + problem.canonical_solution}
+        return {"revised_code": scripted.solution(text)}
 
     return {"coder": coder, "critic": critic, "fixer": fixer}
 

@@ -1,0 +1,71 @@
+"""Reading a spec file (an experiment's or an optimisation's): YAML that refuses repeated keys,
+and pydantic's validation errors as one line naming the file and the field.
+
+Both spec kinds go through here, so a researcher sees the same kind of message whichever they got
+wrong; any problem is a :class:`UserError`, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from eval.errors import UserError
+
+
+def _path_part(part: Any) -> str:
+    """A field path element as written, or quoted when it is not a plain name (a key holding a
+    line break or spaces must neither split the line nor read as two fields)."""
+    text = str(part)
+    return text if text.replace("_", "a").replace("-", "a").isalnum() else repr(text)
+
+
+def format_validation_error(error: ValidationError, source: str) -> str:
+    """One line: the first problem, with its field path, plus a count of the others."""
+    first = error.errors()[0]
+    where = ".".join(_path_part(part) for part in first["loc"]) or "(top level)"
+    message = " ".join(str(first["msg"]).split())  # a value's own line breaks must not split it
+    if first["type"] == "extra_forbidden":
+        message = "unknown field (check its spelling)"
+    more = len(error.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{source}: {where}: {message}{suffix}"
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key repeated in one mapping: YAML's "last one wins" would
+    silently drop a setting the researcher wrote."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key '{key}'", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(path: Path) -> Any:
+    """Read a YAML file; a missing or unreadable file, text that is not UTF-8, malformed YAML or a
+    repeated key is one clear UserError line."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); save the spec as UTF-8") from exc
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read: {exc.strerror}") from exc
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"{path}: malformed YAML{where}: {problem}") from exc
