@@ -31,3 +31,23 @@ def test_failing_unknown_unparsable_or_long_code_is_not_stored():
     assert pattern(code="def count_vowels(s:\n    return 0\n") is None
     long_body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CODE_CHARS // 10))
     assert pattern(code="def count_vowels(s):\n" + long_body + "    return 0\n") is None
+
+
+def test_only_the_entry_point_and_what_it_uses_is_stored():
+    # A small coder shown memories answers with earlier tasks' functions beside its own: storing
+    # them would hand every later task all the earlier code.
+    code = ("import re\nfrom typing import List\n\nVOWELS = 'aeiou'\n\n"
+            "def is_vowel(c):\n    return c in VOWELS\n\n"
+            "def sum_product(numbers: List[int]):\n    return (sum(numbers), 0)\n\n"
+            "def count_vowels(s):\n    return sum(is_vowel(c) for c in s)\n\n"
+            "def palindrome(s):\n    return s == s[::-1]\n")
+    stored = pattern(code=code).content.split(" with:\n", 1)[1]
+    assert stored == ("import re\nfrom typing import List\nVOWELS = 'aeiou'\n\n"
+                      "def is_vowel(c):\n    return c in VOWELS\n\n"
+                      "def count_vowels(s):\n    return sum((is_vowel(c) for c in s))")
+
+
+def test_code_without_the_entry_point_is_not_stored():
+    # The entry point misnamed and another task's function beside it: nothing to recall it by.
+    code = PROMPT + "\ndef filter_by_substring(strings, substring):\n    return strings\n"
+    assert pattern(code=code.replace("def count_vowels(s):", "def count_vowel(s):")) is None
