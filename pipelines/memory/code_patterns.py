@@ -53,7 +53,7 @@ def _solution_only(tree: ast.Module, entry_point: str) -> bool:
     return True
 
 
-def without_docstrings(code: str, entry_point: str | None = None) -> str | None:
+def solution_code(code: str, entry_point: str | None = None) -> str | None:
     """``code`` re-printed without module, class and function docstrings (and comments, which
     the parser drops) and, given ``entry_point``, with only that function and what it uses;
     None if it does not parse or does not define ``entry_point``."""
@@ -80,7 +80,7 @@ def code_pattern(
     not pass every visible example, none could be run, or it does not parse or is too long."""
     if outcome.passed is not True:
         return None
-    code = (without_docstrings(code, entry_point or None) or "").strip()
+    code = (solution_code(code, entry_point or None) or "").strip()
     if not code or len(code) > MAX_CODE_CHARS:
         return None
     description = f"{entry_point}: {task_summary(prompt)}" if entry_point else task_summary(prompt)

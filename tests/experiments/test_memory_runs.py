@@ -8,7 +8,7 @@ import re
 import pytest
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import role_responder
+from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
 from eval.errors import UserError
@@ -23,17 +23,14 @@ LESSON = "Check the boundary cases named in the docstring before returning."
 MINED_ONLY = ["error_pattern", "review_feedback"]
 
 
-def _problem_in(problems, text):
-    return next(p for p in problems if p.prompt.strip() in text)
-
-
 def _scripts(problems, *, wrong=()):
     """The coder solves every problem except those in ``wrong`` (until a reflection is shown)."""
 
+    scripted = ScriptedProblems(problems)
+
     def coder(text):
-        problem = _problem_in(problems, text)
-        fails = problem.task_id in wrong and "[this task, attempt" not in text
-        return {"code": problem.prompt + ("    return None\n" if fails else problem.canonical_solution)}
+        fails = scripted.problem_in(text).task_id in wrong and "[this task, attempt" not in text
+        return {"code": scripted.wrong(text) if fails else scripted.solution(text)}
 
     def reflector(text):
         return {"what_went_wrong": "nothing", "what_worked": "reading the examples",
@@ -97,10 +94,11 @@ def test_memory_on_injects_earlier_lessons_and_never_leaks_hidden_tests(home, hu
 def test_memory_off_sends_the_requests_of_a_run_without_memory(home, humaneval_problems):
     """Left out or disabled, memory changes no request (same bytes), so cached answers replay."""
     bodies = {}
+    scripted = ScriptedProblems(humaneval_problems)
     for name, extra in (("absent", {}), ("disabled", {"memory": {"enabled": False, "k": 5}})):
         pipelines = [{"name": "critic_loop", **extra}]
         with FakeOpenAIServer(role_responder({
-            "coder": lambda t: {"code": _problem_in(humaneval_problems, t).prompt + "    return 1\n"},
+            "coder": lambda t: {"code": scripted.problem_in(t).prompt + "    return 1\n"},
             "critic": lambda t: {"verdict": "approve", "findings": "[]", "summary": "fine"},
         })) as fake:
             spec = fake_spec(fake.api_base, pipelines=pipelines, limit=2)
@@ -230,9 +228,10 @@ def test_critic_findings_reach_the_coder_and_fixer_of_later_tasks(home, humaneva
     from support.role_responder import review
 
     problems = humaneval_problems[:2]
+    scripted = ScriptedProblems(problems)
 
     def coder(text):
-        return {"code": _problem_in(problems, text).prompt + "    return 'first draft'\n"}
+        return {"code": scripted.problem_in(text).prompt + "    return 'first draft'\n"}
 
     def critic(text):
         code = text.rsplit("[[ ## code ## ]]", 1)[-1]
@@ -240,8 +239,7 @@ def test_critic_findings_reach_the_coder_and_fixer_of_later_tasks(home, humaneva
             else review("approve")
 
     def fixer(text):
-        problem = _problem_in(problems, text)
-        return {"revised_code": problem.prompt + problem.canonical_solution}
+        return {"revised_code": scripted.solution(text)}
 
     scripts = {"coder": coder, "critic": critic, "fixer": fixer, "reflector": _scripts(problems)["reflector"]}
     # k=6: every entry of the first task fits, so the critic's finding reaches the coder whatever

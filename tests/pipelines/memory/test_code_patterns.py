@@ -15,7 +15,7 @@ def pattern(code=CODE, outcome=PASSED):
                         code=code, outcome=outcome)
 
 
-def test_passing_code_is_stored_under_its_description_without_docstrings():
+def test_passing_code_is_stored_under_its_description_as_the_solution_alone():
     entry = pattern()
     assert (entry.role, entry.type, entry.task_id, entry.run_id) == ("fixer", "code_pattern", "T/7", "r1")
     assert entry.tags == ["string"]
