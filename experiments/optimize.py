@@ -204,8 +204,9 @@ def run_optimization(
             traces: list[Any] = []
             if spec.optimizer.name == "traces":
                 traces = _traces(spec, home, split.train, by_id, lm, timeout)
+            roles = tuple(spec.optimizer.roles) if spec.optimizer.roles else None
             config = CompileConfig(spec.optimizer.name, dict(spec.optimizer.params), timeout, spec.split.seed,
-                                   log_dir=directory / "optimizer_state")
+                                   log_dir=directory / "optimizer_state", roles=roles)
             metrics: dict[str, float] = {}
             compiled = compile_program(
                 create_pipeline(spec.pipeline.name, **spec.pipeline.params), config,
@@ -227,6 +228,7 @@ def run_optimization(
         effective = optimizer_params(spec.optimizer.name, spec.optimizer.params).model_dump()
         compiled = step("compile", compile_step, {
             "optimizer": spec.optimizer.name, **flatten(effective, "optimizer.params."),
+            "optimizer.roles": ",".join(spec.optimizer.roles or ["all"]),
         })
         if spec.refine is None or spec.refine.model is not None:
             release("teacher")  # only compile and (by default) refine use it

@@ -48,6 +48,12 @@ class OptimizerSpec(StrictModel):
         "mipro: auto, num_candidates, num_trials, minibatch_size, max_bootstrapped_demos, num_threads; "
         "gepa: auto, max_metric_calls, reflection_minibatch_size, num_threads.",
     )
+    roles: list[str] | None = Field(
+        default=None, min_length=1,
+        description="The roles whose prompts (demos, instructions) the optimiser may change, e.g. "
+        "[repairer, scorer] of tree_search; the pipeline's other roles keep their own. Each must be a "
+        "role of the pipeline. Default: every role.",
+    )
 
     @field_validator("params")
     @classmethod
@@ -137,16 +143,22 @@ def load_optimize_spec(path: Path) -> OptimizeSpec:
 
 def check_spec(spec: OptimizeSpec) -> None:
     """What the spec's fields cannot check alone, before the dataset is read or anything is
-    written: the pipeline builds, the role to refine is one of its roles, each model is a model."""
+    written: the pipeline builds, the roles to optimise and to refine are among its roles, each
+    model is a model."""
     from experiments.model_files import resolve_bundled
     from experiments.provision import resolve_model
     from optimizers.refine import pipeline_roles
     from pipelines.registry import create_pipeline
 
     program = create_pipeline(spec.pipeline.name, **spec.pipeline.params)
-    if spec.refine is not None and spec.refine.role not in pipeline_roles(program):
+    roles = pipeline_roles(program)
+    for role in spec.optimizer.roles or ():
+        if role not in roles:
+            raise UserError(f"optimizer.roles: '{role}' is not a role of pipeline '{spec.pipeline.name}'; "
+                            f"its roles: {', '.join(roles)}")
+    if spec.refine is not None and spec.refine.role not in roles:
         raise UserError(f"refine.role: '{spec.refine.role}' is not a role of pipeline "
-                        f"'{spec.pipeline.name}'; its roles: {', '.join(pipeline_roles(program))}")
+                        f"'{spec.pipeline.name}'; its roles: {', '.join(roles)}")
     models = {"model": spec.model, "teacher": spec.teacher, "refine.model": spec.refine and spec.refine.model}
     for where, model in models.items():
         if model is not None and resolve_bundled(model.id) is None:  # a bundled one is fetched when used

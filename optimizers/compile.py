@@ -13,6 +13,10 @@ Optimisers:
   assertion, exception, timeout) and the teacher as reflection LM.
 
 Every optimiser returns a new program and never mutates its input (it works on a deep copy).
+``CompileConfig.roles`` limits what it may change to some roles (tree search's repairer and
+scorer, say): the other predictors of its result get back the input program's prompts
+(:func:`keep_roles`). The limit is applied to the optimiser's result, so whatever measures the
+compiled program afterwards (the optimisation loop's validation) measures what is kept.
 The metric needs the hidden tests, so it holds the problems in a closure keyed by ``task_id``;
 the examples the optimisers see (and may turn into demos) carry only the prompt, entry point
 and task id. Feedback text for GEPA has hidden-test lines redacted, because GEPA's reflection
@@ -149,10 +153,22 @@ class CompileConfig:
     timeout_s: float = 10.0
     seed: int = 0
     log_dir: Path | None = None  # GEPA's state, so a killed optimisation resumes where it stopped
+    roles: tuple[str, ...] | None = None  # the roles it may change (see keep_roles); None: all
     settings: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.settings = optimizer_params(self.optimizer, self.params)
+
+
+def keep_roles(original: dspy.Module, compiled: dspy.Module, roles: Iterable[str]) -> dspy.Module:
+    """``compiled`` (in place, and returned) with every predictor whose role is not in ``roles``
+    given back ``original``'s state: its instruction, field descriptions and demos."""
+    chosen = set(roles)
+    before = dict(original.named_predictors())
+    for name, predictor in compiled.named_predictors():
+        if role_of_predictor(name) not in chosen:
+            predictor.load_state(before[name].dump_state())
+    return compiled
 
 
 def compile_program(
@@ -169,7 +185,18 @@ def compile_program(
     """Optimise a copy of ``program`` on ``train`` (``val`` for optimisers that select on it) with
     ``task_lm`` running the pipeline and ``teacher_lm`` bootstrapping demos / proposing
     instructions / reflecting (default: the task LM). ``progress(name, value)`` receives
-    measurements of the compilation (the mean train metric, MIPROv2's failed proposals)."""
+    measurements of the compilation (the mean train metric, MIPROv2's failed proposals); with
+    ``config.roles``, only those roles' prompts change."""
+    compiled = _optimise(program, config, train, val, task_lm, teacher_lm, traces, progress)
+    return compiled if config.roles is None else keep_roles(program, compiled, config.roles)
+
+
+def _optimise(
+    program: dspy.Module, config: CompileConfig, train: Sequence[Problem], val: Sequence[Problem],
+    task_lm: dspy.BaseLM | None, teacher_lm: dspy.BaseLM | None, traces: Sequence[RoleTrace],
+    progress: Callable[[str, float], None] | None,
+) -> dspy.Module:
+    """The optimiser ``config`` names, on a copy of ``program`` (see :func:`compile_program`)."""
     settings = config.settings
     if config.optimizer == "traces":
         return attach_trace_demos(program, traces, k=settings.k, seed=config.seed)
