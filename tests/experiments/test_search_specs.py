@@ -1,6 +1,8 @@
 """The issue #16 experiment specs against a scripted endpoint: search_vs_vote.yaml (all four
 pipelines run, the budgets chain: tree_search from critic_loop, vote from tree_search; compare at
-the end) and ceiling.yaml (20 samples, their unbiased pass@k in the run and in compare's table)."""
+the end) ceiling.yaml (20 samples, their unbiased pass@k in the run and in compare's table) and
+optimize_tree_search.yaml (valid as shipped; every optimisation step runs, and only the roles it
+names take demos)."""
 
 from pathlib import Path
 
@@ -9,9 +11,10 @@ import yaml
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, review, role_responder
+from support.tree_search_scripts import tree_search_responder
 
 from eval.metrics import pass_at_k
-from experiments.api import run
+from experiments.api import optimize, run
 from experiments.tracking import tracking_uri
 
 
@@ -64,3 +67,26 @@ def test_ceiling_spec_reports_unbiased_pass_at_k_of_twenty_samples(home, humanev
         assert samples.metrics[f"samples_pass_at_{k}"] == pytest.approx((pass_at_k(20, 3, k) + 0.0) / 2)
     row = result.comparison.table.set_index("pipeline").loc["samples20"]
     assert row["samples_pass@20"] == pytest.approx(0.5) and row["samples_pass@1"] == pytest.approx(3 / 40)
+
+
+def test_optimize_tree_search_spec_is_valid_and_optimises_repairer_and_scorer(
+    tmp_path, home, humaneval_problems
+):
+    from experiments.optimize_spec import check_spec, load_optimize_spec
+    from optimizers.export import load_program
+
+    path = Path("experiments/optimize_tree_search.yaml")
+    shipped = load_optimize_spec(path)
+    check_spec(shipped)  # as shipped: the pipeline builds, its roles exist, the bundled model is named
+    assert shipped.pipeline.params["value_weight"] > 0  # the scorer's value counts
+    data = yaml.safe_load(path.read_text())
+    data["dataset"]["limit"] = 8  # 4/2/2 with the spec's fractions
+    with FakeOpenAIServer(tree_search_responder(humaneval_problems)) as fake:
+        data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
+        spec_file = tmp_path / "optimize_tree_search.yaml"
+        spec_file.write_text(yaml.safe_dump(data))
+        result = optimize(spec_file, home=home)
+    assert set(result.steps) == {"baseline_val", "compile", "compiled_val", "gate", "test"}
+    compiled, _ = load_program(result.steps["compile"]["program_dir"])
+    with_demos = {name for name, predictor in compiled.named_predictors() if predictor.demos}
+    assert with_demos == set(shipped.optimizer.roles) == {"repairer", "scorer"}

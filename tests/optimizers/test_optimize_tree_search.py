@@ -4,13 +4,12 @@ carries demos for them, no hidden-test line reaches a demo or an LM request, the
 step runs, the export loads back into a fresh tree_search, ``optimizer.roles`` limits what compile
 changes, and TextGrad refines the repairer."""
 
-import json
-
 import pytest
 import yaml
-from support.fake_openai import FakeOpenAIServer, chat_reply
+from support.fake_openai import FakeOpenAIServer
 from support.leakage import assert_no_hidden_tests
-from support.role_responder import ScriptedProblems, role_of
+from support.role_responder import role_of
+from support.tree_search_scripts import SCORE, tree_search_responder
 
 from experiments.api import export, optimize
 from optimizers.export import load_program, load_prompts_into, role_prompts
@@ -34,34 +33,9 @@ def _train_ids(problems):
 
 
 def _responder(problems):
-    """Coder: code that fails the visible examples; repairer: the canonical solution, except on
-    the first train problem (still wrong: TextGrad has a failed run to learn from); scorer and path
-    reflector: fixed replies. The problem is read from the last message only, because a compiled
-    program's demos (earlier turns) show other problems."""
-    scripted = ScriptedProblems(problems)
-    hopeless = _train_ids(problems)[0]
-
-    def repairer(text):
-        fixed = scripted.problem_in(text).task_id != hopeless
-        return {"repaired_code": scripted.solution(text) if fixed else scripted.wrong(text)}
-
-    replies = {
-        "coder": lambda text: {"code": scripted.wrong(text)},
-        "repairer": repairer,
-        "scorer": lambda text: {"assessment": "It may miss an edge case.", "score": "6"},
-        "path_reflector": lambda text: {"reflection": "Implement the body; do not return None."},
-    }
-
-    def respond(messages):
-        if "Reply with OK." in json.dumps(messages):  # the serving preflight
-            return "OK"
-        fields = replies[role_of(messages)](str(messages[-1]["content"]))
-        if "Your answer is `" in str(messages[0]["content"]):  # CodeAdapter: a code block
-            (code,) = fields.values()
-            return f"```python\n{code}\n```"
-        return chat_reply(**fields)
-
-    return respond
+    """The scripted search; the first train problem stays unsolved, so TextGrad has a failed run
+    to learn from."""
+    return tree_search_responder(problems, hopeless={_train_ids(problems)[0]})
 
 
 def _engine(messages):
@@ -108,7 +82,7 @@ def test_optimize_tree_search_gives_repairer_and_scorer_demos_that_export(tmp_pa
         problem = next(p for p in humaneval_problems if p.prompt in demo["repaired_code"])
         assert demo["repaired_code"].strip() == (problem.prompt + problem.canonical_solution).strip()
         assert demo["execution_feedback"] and demo["code"] != demo["repaired_code"]
-    assert all(str(d["score"]) == "6" for d in demos["scorer"])
+    assert all(str(d["score"]) == SCORE for d in demos["scorer"])
     every_demo = [d for role in demos.values() for d in role]
     assert_no_hidden_tests_in_examples(every_demo, humaneval_problems)
     assert assert_no_hidden_tests(humaneval_problems, requests) > 0
