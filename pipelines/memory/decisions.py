@@ -25,6 +25,7 @@ teaches nothing and writes no entry. Hidden tests never get here.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -117,12 +118,14 @@ def _architect(history: list[Message], by_id: Thread) -> list[Decision]:
                   and m.metadata.get("session_kind") == "orchestrator"]
     found = []
     for i, m in enumerate(history):
-        later = next((history[j] for j in integrated if j > i), None)
+        after = bisect_right(integrated, i)  # integrated is in thread order: no scan per message
+        later = history[integrated[after]] if after < len(integrated) else None
         if m.intent == "decision" and m.metadata.get("contract") == "ArchitectDecision":
             decision = ArchitectDecision.model_validate_json(m.content)
             # An abort leaves the run with the last solution integrated before it.
-            led_to = later if decision.action != "abort" else next(
-                (history[j] for j in reversed(integrated) if j < i), None)
+            before = bisect_left(integrated, i)
+            earlier = history[integrated[before - 1]] if before > 0 else None
+            led_to = later if decision.action != "abort" else earlier
             if led_to is not None:
                 found.append(Decision(_role(m, "architect"), decision.action,
                                       f"task {decision.task_id}: {decision.reason}", led_to.content, m.id,
