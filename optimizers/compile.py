@@ -17,6 +17,9 @@ Every optimiser returns a new program and never mutates its input (it works on a
 scorer, say): the other predictors of its result get back the input program's prompts
 (:func:`keep_roles`). The limit is applied to the optimiser's result, so whatever measures the
 compiled program afterwards (the optimisation loop's validation) measures what is kept.
+Whatever the optimiser, a demo showing code is kept only if that code passes its train task's
+hidden tests (:mod:`optimizers.demo_filter`): a run that passed in the end also holds the
+drafts and repairs that failed, and those must not become demos.
 The metric needs the hidden tests, so it holds the problems in a closure keyed by ``task_id``;
 the examples the optimisers see (and may turn into demos) carry only the prompt, entry point
 and task id. Feedback text for GEPA has hidden-test lines redacted, because GEPA's reflection
@@ -37,6 +40,7 @@ import dspy
 from eval.problems import Problem
 from eval.scoring import score_code
 from eval.verdict import Verdict
+from optimizers.demo_filter import CodeDemoFilter, code_output_fields
 from optimizers.optimizer_params import optimizer_params
 from optimizers.traces import RoleTrace
 from signatures.adapter import CodeAdapter
@@ -124,10 +128,13 @@ def demo_from_trace(trace: RoleTrace, signature: type[dspy.Signature]) -> dspy.E
 
 
 def attach_trace_demos(
-    program: dspy.Module, traces: Sequence[RoleTrace], *, k: int = 3, seed: int = 0
+    program: dspy.Module, traces: Sequence[RoleTrace], *, k: int = 3, seed: int = 0,
+    demo_filter: CodeDemoFilter | None = None,
 ) -> dspy.Module:
     """A copy of ``program`` whose predictors carry up to ``k`` demos each, drawn (seeded) from
-    the successful traces of their role. Predictors without such traces keep their demos."""
+    the successful traces of their role (and, with ``demo_filter``, only those it keeps: they
+    are filtered before drawing, so a failing fix does not take the place of a good one).
+    Predictors without such traces keep their demos."""
     compiled = program.deepcopy()
     rng = random.Random(seed)
     for name, predictor in compiled.named_predictors():
@@ -137,7 +144,10 @@ def attach_trace_demos(
                         if t.role == role and t.success)
             if d is not None
         ]
-        unique = list({repr(sorted(d.items())): d for d in demos}.values())
+        unique = [
+            d for d in {repr(sorted(d.items())): d for d in demos}.values()
+            if demo_filter is None or demo_filter.keep(role, d, predictor.signature)
+        ]
         if unique:
             predictor.demos = rng.sample(unique, min(k, len(unique)))
     return compiled
@@ -171,6 +181,21 @@ def keep_roles(original: dspy.Module, compiled: dspy.Module, roles: Iterable[str
     return compiled
 
 
+def filter_code_demos(program: dspy.Module, demo_filter: CodeDemoFilter) -> dict[str, int]:
+    """Remove (in place) the demos of ``program`` that ``demo_filter`` rejects; the demos it has
+    dropped so far per judged role with code output (0 included: nothing to drop is a finding)."""
+    judged = set()
+    for name, predictor in program.named_predictors():
+        role = role_of_predictor(name)
+        if not code_output_fields(predictor.signature) or (
+            demo_filter.roles is not None and role not in demo_filter.roles
+        ):
+            continue
+        judged.add(role)
+        predictor.demos = [d for d in predictor.demos if demo_filter.keep(role, d, predictor.signature)]
+    return {role: demo_filter.dropped[role] for role in sorted(judged)}
+
+
 def compile_program(
     program: dspy.Module,
     config: CompileConfig,
@@ -185,21 +210,29 @@ def compile_program(
     """Optimise a copy of ``program`` on ``train`` (``val`` for optimisers that select on it) with
     ``task_lm`` running the pipeline and ``teacher_lm`` bootstrapping demos / proposing
     instructions / reflecting (default: the task LM). ``progress(name, value)`` receives
-    measurements of the compilation (the mean train metric, MIPROv2's failed proposals); with
-    ``config.roles``, only those roles' prompts change."""
-    compiled = _optimise(program, config, train, val, task_lm, teacher_lm, traces, progress)
-    return compiled if config.roles is None else keep_roles(program, compiled, config.roles)
+    measurements of the compilation (the mean train metric, MIPROv2's failed proposals, the
+    code demos dropped per role as ``demos_dropped.<role>``); with ``config.roles``, only those
+    roles' prompts change."""
+    demo_filter = CodeDemoFilter(train, config.timeout_s, config.roles)
+    compiled = _optimise(program, config, train, val, task_lm, teacher_lm, traces, progress, demo_filter)
+    if config.roles is not None:
+        keep_roles(program, compiled, config.roles)
+    dropped = filter_code_demos(compiled, demo_filter)
+    if progress is not None:
+        for role, count in dropped.items():
+            progress(f"demos_dropped.{role}", float(count))
+    return compiled
 
 
 def _optimise(
     program: dspy.Module, config: CompileConfig, train: Sequence[Problem], val: Sequence[Problem],
     task_lm: dspy.BaseLM | None, teacher_lm: dspy.BaseLM | None, traces: Sequence[RoleTrace],
-    progress: Callable[[str, float], None] | None,
+    progress: Callable[[str, float], None] | None, demo_filter: CodeDemoFilter,
 ) -> dspy.Module:
     """The optimiser ``config`` names, on a copy of ``program`` (see :func:`compile_program`)."""
     settings = config.settings
     if config.optimizer == "traces":
-        return attach_trace_demos(program, traces, k=settings.k, seed=config.seed)
+        return attach_trace_demos(program, traces, k=settings.k, seed=config.seed, demo_filter=demo_filter)
     student = program.deepcopy()
     metric = PassMetric({p.task_id: p for p in [*train, *val]}, config.timeout_s)
     trainset, valset = problem_examples(train), problem_examples(val) or None

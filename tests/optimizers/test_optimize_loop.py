@@ -72,7 +72,8 @@ def test_optimize_runs_every_step_logs_them_and_resumes(tmp_path, home, humaneva
     exported = export(compile_run, formats=["json", "md"], out=tmp_path / "exp", home=home)
     assert Path(exported["files"][0]).name == "program.json"
     state = json.loads((tmp_path / "exp" / "program.json").read_text())
-    assert state["coder"]["demos"]
+    # The fixer's good fixes are demos; the coder's first drafts all failed, so none of them is.
+    assert state["fixer"]["demos"] and not state["coder"]["demos"]
     held_out = [p for p in humaneval_problems if p.task_id in split["test"]]
     assert held_out and not any(json.dumps(p.prompt)[1:-1] in json.dumps(state) for p in held_out)
 

@@ -1,0 +1,136 @@
+"""Code demos are kept only when their code passes their train task's hidden tests (issue #16):
+a run that passed in the end also holds the first drafts and repairs that failed."""
+
+import threading
+
+import yaml
+from mlflow.tracking import MlflowClient
+from support.critic_scripts import critic_loop_scripts
+from support.fake_openai import FakeOpenAIServer
+from support.role_responder import ScriptedProblems, role_of, role_responder
+from support.tree_search_scripts import tree_search_responder
+
+from eval.scoring import score_code
+from experiments.api import optimize
+from optimizers.compile import CompileConfig, compile_program
+from optimizers.demo_filter import code_output_fields
+from optimizers.traces import RoleTrace
+from pipelines.registry import create_pipeline, pipeline_names
+from pipelines.tree_search import TreeSearch
+
+# One role call at a time: which of a task's repairs DSPy picks as its demo is then reproducible.
+SEARCH = {"n": 2, "max_expansions": 3, "value_weight": 0.5, "evaluation": "lm", "parallel_agents": 1}
+
+
+def _passes(problems, demo, field):
+    problem = next(p for p in problems if p.prompt.strip() == str(demo["prompt"]).strip())
+    return score_code(problem, str(demo[field]), 10.0)[1].passed
+
+
+def _flaky_repairs(problems, flaky):
+    """The scripted tree search, except that the first repair of each ``flaky`` problem is wrong
+    too: those runs pass in the end, with a failed repair beside the good one."""
+    scripted, scripted_search = ScriptedProblems(problems), tree_search_responder(problems)
+    repaired, lock = set(), threading.Lock()
+
+    def respond(messages):
+        if role_of(messages) == "repairer":
+            text = str(messages[-1]["content"])
+            with lock:
+                task_id = scripted.problem_in(text).task_id
+                first = task_id in flaky and task_id not in repaired
+                repaired.add(task_id)
+            if first:
+                return f"```python\n{scripted.wrong(text)}\n```"
+        return scripted_search(messages)
+
+    return respond
+
+
+def test_code_fields_are_the_solutions_roles_write_not_their_tests():
+    fields = {}
+    for name in pipeline_names():
+        for _, predictor in create_pipeline(name).named_predictors():
+            fields[predictor.signature.__name__] = code_output_fields(predictor.signature)
+    assert fields["Coder"] == ("code",) and fields["Repairer"] == ("repaired_code",)
+    assert fields["Fixer"] == fields["Debater"] == ("revised_code",)
+    assert fields["Judge"] == ("merged_code",) and fields["Developer"] == ("module_code",)
+    assert fields["Engineer"] == ("implementation_code",) and fields["Assistant"] == ("solution_code",)
+    assert fields["QaEngineer"] == fields["CodeScorer"] == fields["Critic"] == fields["Reflector"] == ()
+
+
+def test_bootstrap_on_critic_loop_drops_the_failed_first_drafts(humaneval_problems, make_lm):
+    train = humaneval_problems[:3]
+    measured = {}
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        compiled = compile_program(
+            create_pipeline("critic_loop", max_iterations=2),
+            CompileConfig("bootstrap", {"max_bootstrapped_demos": 3}), train=train,
+            task_lm=make_lm(fake.api_base), progress=lambda name, value: measured.__setitem__(name, value),
+        )
+    assert compiled.coder.demos == [] and measured["demos_dropped.coder"] >= 1
+    assert compiled.fixer.demos and measured["demos_dropped.fixer"] == 0
+    assert all(_passes(train, d, "revised_code") for d in compiled.fixer.demos)
+    # The critic writes no code: its demos stay, reviews of the failing drafts included.
+    assert len(compiled.critic.demos) == 2 and "demos_dropped.critic" not in measured
+
+
+def test_bootstrap_on_tree_search_keeps_only_repairs_that_pass(humaneval_problems, make_lm):
+    train = humaneval_problems[:4]
+    measured = {}
+    flaky = {p.task_id for p in train[:2]}
+    with FakeOpenAIServer(_flaky_repairs(humaneval_problems, flaky)) as fake:
+        compiled = compile_program(
+            TreeSearch(**SEARCH), CompileConfig("bootstrap", {"max_bootstrapped_demos": 4}), train=train,
+            task_lm=make_lm(fake.api_base), progress=lambda name, value: measured.__setitem__(name, value),
+        )
+    demos = {name: [dict(d) for d in p.demos] for name, p in compiled.named_predictors()}
+    assert demos["repairer"] and all(_passes(train, d, "repaired_code") for d in demos["repairer"])
+    assert measured["demos_dropped.repairer"] >= 1  # a failed sibling repair was picked, and dropped
+    assert demos["coder"] == [] and measured["demos_dropped.coder"] == len(train)
+    # Roles without code output keep their demo of every passing run.
+    assert len(demos["scorer"]) == len(demos["path_reflector"]) == len(train)
+    assert "demos_dropped.scorer" not in measured
+
+
+def _fix(problem, code, task_id=None):
+    return RoleTrace(
+        role="fixer", task_id=task_id or problem.task_id, run_id="r", thread_id="t", message_id=code[-20:],
+        inputs={"prompt": problem.prompt, "code": problem.prompt + "    pass\n", "review": "fix it"},
+        outputs={"revised_code": code}, task_passed=True,  # an intermediate fix: labelled by the task
+    )
+
+
+def test_trace_demos_skip_failing_fixes_before_drawing(humaneval_problems):
+    train, other = humaneval_problems[:2], humaneval_problems[5]
+    good = train[0].prompt + train[0].canonical_solution
+    traces = [
+        _fix(train[0], train[0].prompt + "    return None\n"), _fix(train[1], train[1].prompt + "    pass\n"),
+        _fix(train[0], good), _fix(other, other.prompt + other.canonical_solution),  # not a train task
+    ]
+    measured = {}
+    compiled = compile_program(
+        create_pipeline("critic_loop"), CompileConfig("traces", {"k": 1}), train=train, traces=traces,
+        progress=lambda name, value: measured.__setitem__(name, value),
+    )
+    assert [d["revised_code"] for d in compiled.fixer.demos] == [good]
+    assert measured["demos_dropped.fixer"] == 3 and measured["demos_dropped.coder"] == 0
+
+
+def test_optimize_logs_the_dropped_demos_on_the_compile_run(tmp_path, home, humaneval_problems):
+    spec = {
+        "name": "opt-filter", "pipeline": {"name": "tree_search", "params": SEARCH},
+        "optimizer": {"name": "bootstrap", "params": {"max_bootstrapped_demos": 2}, "roles": ["repairer"]},
+        "split": {"seed": 1, "train": 3, "val": 1}, "dataset": {"source": "humaneval", "limit": 5},
+        "model": {"id": "openai/fake", "num_retries": 0},
+    }
+    every_problem = {p.task_id for p in humaneval_problems}
+    with FakeOpenAIServer(_flaky_repairs(humaneval_problems, every_problem)) as fake:
+        spec["model"]["api_base"] = fake.api_base
+        (tmp_path / "opt.yaml").write_text(yaml.safe_dump(spec))
+        result = optimize(tmp_path / "opt.yaml", home=home)
+    compile_run = result.steps["compile"]
+    logged = MlflowClient(f"sqlite:///{home / 'mlflow.db'}").get_run(compile_run["run_id"]).data.metrics
+    assert logged["demos_dropped.repairer"] == compile_run["demos_dropped.repairer"] >= 1
+    # Only the chosen role is judged: the coder's failing drafts were never its demos to drop.
+    assert not any(name.startswith("demos_dropped.") and name != "demos_dropped.repairer" for name in logged)
