@@ -12,7 +12,9 @@ fields named ``*code``: coder.code, fixer.revised_code, repairer.repaired_code,
 developer.module_code …; not the tests a role writes, test_code / acceptance_test_code, which
 are no solution of the task) is scored on the hidden tests of its task, found by the demo's
 ``prompt`` (or ``task_id``) among the train problems, and dropped unless every code it shows
-passes. Demos of roles without code output (scorer, critic, reflector …) are untouched.
+passes. Demos of roles without code output (scorer, critic, reflector …) are untouched, and so
+is code that does not define the task's entry point (an architect developer's helper module):
+the hidden tests cannot judge a part alone, and dropping it would drop every such demo.
 
 This reads hidden tests only to score, exactly as the optimisers' metric does on the same train
 problems; the demos kept are the ones already there, so no test text can enter a prompt.
@@ -20,6 +22,7 @@ problems; the demos kept are the ones already there, so no test text can enter a
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +32,18 @@ import dspy
 
 from eval.problems import Problem
 from eval.scoring import score_code
+
+
+def is_helper_module(code: str, entry_point: str) -> bool:
+    """Whether ``code`` defines functions, none of them ``entry_point``: a part of a solution.
+    A body without a ``def`` is not (the scorer completes it with the prompt's stub), nor is
+    code that does not parse: both are judged, not waved through."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return bool(names) and entry_point not in names
 
 
 def code_output_fields(signature: type[dspy.Signature]) -> tuple[str, ...]:
@@ -84,6 +99,10 @@ class CodeDemoFilter:
         if not codes:
             return True
         problem = self._problem_of(demo)
+        if problem is not None:
+            codes = [code for code in codes if not is_helper_module(code, problem.entry_point)]
+            if not codes:
+                return True  # parts of a solution only: nothing the hidden tests can judge alone
         kept = problem is not None and all(self._passes(problem, code) for code in codes)
         if not kept:
             self.dropped[role] += 1

@@ -3,6 +3,7 @@ a run that passed in the end also holds the first drafts and repairs that failed
 
 import threading
 
+import dspy
 import yaml
 from mlflow.tracking import MlflowClient
 from support.critic_scripts import critic_loop_scripts
@@ -13,10 +14,11 @@ from support.tree_search_scripts import tree_search_responder
 from eval.scoring import score_code
 from experiments.api import optimize
 from optimizers.compile import CompileConfig, compile_program
-from optimizers.demo_filter import code_output_fields
+from optimizers.demo_filter import CodeDemoFilter, code_output_fields
 from optimizers.traces import RoleTrace
 from pipelines.registry import create_pipeline, pipeline_names
 from pipelines.tree_search import TreeSearch
+from signatures.developer import Developer
 
 # One role call at a time: which of a task's repairs DSPy picks as its demo is then reproducible.
 SEARCH = {"n": 2, "max_expansions": 3, "value_weight": 0.5, "evaluation": "lm", "parallel_agents": 1}
@@ -134,3 +136,15 @@ def test_optimize_logs_the_dropped_demos_on_the_compile_run(tmp_path, home, huma
     assert logged["demos_dropped.repairer"] == compile_run["demos_dropped.repairer"] >= 1
     # Only the chosen role is judged: the coder's failing drafts were never its demos to drop.
     assert not any(name.startswith("demos_dropped.") and name != "demos_dropped.repairer" for name in logged)
+
+
+def test_a_helper_module_is_not_judged_alone_but_a_bare_body_is(humaneval_problems):
+    """An architect developer's module without the entry point cannot pass the hidden tests
+    alone, so it stays; a reply that is only a body is completed with the stub and judged."""
+    problem = humaneval_problems[0]
+    demo_filter = CodeDemoFilter([problem])
+    helper = dspy.Example(prompt=problem.prompt, module_code="def distance(a, b):\n    return abs(a - b)\n")
+    wrong_body = dspy.Example(prompt=problem.prompt, module_code="    return None\n")
+    assert demo_filter.keep("developer", helper, Developer)
+    assert not demo_filter.keep("developer", wrong_body, Developer)
+    assert demo_filter.dropped["developer"] == 1
