@@ -38,6 +38,12 @@ class ProblemResult(BaseModel):
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Pipeline-specific per-problem metrics."
     )
+    resolved_params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Parameters the run resolved when it started (token_budget from "
+        "token_budget_from: the measured mean of another pipeline on the run's problems); a "
+        "checkpointed problem is reused only by a run that resolved the same.",
+    )
 
     @property
     def passed(self) -> bool:

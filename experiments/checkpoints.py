@@ -17,6 +17,7 @@ import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from eval.results import ProblemResult
 from experiments.spec import ExperimentSpec
@@ -76,7 +77,12 @@ class CheckpointStore:
     def _path(self, pipeline: str, seed: int) -> Path:
         return self.directory / f"{_slug(pipeline)}__seed{seed}.jsonl"
 
-    def load(self, pipeline: str, seed: int) -> dict[str, ProblemResult]:
+    def load(
+        self, pipeline: str, seed: int, resolved: Mapping[str, Any] | None = None
+    ) -> dict[str, ProblemResult]:
+        """The finished problems of ``pipeline`` × ``seed`` by task id. ``resolved``: only those
+        run under these resolved parameters (a token budget measured on another subset of
+        problems is another budget); None: all."""
         path = self._path(pipeline, seed)
         done: dict[str, ProblemResult] = {}
         if not path.exists():
@@ -86,7 +92,8 @@ class CheckpointStore:
                 result = ProblemResult.model_validate_json(line)
             except ValueError:
                 continue  # a torn final line from a killed run
-            done.setdefault(result.task_id, result)
+            if resolved is None or result.resolved_params == dict(resolved):
+                done.setdefault(result.task_id, result)
         return done
 
     def load_all(self, pipeline: str) -> list[ProblemResult]:

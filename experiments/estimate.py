@@ -335,6 +335,26 @@ def _shipped(
         row.basis += f"; wall time: {_SERVED_RUN}"
 
 
+def _checkpointed(
+    store: CheckpointStore, label: str, seed: int, wanted: set[str], source: str | None,
+    measured_budget: dict[tuple[str, int], float | None],
+) -> tuple[dict[str, ProblemResult], float | None]:
+    """The wanted problems the run would take from checkpoints, and their measured tokens per
+    problem when all are there (a later ``token_budget_from`` this pipeline resolves to it).
+    A pipeline whose budget is not known yet (its source has problems to run) reuses nothing."""
+    if source is None:
+        resolved: dict[str, float] | None = {}
+    else:
+        budget = measured_budget.get((source, seed))
+        resolved = None if budget is None else {"token_budget": budget}
+    if resolved is None:
+        return {}, None
+    rows = {t: r for t, r in store.load(label, seed, resolved).items() if t in wanted}
+    if len(rows) < len(wanted) or not rows:
+        return rows, None
+    return rows, sum(r.total_tokens for r in rows.values()) / len(rows)
+
+
 def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool = False) -> Estimate:
     """What running ``spec`` in ``home`` would cost, per pipeline × seed; ``fresh`` as for
     :func:`experiments.runner.run_experiment` (checkpoints ignored: every problem is to do).
@@ -361,11 +381,16 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
         parallel, reason = spec.concurrency, "the concurrency, if the endpoint serves that many at once"
     rows: list[PipelineEstimate] = []
     per_problem: dict[tuple[str, int], PerProblem | None] = {}
+    measured_budget: dict[tuple[str, int], float | None] = {}  # what token_budget_from would resolve
     for pipeline_spec in spec.pipelines:
         label = pipeline_spec.display_name
         results = history.get(store.pipeline_cost_keys[label], [])
+        source_label = pipeline_spec.params.get(BUDGET_FROM)
         for seed in spec.seeds:
-            done = 0 if fresh else len(wanted & set(store.load(label, seed)))
+            done_rows, measured_budget[(label, seed)] = _checkpointed(
+                store, label, seed, wanted, source_label, measured_budget
+            )
+            done = 0 if fresh else len(done_rows)
             row = PipelineEstimate(
                 label=label, pipeline=pipeline_spec.name, seed=seed, problems=len(wanted), done=done,
                 pending=len(wanted) - done, source="unknown", basis="",

@@ -238,7 +238,9 @@ def _run_child(
     label = pipeline_spec.display_name
     problems = run_order(problems, spec.order_seed, seed)
     run_id, logged = child_run(tracker, parent_id, siblings, label, seed)
-    done = store.load(label, seed)
+    params = _resolve_params(pipeline_spec, seed, finished)
+    resolved = {k: v for k, v in params.items() if pipeline_spec.params.get(k) != v}
+    done = store.load(label, seed, resolved)
     pending = [p for p in problems if p.task_id not in done]
     pending_ids = {p.task_id for p in pending}
     if not pending and logged is not None and logged.info.status == "FINISHED":
@@ -253,7 +255,6 @@ def _run_child(
         "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
         **flatten(pipeline_spec.params, "pipeline.params."),
     })
-    params = _resolve_params(pipeline_spec, seed, finished)
     if params != pipeline_spec.params:
         tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
     pipeline = make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), tracker.uri)
@@ -282,6 +283,7 @@ def _run_child(
                 for result in results:
                     if tracer is not None and result.task_id not in traced:  # queued; see close()
                         tracer.submit(result, pool.history(thread_id=result.thread_id), time.time())
+                    result.resolved_params = resolved
                     store.append(result)
                     done[result.task_id] = result
                     bar.update(result)

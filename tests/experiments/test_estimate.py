@@ -191,3 +191,26 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, home
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and expected in err, err
     assert not home.exists()
+
+
+def test_a_budgeted_pipeline_counts_as_done_only_under_the_budget_it_would_resolve(home, humaneval_problems):
+    """vote's token_budget_from baseline is the baseline's mean on the problems of the run: rows
+    checkpointed under another subset's budget are still to do; unknown until the source is done."""
+    from support.fake_openai import humaneval_responder
+
+    pipelines = [{"name": "baseline"},
+                 {"name": "vote", "params": {"token_budget_from": "baseline", "max_samples": 4}}]
+
+    def spec(api_base, limit):
+        return fake_spec(api_base, pipelines=pipelines, limit=limit, pool={"persist": False})
+
+    def done(api_base, limit):
+        return [(row.label, row.done) for row in estimate(spec(api_base, limit), home=home).pipelines]
+
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        run(spec(fake.api_base, 1), progress=False, compare=False)
+        assert done(fake.api_base, 1) == [("baseline", 1), ("vote", 1)]
+        assert done(fake.api_base, 2) == [("baseline", 1), ("vote", 0)]  # its budget is not known yet
+        run(spec(fake.api_base, 2), progress=False, compare=False)
+        assert done(fake.api_base, 2) == [("baseline", 2), ("vote", 2)]
+        assert done(fake.api_base, 1) == [("baseline", 1), ("vote", 1)]  # the first run's budget

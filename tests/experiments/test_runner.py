@@ -156,3 +156,31 @@ def test_ctrl_c_stops_at_once_and_records_only_finished_problems(home, humaneval
     ]
     (parent,) = [r for r in Tracker(home, "test-experiment").runs_tagged({}) if PARENT_TAG not in r.data.tags]
     assert parent.info.status == "KILLED"
+
+
+def _budgeted_run(api_base, limit):
+    pipelines = [{"name": "baseline"},
+                 {"name": "vote", "params": {"token_budget_from": "baseline", "max_samples": 4}}]
+    spec = fake_spec(api_base, pipelines=pipelines, limit=limit, pool={"persist": False})
+    return run(spec, progress=False, compare=False)
+
+
+def test_a_token_budget_measured_on_other_problems_is_not_reused(home, humaneval_problems):
+    """token_budget_from resolves to the source's mean on the run's own problems, so a larger run
+    (the full set after a `--limit` check) redoes what a smaller run solved under another budget,
+    keeps the source's problems, and a repeat of the larger run reuses its own."""
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        small = _budgeted_run(fake.api_base, 1)
+        large = _budgeted_run(fake.api_base, 3)
+        again = _budgeted_run(fake.api_base, 3)
+    small_budget = small.children[0].metrics["tokens_per_problem"]
+    large_budget = large.children[0].metrics["tokens_per_problem"]
+    assert small_budget != large_budget  # problems of other lengths: another mean
+
+    assert large.children[0].results[0] == small.children[0].results[0]  # no budget: reused
+    assert small.children[1].results[0].resolved_params == {"token_budget": small_budget}
+    assert [r.resolved_params for r in large.children[1].results] == [{"token_budget": large_budget}] * 3
+    assert large.children[1].results[0].thread_id != small.children[1].results[0].thread_id
+    assert [r.model_dump() for r in again.children[1].results] == [
+        r.model_dump() for r in large.children[1].results
+    ]

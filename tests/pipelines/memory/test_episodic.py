@@ -77,7 +77,9 @@ def test_entries_survive_across_processes(tmp_path, minilm):
         store.add(MemoryEntry(id="m-from-child", role="critic", type="review_feedback",
                               task_id="HumanEval/9", content="Reviewers found: missing edge case"))
     """)
-    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=240,
+    # A fresh interpreter imports Chroma and loads the embedder: ~10 s alone, over 240 s once
+    # beside a model run on 2 cores.
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=600,
                          check=True)
     assert out.stdout.split()[0] == written.id
     reopened = EpisodicStore(path, collection="mem", embedder=minilm)
