@@ -14,13 +14,14 @@ token budget. ``tests: visible`` (the default) is vote as it always was.
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Literal
 
 import dspy
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from eval.behaviour import behaviour_signatures, largest_group
+from eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
 from eval.errors import ServiceError
+from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.budget import TokenBudgetParams, require_resolved
 from pipelines.generated_test_agents import DualAgreementVoterAgent, TestSource, TestWriterAgent
@@ -55,9 +56,11 @@ class SamplerAgent(Agent):
     def __init__(
         self, ctx: TaskContext, coder: dspy.Module, *, k: int, temperature: float,
         token_budget: float | None, max_samples: int, parallel: int, after_tests: bool = False,
+        greedy_first: bool = False,
     ) -> None:
         super().__init__(ctx)
         self.coder, self.k, self.temperature = coder, k, temperature
+        self.greedy_first = greedy_first
         self.token_budget, self.max_samples = token_budget, max_samples
         self.parallel = parallel
         self.spent_before = 0  # tokens the test writer spent of this problem's budget
@@ -97,10 +100,28 @@ class SamplerAgent(Agent):
         max_tokens = lm.kwargs.get("max_tokens") if lm is not None else None
         return int(first.usage["prompt_tokens"]) + max_tokens if isinstance(max_tokens, int) else None
 
+    def _greedy_passes(self, assignment: Message) -> bool:
+        """Draw the greedy answer (the baseline's very request) and publish it; whether it passes
+        every visible example, in which case no sample is needed."""
+        step = call_role(self.coder, "coder", prompt=self.ctx.prompt)
+        code = step.get("code") or step.raw
+        examples = visible_examples(self.ctx.prompt, self.ctx.entry_point)
+        passed = code_feedback(self.ctx.prompt, code, self.ctx.entry_point, examples).all_passed
+        self.ctx.publish(
+            intent=Intent.PROPOSAL, sender=self.name, content=code, summary="greedy answer",
+            in_reply_to=assignment.id, step=step, greedy=True, visible_passed=passed,
+        )
+        self.spent_before += _tokens(step)
+        return passed
+
     def handle(self, message: Message) -> None:
         if message.intent == Intent.GENERATED_TESTS:
             usage = message.metadata["trace"]["usage"]
             self.spent_before = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+        if self.greedy_first and self._greedy_passes(message):
+            self.ctx.publish(intent=Intent.STATUS, sender=self.name, summary="the greedy answer passes "
+                             "the visible examples: no sample drawn", samples=0)
+            return
         done: dict[int, RoleResult] = {}
         running: dict[Future[RoleResult], int] = {}
         started = published = 0
@@ -139,28 +160,47 @@ class SamplerAgent(Agent):
 
 
 class VoterAgent(Agent):
-    """Groups the samples by behaviour on the visible examples and answers with the largest group."""
+    """Groups the samples by behaviour on the visible examples and answers with the largest group
+    (``select: visible_filter``: the largest among those returning every visible example's
+    expected value); a greedy answer that passed the visible examples is the answer outright."""
 
     role = "voter"
 
-    def __init__(self, ctx: TaskContext) -> None:
+    def __init__(self, ctx: TaskContext, select: Selection = "agreement") -> None:
         super().__init__(ctx)
+        self.select = select
         self.samples: list[Message] = []
+        self.greedy: Message | None = None
         self.listen([Intent.PROPOSAL, Intent.STATUS])
 
     def handle(self, message: Message) -> None:
         if message.intent == Intent.PROPOSAL:
-            self.samples.append(message)
+            if message.metadata.get("greedy"):
+                self.greedy = message
+            else:
+                self.samples.append(message)
             return
         # In sample order (the seed's order), so ties between groups break the same way always.
         codes = [m.content for m in sorted(self.samples, key=lambda m: int(m.metadata["sample"]))]
-        group = largest_group(behaviour_signatures(self.ctx.prompt, self.ctx.entry_point, codes))
-        chosen = group[0] if group else 0
+        verdicts = visible_verdicts(self.ctx.prompt, self.ctx.entry_point, codes)
+        fingerprints = [fingerprint for fingerprint, _ in verdicts]
+        if self.select == "visible_filter":
+            group = filtered_largest_group(fingerprints, [passed for _, passed in verdicts])
+        else:
+            group = largest_group(fingerprints)
+        passing = sum(passed for _, passed in verdicts)
+        if self.greedy is not None and (self.greedy.metadata["visible_passed"] or not codes):
+            content, chosen, summary = self.greedy.content, -1, "the greedy answer"
+        else:
+            content, chosen = (codes[group[0]], group[0]) if codes else ("", 0)
+            summary = f"largest group: {len(group)} of {len(codes)} samples"
         self.ctx.publish(
-            intent=Intent.VERDICT, sender=self.name, content=codes[chosen] if codes else "",
-            summary=f"largest group: {len(group)} of {len(codes)} samples", chosen=chosen,
-            largest_group=len(group), samples=len(codes),
+            intent=Intent.VERDICT, sender=self.name, content=content, summary=summary, chosen=chosen,
+            largest_group=len(group), samples=len(codes), visible_passing=passing,
         )
+
+
+Selection = Literal["agreement", "visible_filter"]
 
 
 class VoteParams(TokenBudgetParams):
@@ -182,12 +222,31 @@ class VoteParams(TokenBudgetParams):
         description="Asserts the test writer is asked for (tests: generated or both; usable ones are "
         "'assert f(args) == literal' lines).",
     )
+    select: Selection = Field(
+        default="agreement",
+        description="With tests: visible, how the answer is chosen: agreement (the largest group of "
+        "samples behaving alike on the visible inputs) or visible_filter (the largest such group among "
+        "the samples returning every visible example's expected value, AlphaCode-style; none: agreement).",
+    )
+    greedy_first: bool = Field(
+        default=False,
+        description="With tests: visible, first draw the greedy answer (the baseline's request); when it "
+        "passes every visible example it is the answer and no sample is drawn, else its tokens count "
+        "toward the budget and the samples decide.",
+    )
     parallel_agents: ParallelAgents = Field(
         default=4,
         description="Samples drawn at once (1: one after another). Requests and cached answers do not "
         "depend on this: sample i has seed i, and under a token budget the same samples are drawn as "
         "one at a time. Helps with an endpoint that serves requests in parallel (llama-server does).",
     )
+
+
+    @model_validator(mode="after")
+    def _visible_only(self) -> VoteParams:
+        if self.tests != "visible" and (self.select != "agreement" or self.greedy_first):
+            raise ValueError("select and greedy_first apply to tests: visible")
+        return self
 
 
 @register_pipeline("vote", params=VoteParams, roles=("coder",))
@@ -212,17 +271,22 @@ class Vote(dspy.Module):
             ctx, self.coder, k=self.params.k, temperature=self.params.temperature,
             token_budget=self.params.token_budget, max_samples=self.params.max_samples,
             parallel=self.params.parallel_agents, after_tests=self.test_writer is not None,
+            greedy_first=self.params.greedy_first,
         )
         if self.test_writer is None:
-            history = converse(ctx, [sampler, VoterAgent(ctx)], sampler.name)
+            history = converse(ctx, [sampler, VoterAgent(ctx, self.params.select)], sampler.name)
         else:
             writer = TestWriterAgent(ctx, self.test_writer, n_tests=self.params.n_tests)
             voter = DualAgreementVoterAgent(ctx, tests=self.params.tests)
             history = converse(ctx, [writer, sampler, voter], writer.name)
         verdict = next(m for m in reversed(history) if m.intent == Intent.VERDICT)
-        samples = [m.content for m in history if m.intent == Intent.PROPOSAL]
+        samples = [m.content for m in history if m.intent == Intent.PROPOSAL and not m.metadata.get("greedy")]
         metrics = {"samples": len(samples), "largest_group": verdict.metadata["largest_group"],
                    "messages": len(history)}
+        if self.params.greedy_first:
+            metrics["greedy_answer"] = float(verdict.metadata["chosen"] == -1)
+        if self.params.select == "visible_filter":
+            metrics["visible_passing_samples"] = verdict.metadata["visible_passing"]
         if self.test_writer is None:
             return dspy.Prediction(
                 code=verdict.content, iterations=1, parsed=True, thread_id=ctx.thread_id,

@@ -5,6 +5,7 @@ import pytest
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
+from eval.errors import UserError
 from eval.usage import UsageMeter, metering
 from experiments.lm import HarnessLM
 from pipelines.debate_agents import neighbours
@@ -115,3 +116,46 @@ def test_vote_token_budget_stops_sampling():
                                    token_budget=2.5 * per_sample, max_samples=10)
     assert prediction.metrics["samples"] == 3
     assert meter.total().calls == 3
+
+
+def _mostly_wrong(text, body):
+    """Samples 1 and 4 pass the prompt's example; the other three agree on a wrong answer."""
+    return {"code": GOOD if body["seed"] % 1000 in (1, 4) else BAD}
+
+
+def test_vote_visible_filter_prefers_samples_returning_the_visible_examples_values():
+    agreed, _, _, _ = _run("vote", {"coder": _mostly_wrong}, k=5)
+    filtered, _, _, _ = _run("vote", {"coder": _mostly_wrong}, k=5, select="visible_filter")
+    assert agreed.code == BAD and agreed.metrics["largest_group"] == 3
+    assert filtered.code == GOOD
+    assert (filtered.metrics["largest_group"], filtered.metrics["visible_passing_samples"]) == (2, 2)
+    nobody = lambda t, b: {"code": BAD if b["seed"] % 2 else "def add(a, b):\n    return a * b"}  # noqa: E731
+    fallback, _, _, _ = _run("vote", {"coder": nobody}, k=3, select="visible_filter")
+    assert fallback.code == "def add(a, b):\n    return a * b"  # none passes: the largest group of all
+
+
+def test_vote_greedy_first_answers_a_passing_greedy_answer_without_sampling():
+    greedy_good = lambda t, b: {"code": GOOD if b["temperature"] == 0 else BAD}  # noqa: E731
+    prediction, _, requests, meter = _run("vote", {"coder": greedy_good}, k=5, greedy_first=True)
+    _, _, baseline_requests, _ = _run("baseline", {"coder": greedy_good})
+    assert prediction.code == GOOD and meter.total().calls == 1
+    assert requests == baseline_requests  # the baseline's very request: its cached answer serves
+    assert prediction.metrics["samples"] == 0 and prediction.metrics["greedy_answer"] == 1.0
+    assert prediction.scored_codes["samples"] == []
+
+
+def test_vote_greedy_first_samples_when_the_greedy_answer_fails_the_visible_examples():
+    def coder(text, body):
+        return {"code": BAD} if body["temperature"] == 0 else _mostly_wrong(text, body)
+
+    prediction, history, _, meter = _run("vote", {"coder": coder}, k=5, greedy_first=True,
+                                         select="visible_filter")
+    assert prediction.code == GOOD and meter.total().calls == 6
+    assert prediction.metrics["greedy_answer"] == 0.0 and prediction.metrics["samples"] == 5
+    assert prediction.scored_codes["samples"] == [BAD, GOOD, BAD, BAD, GOOD]  # the greedy one is no sample
+    assert next(m for m in history if m.intent == Intent.PROPOSAL).metadata["greedy"] is True
+
+
+def test_vote_selection_options_apply_to_visible_tests_only():
+    with pytest.raises(UserError, match="apply to tests: visible"):
+        create_pipeline("vote", tests="generated", greedy_first=True)

@@ -42,8 +42,11 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params: give token_budget or token_budget_from, not both"),
     ("vote", {"samples": 3},
      "params.samples: unknown field; allowed: token_budget, token_budget_from, k, temperature, max_samples, "
-     "tests, n_tests, parallel_agents"),
+     "tests, n_tests, select, greedy_first, parallel_agents"),
     ("vote", {"tests": "hidden"}, "params.tests: must be one of visible, generated, both (got 'hidden')"),
+    ("vote", {"select": "best"}, "params.select: must be one of agreement, visible_filter (got 'best')"),
+    ("vote", {"tests": "both", "select": "visible_filter"},
+     "params: select and greedy_first apply to tests: visible"),
     ("vote", {"n_tests": 0}, "params.n_tests: must be >= 1 (got 0)"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
     ("tree_search", {"n": 0}, "params.n: must be >= 1 (got 0)"),
