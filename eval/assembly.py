@@ -14,6 +14,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from eval import python_ast
+
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _CODE_START = re.compile(r"^(def |async def |class |import |from |@)", re.MULTILINE)
 
@@ -36,7 +38,7 @@ class AssembledProgram:
         stub, not a solution."""
         if not self.ok:
             return False
-        functions = _definitions(ast.parse(self.source), entry_point)
+        functions = _definitions(python_ast.parse(self.source), entry_point)
         return bool(functions) and not all(_inert(stmt) for stmt in functions[-1].body)
 
 
@@ -54,7 +56,7 @@ def _inert(stmt: ast.stmt) -> bool:
 
 def _parses(source: str) -> bool:
     try:
-        ast.parse(source)
+        python_ast.parse(source)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -75,7 +77,7 @@ def _is_statement(line: str) -> bool:
     than a bare word, number or ``Label: text`` — which prose lines also parse as."""
     for text in (line, line + "\n    pass"):
         try:
-            tree = ast.parse(text)
+            tree = python_ast.parse(text)
         except (SyntaxError, ValueError):
             continue
         words = (ast.Name, ast.Constant)
@@ -131,7 +133,7 @@ def _is_main_guard(node: ast.stmt) -> bool:
 
 def _drop_demo_code(code: str) -> str:
     """Remove top-level expressions, asserts and main guards the model added as demos."""
-    tree = ast.parse(code)
+    tree = python_ast.parse(code)
     lines = code.splitlines()
     dropped: set[int] = set()
     for node in tree.body:
@@ -147,7 +149,7 @@ def prompt_preamble(prompt: str, entry_point: str) -> str:
     """The prompt without the entry point's definition: its imports, helpers and constants."""
     lines = prompt.splitlines()
     try:
-        tree = ast.parse(prompt)
+        tree = python_ast.parse(prompt)
     except SyntaxError:
         match = re.search(rf"^(async\s+)?def\s+{re.escape(entry_point)}\s*\(", prompt, re.MULTILINE)
         return prompt[: match.start()] if match else prompt
@@ -170,7 +172,7 @@ def assemble_program(prompt: str, reply: str, entry_point: str) -> AssembledProg
     """Build the program that defines ``entry_point`` from a prompt and a model reply."""
     code = extract_code(reply, entry_point)
     try:
-        tree = ast.parse(code)
+        tree = python_ast.parse(code)
     except (SyntaxError, ValueError):
         tree = None
     if tree is not None and any(
@@ -178,7 +180,7 @@ def assemble_program(prompt: str, reply: str, entry_point: str) -> AssembledProg
         for n in tree.body
     ):
         code = _drop_demo_code(code)
-        if _definitions(ast.parse(code), entry_point):
+        if _definitions(python_ast.parse(code), entry_point):
             source = prompt_preamble(prompt, entry_point).rstrip("\n") + "\n\n" + code + "\n"
         else:
             # Helpers without the entry point: keep the prompt's stub so the failure is honest.
@@ -186,7 +188,7 @@ def assemble_program(prompt: str, reply: str, entry_point: str) -> AssembledProg
     else:
         source = _body_program(prompt, code)
     try:
-        ast.parse(source)
+        python_ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc)

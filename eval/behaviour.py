@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from eval import python_ast
 from eval.assembly import assemble_program
 from eval.visible_examples import run_examples, visible_examples
 
@@ -30,7 +31,7 @@ def visible_verdicts(
             runs = run_examples(program.source, entry_point, examples, timeout_s=timeout_s)
             verdicts.append((repr([run.outcome.signature() for run in runs]), all(r.passed for r in runs)))
         else:
-            verdicts.append((ast.dump(ast.parse(program.source)), True))
+            verdicts.append((ast.dump(python_ast.parse(program.source)), True))
     return verdicts
 
 

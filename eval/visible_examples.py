@@ -11,6 +11,7 @@ import doctest
 import re
 from dataclasses import dataclass
 
+from eval import python_ast
 from eval.assembly import assemble_program
 from eval.execution import CallOutcome, call_function
 
@@ -33,7 +34,7 @@ class VisibleExample:
 
 def _args_source(call: str, entry_point: str) -> str | None:
     try:
-        node = ast.parse(call.strip(), mode="eval").body
+        node = python_ast.parse(call.strip(), mode="eval").body
     except SyntaxError:
         return None
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == entry_point):
@@ -56,7 +57,7 @@ def _clean_want(want: str) -> str:
 
 def _literal(source: str) -> bool:
     try:
-        ast.literal_eval(source)
+        python_ast.literal_eval(source)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False
     return True
@@ -94,7 +95,7 @@ def _assert_example(line: str, entry_point: str) -> VisibleExample | None:
     and asserts that wrap the call (``set(f(x)) == …``, ``math.isclose(f(x), …)``) give none."""
     source = line.strip()
     try:
-        node = ast.parse(source).body[0]
+        node = python_ast.parse(source).body[0]
     except (SyntaxError, ValueError, IndexError):
         return None
     if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)):
@@ -169,7 +170,7 @@ def run_examples(
     outcomes = call_function(program, entry_point, [e.args for e in examples], timeout_s=timeout_s)
     return [
         ExampleRun(example, outcome, outcome.kind == "returned"
-                   and _same(outcome.value, ast.literal_eval(example.expected)))
+                   and _same(outcome.value, python_ast.literal_eval(example.expected)))
         for example, outcome in zip(examples, outcomes, strict=True)
     ]
 

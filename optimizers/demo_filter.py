@@ -30,6 +30,7 @@ from typing import Any
 
 import dspy
 
+from eval import python_ast
 from eval.problems import Problem
 from eval.scoring import score_code
 
@@ -39,7 +40,7 @@ def is_helper_module(code: str, entry_point: str) -> bool:
     A body without a ``def`` is not (the scorer completes it with the prompt's stub), nor is
     code that does not parse: both are judged, not waved through."""
     try:
-        tree = ast.parse(code)
+        tree = python_ast.parse(code)
     except SyntaxError:
         return False
     names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from eval import python_ast
 from signatures.team_contracts import DeveloperOutput, TaskAssignment
 
 _PRIORITY = {"high": 0, "medium": 1, "low": 2}
@@ -85,7 +86,7 @@ def make_plan(proposed: Sequence[TaskAssignment], entry_point: str, *, max_tasks
 def defined_functions(code: str) -> list[str]:
     """Top-level function names ``code`` defines ([] if it does not parse)."""
     try:
-        tree = ast.parse(code)
+        tree = python_ast.parse(code)
     except SyntaxError:
         return []
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
@@ -104,7 +105,7 @@ def integrate(plan: Plan, outputs: dict[str, DeveloperOutput]) -> tuple[str, lis
         if output is None or output.status == "failed":
             continue
         try:
-            tree = ast.parse(output.code)
+            tree = python_ast.parse(output.code)
         except SyntaxError:
             continue
         for node in tree.body:

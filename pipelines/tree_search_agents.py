@@ -16,6 +16,7 @@ from typing import Any
 
 import dspy
 
+from eval import python_ast
 from eval.assembly import assemble_program
 from eval.visible_examples import debugging_feedback, run_examples, visible_examples
 from pipelines.agents import Agent, TaskContext, sampling_config
@@ -70,7 +71,7 @@ def _fingerprint(code: str, outcomes: list[tuple[str, str]]) -> str:
     if outcomes:
         return repr(outcomes)
     try:
-        return ast.dump(ast.parse(code))
+        return ast.dump(python_ast.parse(code))
     except SyntaxError:
         return f"unparsable:{code}"
 

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from eval import python_ast
 from eval.errors import UserError
 
 
@@ -112,7 +113,7 @@ class RowReader:
     def parsed(self, field: str, source: str, what: str = "") -> ast.Module:
         """``source`` (this field's text, or built from it) parsed as Python."""
         try:
-            return ast.parse(source)
+            return python_ast.parse(source)
         except (SyntaxError, ValueError) as exc:
             line = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
             message = exc.msg if isinstance(exc, SyntaxError) else str(exc)

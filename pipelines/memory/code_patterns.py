@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 
+from eval import python_ast
 from pipelines.memory.entries import MemoryEntry, task_tags
 from pipelines.memory.reflection import VisibleOutcome, task_summary
 
@@ -58,7 +59,7 @@ def solution_code(code: str, entry_point: str | None = None) -> str | None:
     the parser drops) and, given ``entry_point``, with only that function and what it uses;
     None if it does not parse or does not define ``entry_point``."""
     try:
-        tree = ast.parse(code)
+        tree = python_ast.parse(code)
     except SyntaxError:
         return None
     if entry_point and not _solution_only(tree, entry_point):
