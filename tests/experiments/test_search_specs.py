@@ -1,6 +1,7 @@
 """The issue #16 experiment specs against a scripted endpoint: search_vs_vote.yaml (all four
 pipelines run, the budgets chain: tree_search from critic_loop, vote from tree_search; compare at
-the end) ceiling.yaml (20 samples, their unbiased pass@k in the run and in compare's table) and
+the end) ceiling.yaml (20 samples, their unbiased pass@k in the run and in compare's table),
+visible_selection.yaml (each selection rule answers what it should) and
 optimize_tree_search.yaml (valid as shipped; every optimisation step runs, and only the roles it
 names take demos)."""
 
@@ -67,6 +68,34 @@ def test_ceiling_spec_reports_unbiased_pass_at_k_of_twenty_samples(home, humanev
         assert samples.metrics[f"samples_pass_at_{k}"] == pytest.approx((pass_at_k(20, 3, k) + 0.0) / 2)
     row = result.comparison.table.set_index("pipeline").loc["samples20"]
     assert row["samples_pass@20"] == pytest.approx(0.5) and row["samples_pass@1"] == pytest.approx(3 / 40)
+
+
+
+def test_visible_selection_spec_each_rule_answers_as_it_should(home, humaneval_problems):
+    """HumanEval/0: the greedy answer and samples 0-11 are wrong alike, 12-19 right; HumanEval/1:
+    the greedy answer is right, every sample wrong. Agreement follows the wrong majority, the
+    visible filter finds the right minority, greedy first keeps a greedy answer that passes the
+    visible examples (one call) and otherwise needs right samples among its k."""
+    scripted = ScriptedProblems(humaneval_problems)
+
+    def coder(text, body):
+        first = scripted.problem_in(text).task_id == "HumanEval/0"
+        greedy = body.get("temperature", 0) == 0
+        right = (not greedy and body["seed"] >= 12) if first else greedy
+        return {"code": scripted.solution(text) if right else scripted.wrong(text)}
+
+    data = yaml.safe_load(Path("experiments/visible_selection.yaml").read_text())
+    data["dataset"]["limit"] = 2
+    with FakeOpenAIServer(role_responder({"coder": coder}, with_body=True), pass_body=True) as fake:
+        data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
+        result = run(data, progress=False)
+    passed = {c.pipeline: [r.passed for r in c.results] for c in result.children}
+    assert passed == {
+        "baseline": [False, True], "vote20": [False, False], "filter20": [True, False],
+        "greedy_filter10": [False, True], "greedy_filter20": [True, True],
+    }
+    greedy_first = {c.pipeline: [r.lm_calls for r in c.results] for c in result.children}
+    assert greedy_first["greedy_filter10"] == [11, 1] and greedy_first["greedy_filter20"] == [21, 1]
 
 
 def test_optimize_tree_search_spec_is_valid_and_optimises_repairer_and_scorer(
