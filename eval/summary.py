@@ -162,13 +162,17 @@ def consensus_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
 
 
 def sample_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
-    """For pipelines that draw several samples: unbiased pass@k over the samples."""
+    """For pipelines that draw several samples: unbiased pass@k over the samples, and (vote with
+    greedy_first) how often the greedy answer passed the visible examples and no sample was drawn."""
     from eval.metrics import SAMPLE_KS, pass_at_k
 
+    metrics: dict[str, float] = {}
+    greedy = [float(r.extra["greedy_answer"]) for r in results if "greedy_answer" in r.extra]
+    if greedy:
+        metrics["greedy_answer_rate"] = sum(greedy) / len(greedy)
     scored = [r.extra["samples_passed"] for r in results if r.extra.get("samples_passed")]
     if not scored:
-        return {}
-    metrics: dict[str, float] = {}
+        return metrics
     for k in SAMPLE_KS:
         eligible = [s for s in scored if len(s) >= k]
         if eligible:

@@ -1,4 +1,4 @@
-"""The issue #16 experiment specs against a scripted endpoint: search_vs_vote.yaml (all four
+"""The issue #16 experiment specs against a scripted endpoint: search_vs_vote.yaml (all five
 pipelines run, the budgets chain: tree_search from critic_loop, vote from tree_search; compare at
 the end) ceiling.yaml (20 samples, their unbiased pass@k in the run and in compare's table),
 visible_selection.yaml (each selection rule answers what it should) and
@@ -19,7 +19,7 @@ from experiments.api import optimize, run
 from experiments.tracking import tracking_uri
 
 
-def test_search_vs_vote_runs_its_four_pipelines_at_chained_budgets(home, humaneval_problems):
+def test_search_vs_vote_runs_its_five_pipelines_at_chained_budgets(home, humaneval_problems):
     scripted = ScriptedProblems(humaneval_problems)
     scripts = {  # the draft is wrong, so every pipeline has something to repair
         "coder": lambda t: {"code": scripted.wrong(t)},
@@ -35,7 +35,7 @@ def test_search_vs_vote_runs_its_four_pipelines_at_chained_budgets(home, humanev
         data["model"]["api_base"] = fake.api_base
         result = run(data, progress=False)
     labels = [c.pipeline for c in result.children]
-    assert labels == ["baseline", "critic_loop", "tree_search", "vote"]
+    assert labels == ["baseline", "critic_loop", "tree_search", "vote", "greedy_filter"]
     by_label = dict(zip(labels, result.children, strict=True))
     assert by_label["baseline"].metrics["pass_at_1"] == 0.0
     assert by_label["critic_loop"].metrics["pass_at_1"] == by_label["tree_search"].metrics["pass_at_1"] == 1.0
@@ -43,9 +43,11 @@ def test_search_vs_vote_runs_its_four_pipelines_at_chained_budgets(home, humanev
     params = {c.pipeline: client.get_run(c.run_id).data.params for c in result.children}
     assert float(params["tree_search"]["pipeline.resolved.token_budget"]) == (
         by_label["critic_loop"].metrics["tokens_per_problem"])
-    assert float(params["vote"]["pipeline.resolved.token_budget"]) == (
-        by_label["tree_search"].metrics["tokens_per_problem"])
-    assert result.comparison is not None and len(result.comparison.pairs) == 6
+    for label in ("vote", "greedy_filter"):
+        assert float(params[label]["pipeline.resolved.token_budget"]) == (
+            by_label["tree_search"].metrics["tokens_per_problem"])
+    assert by_label["greedy_filter"].metrics["greedy_answer_rate"] == 0.0  # the wrong draft fails them
+    assert result.comparison is not None and len(result.comparison.pairs) == 10
 
 
 def test_ceiling_spec_reports_unbiased_pass_at_k_of_twenty_samples(home, humaneval_problems):
@@ -96,6 +98,7 @@ def test_visible_selection_spec_each_rule_answers_as_it_should(home, humaneval_p
     }
     greedy_first = {c.pipeline: [r.lm_calls for r in c.results] for c in result.children}
     assert greedy_first["greedy_filter10"] == [11, 1] and greedy_first["greedy_filter20"] == [21, 1]
+    assert result.children[-1].metrics["greedy_answer_rate"] == 0.5
 
 
 def test_optimize_tree_search_spec_is_valid_and_optimises_repairer_and_scorer(
