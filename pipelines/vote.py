@@ -8,7 +8,10 @@ so its cost can match another pipeline's measured tokens per problem.
 With ``tests: generated`` (or ``both``) a test writer first writes ``n_tests`` asserts from the
 prompt alone, and the answer is chosen by CodeT's dual execution agreement over the samples ×
 tests pass matrix (:mod:`pipelines.generated_test_agents`); the test writer's tokens count toward the
-token budget. ``tests: visible`` (the default) is vote as it always was.
+token budget. ``tests: visible`` (the default) is vote as it always was, unless
+``select: visible_filter`` keeps only the samples that return every visible example's expected
+value before grouping (AlphaCode's filter, then clustering) or ``greedy_first`` answers with the
+greedy answer when it passes the visible examples and samples only when it does not.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class SamplerAgent(Agent):
         self.greedy_first = greedy_first
         self.token_budget, self.max_samples = token_budget, max_samples
         self.parallel = parallel
-        self.spent_before = 0  # tokens the test writer spent of this problem's budget
+        self.spent_before = 0  # tokens the test writer or the greedy answer spent of the budget
         if after_tests:  # the test writer answers the assignment; sampling starts after it
             self.listen([Intent.GENERATED_TESTS])
         else:
@@ -159,6 +162,9 @@ class SamplerAgent(Agent):
         )
 
 
+Selection = Literal["agreement", "visible_filter"]
+
+
 class VoterAgent(Agent):
     """Groups the samples by behaviour on the visible examples and answers with the largest group
     (``select: visible_filter``: the largest among those returning every visible example's
@@ -200,9 +206,6 @@ class VoterAgent(Agent):
         )
 
 
-Selection = Literal["agreement", "visible_filter"]
-
-
 class VoteParams(TokenBudgetParams):
     """Parameters of ``vote``."""
 
@@ -240,7 +243,6 @@ class VoteParams(TokenBudgetParams):
         "depend on this: sample i has seed i, and under a token budget the same samples are drawn as "
         "one at a time. Helps with an endpoint that serves requests in parallel (llama-server does).",
     )
-
 
     @model_validator(mode="after")
     def _visible_only(self) -> VoteParams:
