@@ -11,6 +11,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer
+from support.leakage import assert_no_hidden_tests
 from support.role_responder import ScriptedProblems, review, role_responder
 from support.tree_search_scripts import tree_search_responder
 
@@ -91,6 +92,8 @@ def test_visible_selection_spec_each_rule_answers_as_it_should(home, humaneval_p
     with FakeOpenAIServer(role_responder({"coder": coder}, with_body=True), pass_body=True) as fake:
         data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
         result = run(data, progress=False)
+        requests = list(fake.requests)
+    assert assert_no_hidden_tests(humaneval_problems[:2], requests) > 0  # greedy and samples alike
     passed = {c.pipeline: [r.passed for r in c.results] for c in result.children}
     assert passed == {
         "baseline": [False, True], "vote20": [False, False], "filter20": [True, False],
