@@ -67,3 +67,27 @@ def test_self_refine_on_bundled_model(home):
     assert "first_pass_at_1" in child.metrics
     assert ("harmful_revision_rate" in child.metrics) == (child.metrics["first_pass_at_1"] > 0)
     assert all(r.extra["reviews"] >= 1 for r in child.results)
+
+
+def test_vote_greedy_first_with_the_visible_filter_on_bundled_model(home):
+    """The greedy answer is the baseline's own request (served from the LM cache after the
+    baseline) and stands when it passes the visible examples; otherwise k samples decide."""
+    spec = {
+        "name": "e2e-vote-greedy-filter",
+        "dataset": {"source": "humaneval", "task_ids": ["HumanEval/0", "HumanEval/3"]},
+        "model": {"id": "local", "max_tokens": 512},
+        "pipelines": [
+            {"name": "baseline"},
+            {"name": "vote", "params": {"k": 3, "select": "visible_filter", "greedy_first": True}},
+        ],
+    }
+    baseline, vote = run(spec, progress=False).children
+    greedy = {r.task_id: r for r in baseline.results}
+    for result in vote.results:
+        kept = result.extra["greedy_answer"] == 1.0
+        assert result.extra["samples"] == (0 if kept else 3)
+        assert result.lm_calls == (1 if kept else 4) and result.cached_lm_calls >= 1
+        if kept:
+            assert result.final_code == greedy[result.task_id].final_code
+        assert 0 <= result.extra["visible_passing_samples"] <= result.extra["samples"]
+    assert "greedy_answer_rate" in vote.metrics
