@@ -58,18 +58,26 @@ def debate_panel(messages: Sequence[Message], problem: Problem) -> str:
 
 
 def vote_panel(messages: Sequence[Message]) -> str:
-    """Samples and the largest behaviour group; empty if no vote."""
+    """The greedy answer (greedy_first) and the samples, the chosen one marked; empty if no vote."""
     samples = [m for m in messages if m.intent == Intent.PROPOSAL and "sample" in m.metadata]
+    greedy = next((m for m in messages if m.intent == Intent.PROPOSAL and m.metadata.get("greedy")), None)
     verdicts = [m for m in messages if m.intent == Intent.VERDICT and "largest_group" in m.metadata]
     verdict = verdicts[-1] if verdicts else None
-    if not samples or verdict is None:
+    if (not samples and greedy is None) or verdict is None:
         return ""
-    chosen = int(verdict.metadata.get("chosen", 0))
+    chosen = int(verdict.metadata.get("chosen", 0))  # -1: the greedy answer
+
+    def tokens(message: Message) -> int:
+        return int((message_trace(message).get("usage") or {}).get("completion_tokens", 0))
+
     items = "".join(
-        f"<li>{'<b>chosen</b> ' if i == chosen else ''}sample {i + 1}: "
-        f"{int((message_trace(m).get('usage') or {}).get('completion_tokens', 0))} completion tokens</li>"
+        f"<li>{'<b>chosen</b> ' if i == chosen else ''}sample {i + 1}: {tokens(m)} completion tokens</li>"
         for i, m in enumerate(samples)
     )
+    if greedy is not None:
+        verdict_on_examples = "passes" if greedy.metadata.get("visible_passed") else "fails"
+        items = (f"<li>{'<b>chosen</b> ' if chosen == -1 else ''}greedy answer: {tokens(greedy)} "
+                 f"completion tokens; {verdict_on_examples} the visible examples</li>") + items
     return (f'<section class="panel vote"><h2>Vote</h2><p>{escape(verdict.summary)}</p>'
             f"<ul>{items}</ul></section>")
 

@@ -93,3 +93,26 @@ def test_architect_panel_shows_a_failed_delegation_its_reassignment_and_the_revi
         "verdict approved: fine (visible examples 2/2)",
     ]
     assert SCRIPT not in page
+
+
+def test_vote_panel_shows_the_greedy_answer_and_marks_the_chosen_one():
+    from experiments.viewer.pattern_panels import vote_panel
+    from pipelines.pool.messages import Intent
+
+    def history(greedy_passed: bool, samples: int) -> list:
+        ctx = TaskContext(MessagePool(), "t/1", "prompt", "f")
+        ctx.publish(intent=Intent.PROPOSAL, sender="sampler", content="g", summary="greedy answer",
+                    greedy=True, visible_passed=greedy_passed)
+        for index in range(samples):
+            ctx.publish(intent=Intent.PROPOSAL, sender="sampler", content=f"s{index}",
+                        summary=f"sample {index + 1}", sample=index)
+        chosen = -1 if greedy_passed else 1
+        ctx.publish(intent=Intent.VERDICT, sender="voter", content="x", summary="chosen", chosen=chosen,
+                    largest_group=1, samples=samples, visible_passing=1)
+        return ctx.pool.history(thread_id=ctx.thread_id)
+
+    kept = vote_panel(history(True, 0))
+    assert "<b>chosen</b> greedy answer" in kept and "passes the visible examples" in kept
+    sampled = vote_panel(history(False, 3))
+    assert "fails the visible examples" in sampled and "<b>chosen</b> sample 2" in sampled
+    assert "<b>chosen</b> greedy" not in sampled and sampled.count("<li>") == 4
