@@ -168,8 +168,9 @@ class ShippedCost:
 
 def _vote_samples(params: Mapping[str, Any], budget: float | None) -> float | None:
     """vote samples until the budget is spent (at least one, at most max_samples), else k. With
-    generated tests a test writer's call comes first, which no shipped run measured."""
-    if params["tests"] != "visible":
+    generated tests a test writer's call comes first, which no shipped run measured; with
+    greedy_first whether any sample is drawn depends on the greedy answer: not guessed either."""
+    if params["tests"] != "visible" or params.get("greedy_first"):
         return None
     if budget is None:
         return float(params["k"])

@@ -136,6 +136,7 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
             {"name": "critic_loop", "label": "panel",
              "params": {"execution_feedback": True, "critics": ["correctness"]}},
             {"name": "vote", "label": "vote_generated", "params": {"k": 3, "tests": "generated"}},
+            {"name": "vote", "label": "vote_greedy_first", "params": {"k": 3, "greedy_first": True}},
         ],
         "seeds": [0, 1],
     }
@@ -153,7 +154,8 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
     # One baseline problem's tokens (422) buy one vote sample (425 tokens at the shipped figures).
     assert rows[("vote_at_budget", 0)].per_problem.lm_calls == 1
     assert rows[("self_refine", 0)].source == "unknown"
-    assert sorted(found.unknown) == ["panel", "sampled_coder", "self_refine", "vote_generated"]
+    assert sorted(found.unknown) == ["panel", "sampled_coder", "self_refine", "vote_generated",
+                                     "vote_greedy_first"]
     assert "with these role settings" in rows[("sampled_coder", 0)].basis
     assert "self_refine: unknown" in found.table()
     # llama-server serves the concurrency's problems at once (the shipped times were measured so).
