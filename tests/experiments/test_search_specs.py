@@ -51,6 +51,16 @@ def test_search_vs_vote_runs_its_five_pipelines_at_chained_budgets(home, humanev
     assert result.comparison is not None and len(result.comparison.pairs) == 10
 
 
+
+def _run_on_two_problems(spec_path, coder):
+    """A shipped spec on its first two problems against a scripted coder that sees each request's
+    body (temperature, seed); the run's result and the requests the endpoint received."""
+    data = yaml.safe_load(Path(spec_path).read_text())
+    data["dataset"]["limit"] = 2
+    with FakeOpenAIServer(role_responder({"coder": coder}, with_body=True), pass_body=True) as fake:
+        data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
+        return run(data, progress=False), list(fake.requests)
+
 def test_ceiling_spec_reports_unbiased_pass_at_k_of_twenty_samples(home, humaneval_problems):
     scripted = ScriptedProblems(humaneval_problems)
 
@@ -59,11 +69,7 @@ def test_ceiling_spec_reports_unbiased_pass_at_k_of_twenty_samples(home, humanev
         right = first and body.get("temperature", 0) > 0 and body["seed"] < 3
         return {"code": scripted.solution(text) if right else scripted.wrong(text)}
 
-    data = yaml.safe_load(Path("experiments/ceiling.yaml").read_text())
-    data["dataset"]["limit"] = 2
-    with FakeOpenAIServer(role_responder({"coder": coder}, with_body=True), pass_body=True) as fake:
-        data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
-        result = run(data, progress=False)
+    result, _ = _run_on_two_problems("experiments/ceiling.yaml", coder)
     samples = result.children[1]
     assert samples.pipeline == "samples20"
     assert [len(r.extra["samples_passed"]) for r in samples.results] == [20, 20]
@@ -87,12 +93,7 @@ def test_visible_selection_spec_each_rule_answers_as_it_should(home, humaneval_p
         right = (not greedy and body["seed"] >= 12) if first else greedy
         return {"code": scripted.solution(text) if right else scripted.wrong(text)}
 
-    data = yaml.safe_load(Path("experiments/visible_selection.yaml").read_text())
-    data["dataset"]["limit"] = 2
-    with FakeOpenAIServer(role_responder({"coder": coder}, with_body=True), pass_body=True) as fake:
-        data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
-        result = run(data, progress=False)
-        requests = list(fake.requests)
+    result, requests = _run_on_two_problems("experiments/visible_selection.yaml", coder)
     assert assert_no_hidden_tests(humaneval_problems[:2], requests) > 0  # greedy and samples alike
     passed = {c.pipeline: [r.passed for r in c.results] for c in result.children}
     assert passed == {
