@@ -19,7 +19,6 @@ Each is paired with the greedy answer (McNemar) on the problems both ran.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import sys
@@ -29,33 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from eval.assembly import assemble_program
-from eval.behaviour import largest_group
+from eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
 from eval.statistics import mcnemar_exact
-from eval.visible_examples import run_examples, visible_examples
 from experiments.compare import load_problems_frame, resolve_runs
 from experiments.paths import data_dir
 from experiments.tracking import tracking_uri
-
-
-def _on_visible(prompt: str, entry_point: str, code: str, index: int) -> tuple[str, bool]:
-    """A sample's fingerprint on the visible inputs (as vote groups them) and whether it
-    returns the expected value on every visible example."""
-    program = assemble_program(prompt, code, entry_point)
-    if not program.ok:
-        return f"syntax-error:{index}", False  # agrees with nothing
-    examples = visible_examples(prompt, entry_point)
-    if not examples:
-        return ast.dump(ast.parse(program.source)), True  # nothing to check: grouped as vote does
-    runs = run_examples(program.source, entry_point, examples)
-    return repr([run.outcome.signature() for run in runs]), all(run.passed for run in runs)
-
-
-def _choose(fingerprints: list[str], visible: list[bool], filtered: bool) -> int:
-    indices = [i for i, ok in enumerate(visible) if ok] if filtered else []
-    pool = indices or list(range(len(fingerprints)))
-    group = largest_group([fingerprints[i] for i in pool])
-    return pool[group[0]] if group else 0
 
 
 def main() -> None:
@@ -84,8 +61,9 @@ def main() -> None:
 
     def replay(task: str) -> dict:
         prompt, entry_point = prompts[task]
-        seen = [_on_visible(prompt, entry_point, code, i) for i, code in enumerate(samples[task])]
-        greedy_visible = _on_visible(prompt, entry_point, rows[(args.greedy, task)]["final_code"], -1)[1]
+        seen = visible_verdicts(prompt, entry_point, samples[task])
+        greedy_code = rows[(args.greedy, task)]["final_code"]
+        greedy_visible = visible_verdicts(prompt, entry_point, [greedy_code])[0][1]
         return {"fingerprints": [s[0] for s in seen], "visible": [s[1] for s in seen],
                 "greedy_visible": greedy_visible}
 
@@ -108,7 +86,10 @@ def main() -> None:
                 if rule.startswith("greedy") and seen["greedy_visible"]:
                     outcome.append(greedy_passed)
                     continue
-                chosen = _choose(seen["fingerprints"][:k], seen["visible"][:k], rule != "vote")
+                fingerprints, visible = seen["fingerprints"][:k], seen["visible"][:k]
+                group = (largest_group(fingerprints) if rule == "vote"
+                         else filtered_largest_group(fingerprints, visible))
+                chosen = group[0] if group else 0
                 outcome.append(bool(passed[chosen]))
             test = mcnemar_exact(greedy, outcome)
             print(f"| {rule} | {k} | {sum(outcome) / len(tasks):.4f} | {test.only_a} / {test.only_b} | "
