@@ -116,7 +116,9 @@ def test_optimize_tree_search_spec_is_valid_and_optimises_repairer_and_scorer(
     check_spec(shipped)  # as shipped: the pipeline builds, its roles exist, the bundled model is named
     assert shipped.pipeline.params["value_weight"] > 0  # the scorer's value counts
     data = yaml.safe_load(path.read_text())
-    data["dataset"]["limit"] = 8  # 4/2/2 with the spec's fractions
+    assert (shipped.split.train, shipped.split.val) == (20, 20)  # counts: the rest of the set is test
+    data["dataset"]["limit"] = 8
+    data["split"].update(train=4, val=2)  # 4/2/2 on the 8 scripted problems
     with FakeOpenAIServer(tree_search_responder(humaneval_problems)) as fake:
         data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
         spec_file = tmp_path / "optimize_tree_search.yaml"
