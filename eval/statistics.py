@@ -240,7 +240,8 @@ def _consensus_metrics(frame: pd.DataFrame) -> dict[str, float]:
 
 def _sample_metrics(frame: pd.DataFrame) -> dict[str, float]:
     """Unbiased pass@k over each attempt's samples (``samples_pass@k``), as
-    :func:`eval.summary.sample_metrics`: over the attempts that drew at least k samples."""
+    :func:`eval.summary.sample_metrics`: over the attempts that drew at least k samples, whose
+    number is ``samples_pass@k_attempts`` (see :func:`sample_coverage_notices`)."""
     if "extra.samples_passed" not in frame:
         return {}
     from eval.metrics import SAMPLE_KS, pass_at_k
@@ -251,7 +252,31 @@ def _sample_metrics(frame: pd.DataFrame) -> dict[str, float]:
         eligible = [s for s in samples if len(s) >= k]
         if eligible:
             out[f"samples_pass@{k}"] = float(np.mean([pass_at_k(len(s), int(s.sum()), k) for s in eligible]))
+            out[f"samples_pass@{k}_attempts"] = len(eligible)
     return out
+
+
+def sample_coverage_notices(summary: pd.DataFrame) -> list[str]:
+    """One line per pipeline whose ``samples_pass@k`` covers only some attempts — a budgeted or
+    greedy-first vote samples only where it needs to, usually the harder problems, so its
+    samples_pass@k is not comparable with a pass@k over every problem."""
+    from eval.metrics import SAMPLE_KS
+
+    notices = []
+    for _, row in summary.iterrows():
+        covered = [
+            f"@{k} over {int(row[f'samples_pass@{k}_attempts'])}" for k in SAMPLE_KS
+            if f"samples_pass@{k}_attempts" in row and not pd.isna(row[f"samples_pass@{k}_attempts"])
+            and row[f"samples_pass@{k}_attempts"] < row["attempts"]
+        ]
+        if covered:
+            notices.append(
+                f"{row['pipeline']}: samples_pass{', '.join(covered)} of its {int(row['attempts'])} attempts "
+                "(those that drew at least k samples), not over every problem"
+            )
+    return notices
+
+
 def _generated_test_metrics(frame: pd.DataFrame) -> dict[str, float]:
     """Same definition as :func:`eval.summary.generated_test_metrics`, pooled over seeds."""
     if "extra.generated_tests_correct" not in frame:

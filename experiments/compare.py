@@ -338,7 +338,12 @@ def compare_runs(
     http://127.0.0.1:8470; an http(s) URL, checked first like the other options).
     """
     from eval.report import ReportContext, write_report
-    from eval.statistics import check_bootstrap_options, pairwise_tests, pipeline_summary
+    from eval.statistics import (
+        check_bootstrap_options,
+        pairwise_tests,
+        pipeline_summary,
+        sample_coverage_notices,
+    )
 
     check_bootstrap_options(
         n_resamples, bootstrap_seed, confidence, resamples_name="n_resamples", seed_name="bootstrap_seed"
@@ -357,6 +362,7 @@ def compare_runs(
     single_parent = len(run_ids) == 1 and all(r.parent_id == run_ids[0] for r in resolved)
     problems = load_problems_frame(client, resolved)
     table = pipeline_summary(problems, confidence)
+    notices += sample_coverage_notices(table)
     pairs = pairwise_tests(problems, seed=bootstrap_seed, n_resamples=n_resamples, confidence=confidence)
     out = Path(out) if out else _default_out(home, run_ids, resolved, single_parent)
     title = f"Pipeline comparison: {run_ids[0] if single_parent else f'{len(resolved)} runs'}"

@@ -5,7 +5,7 @@ import pytest
 
 from eval.metrics import pass_at_k
 from eval.results import ProblemResult, results_table
-from eval.statistics import pipeline_summary
+from eval.statistics import pipeline_summary, sample_coverage_notices
 from eval.summary import consensus_metrics, revision_metrics, sample_metrics, search_metrics, summarize
 from eval.verdict import Status
 
@@ -102,6 +102,20 @@ def test_samples_pass_at_k_up_to_20_in_the_run_metrics_and_compare_table():
     for k, value in expected.items():
         assert row[f"samples_pass@{k}"] == pytest.approx(value)
     assert "samples_pass@1" not in pipeline_summary(results_table(_results([True])))
+
+
+def test_sample_coverage_notice_when_some_attempts_drew_fewer_than_k_samples():
+    # A greedy-first vote: the third problem's greedy answer passed, so it drew no sample.
+    frame = results_table(_results([True, False, True], samples_passed=[[True] * 20, [False] * 5, []]))
+    summary = pipeline_summary(frame)
+    assert summary.iloc[0]["samples_pass@20_attempts"] == 1
+    assert sample_coverage_notices(summary) == [
+        "p: samples_pass@1 over 2, @5 over 2, @10 over 1, @20 over 1 of its 3 attempts "
+        "(those that drew at least k samples), not over every problem"
+    ]
+    everywhere = results_table(_results([True, False], samples_passed=[[True] * 20, [False] * 20]))
+    assert sample_coverage_notices(pipeline_summary(everywhere)) == []
+    assert sample_coverage_notices(pipeline_summary(results_table(_results([True])))) == []
 
 
 def test_search_metrics_say_whether_the_tree_held_a_passing_node_and_it_was_missed():
