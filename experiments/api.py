@@ -199,16 +199,17 @@ def _download_program(home: Path, run_id: str) -> Path:
 
 def optimize(
     spec: str | Path, *, home: str | Path | None = None, fresh: bool = False, cache: bool = True,
-    log: Any = None,
+    log: Any = None, progress: bool = False,
 ) -> Any:
-    """Run (or resume) an optimisation spec; returns an ``OptimizeResult``."""
+    """Run (or resume) an optimisation spec; returns an ``OptimizeResult``. ``log`` receives a
+    line per step; ``progress`` shows a progress bar per program on the held-out test."""
     from experiments.optimize import run_optimization
     from experiments.optimize_spec import load_optimize_spec
 
     offline_defaults()
     return run_optimization(
         load_optimize_spec(Path(spec)), home=Path(home) if home else None, fresh=fresh, cache=cache,
-        log=log or (lambda _: None), source=str(spec),
+        log=log or (lambda _: None), source=str(spec), progress=progress,
     )
 
 

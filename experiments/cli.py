@@ -215,7 +215,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     from experiments.api import optimize
 
     result = optimize(args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
-                      log=lambda line: print(line, file=sys.stderr, flush=True))
+                      log=lambda line: print(line, file=sys.stderr, flush=True), progress=True)
     gate, refine = result.steps["gate"], result.steps.get("refine")
     print(f"validation pass@1: baseline {gate['baseline_val']:.3f}, compiled {gate['compiled_val']:.3f}; "
           f"kept {gate['kept']} ({gate['reason']})")

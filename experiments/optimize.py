@@ -112,10 +112,11 @@ def _mean(scores: dict[str, bool]) -> float:
 
 def run_optimization(
     spec: OptimizeSpec, *, home: Path | None = None, fresh: bool = False, cache: bool = True,
-    log: Callable[[str], None] = lambda _: None, source: str = "spec",
+    log: Callable[[str], None] = lambda _: None, source: str = "spec", progress: bool = False,
 ) -> OptimizeResult:
     """Run (or resume) the optimisation ``spec`` describes; see the module docstring. ``source``
-    (the spec's file) prefixes the problems found before anything runs."""
+    (the spec's file) prefixes the problems found before anything runs. ``progress``: a progress
+    bar per program on the held-out test (on stderr, as ``critiquelab run`` shows them)."""
     from eval.errors import UserError
     from optimizers.compile import CompileConfig, compile_program, evaluate
     from optimizers.export import export_program, load_program
@@ -270,7 +271,7 @@ def run_optimization(
         release("task")  # the test experiment serves its own
         split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
         test = step("test", lambda run_id: _paired_test(
-            spec, split.test, candidates, kept, home, cache, tracker, run_id, log,
+            spec, split.test, candidates, kept, home, cache, tracker, run_id, log, progress,
         ), {"split": "test", "program": kept})
         tracker.log_metrics(parent, {
             "test_pass_at_1": test["pass_at_1"],
@@ -326,7 +327,7 @@ def _refine(
 
 def _paired_test(
     spec: OptimizeSpec, test_ids: tuple[str, ...], candidates: dict[str, str], kept: str, home: Path,
-    cache: bool, tracker: Tracker, run_id: str, log: Callable[[str], None],
+    cache: bool, tracker: Tracker, run_id: str, log: Callable[[str], None], progress: bool,
 ) -> dict[str, Any]:
     """The held-out verdict: the unoptimised pipeline and every optimised candidate side by side
     in one experiment run (same problems, model and seed), then ``compare``'s paired statistics —
@@ -347,7 +348,7 @@ def _paired_test(
         pipelines=pipelines, execution=spec.execution, tracking=spec.tracking,
     )
     log(f"test: {' vs '.join(p.display_name for p in pipelines)} on {len(test_ids)} held-out problems")
-    result = run_experiment(experiment, home=home, cache=cache, progress=False)
+    result = run_experiment(experiment, home=home, cache=cache, progress=progress)
     by_label = {child.pipeline: child for child in result.children}
     rates = {label: child.metrics["pass_at_1"] for label, child in by_label.items()}
     comparison = result.comparison.markdown if result.comparison is not None else (

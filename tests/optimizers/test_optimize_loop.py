@@ -197,9 +197,11 @@ def _runs_named(home, experiment, name):
 def test_export_hint_names_the_run_holding_the_kept_program(tmp_path, home, humaneval_problems, capsys):
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
         assert main(["optimize", str(_spec(tmp_path, fake.api_base))]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     (compile_run,) = _runs_named(home, "opt-test", "compile")
     assert "kept compiled (validation pass@1 " in out
+    # the held-out test shows a progress bar per program on stderr, as `critiquelab run` does
+    assert "critic_loop seed=0:" in err and "critic_loop+compiled seed=0:" in err
     assert f"export the kept (compiled) program with: critiquelab export {compile_run}" in out
     assert main(["export", compile_run, "--out", str(tmp_path / "kept")]) == 0  # the hint works
 
