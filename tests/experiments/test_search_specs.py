@@ -105,16 +105,23 @@ def test_visible_selection_spec_each_rule_answers_as_it_should(home, humaneval_p
     assert result.children[-1].metrics["greedy_answer_rate"] == 0.5
 
 
-def test_optimize_tree_search_spec_is_valid_and_optimises_repairer_and_scorer(
+def test_optimize_tree_search_spec_is_valid_and_optimises_the_repairer_alone(
     tmp_path, home, humaneval_problems
 ):
     from experiments.optimize_spec import check_spec, load_optimize_spec
+    from experiments.spec import parse_spec
     from optimizers.export import load_program
 
     path = Path("experiments/optimize_tree_search.yaml")
     shipped = load_optimize_spec(path)
     check_spec(shipped)  # as shipped: the pipeline builds, its roles exist, the bundled model is named
-    assert shipped.pipeline.params["value_weight"] > 0  # the scorer's value counts
+    # search_vs_vote's tree search, so its unoptimised runs are the LM cache's: the value is the
+    # visible pass rate alone, so the scorer is never called and has nothing to learn
+    # (the budget that run resolved from the critic loop, given as a number)
+    measured_spec = parse_spec(yaml.safe_load(Path("experiments/search_vs_vote.yaml").read_text()))
+    measured = next(p for p in measured_spec.pipelines if p.name == "tree_search")
+    differs = {k for k, v in measured.params.items() if shipped.pipeline.params.get(k) != v}
+    assert differs == {"token_budget_from", "token_budget"} and shipped.pipeline.params["value_weight"] == 0
     data = yaml.safe_load(path.read_text())
     assert (shipped.split.train, shipped.split.val) == (20, 20)  # counts: the rest of the set is test
     data["dataset"]["limit"] = 8
@@ -127,4 +134,4 @@ def test_optimize_tree_search_spec_is_valid_and_optimises_repairer_and_scorer(
     assert set(result.steps) == {"baseline_val", "compile", "compiled_val", "gate", "test"}
     compiled, _ = load_program(result.steps["compile"]["program_dir"])
     with_demos = {name for name, predictor in compiled.named_predictors() if predictor.demos}
-    assert with_demos == set(shipped.optimizer.roles) == {"repairer", "scorer"}
+    assert with_demos == set(shipped.optimizer.roles) == {"repairer"}
