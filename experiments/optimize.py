@@ -14,6 +14,8 @@ steps already finished:
 4. ``compiled_val``: the compiled program on the validation split.
 5. gate: the compiled program is kept only if its validation score does not drop (and both
    scores exist: :mod:`optimizers.gate`); the reason is printed and tagged on the parent run.
+   A compile that changed no prompt (``changed_roles`` empty: no demo survived, say) is
+   neither kept nor tested — two copies of one program on the test split would measure nothing.
 5b. ``refine`` (optional, spec ``refine:``): TextGrad refines one role's instruction of the kept
    program (``optimizers.refine``), kept only if validation does not drop.
 6. ``test``: the kept program and the unoptimised pipeline side by side on the held-out test
@@ -118,8 +120,9 @@ def run_optimization(
     (the spec's file) prefixes the problems found before anything runs. ``progress``: a progress
     bar per program on the held-out test (on stderr, as ``critiquelab run`` shows them)."""
     from eval.errors import UserError
-    from optimizers.compile import CompileConfig, compile_program, evaluate
+    from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate
     from optimizers.export import export_program, load_program
+    from optimizers.gate import GateDecision
     from optimizers.gate import gate as gate_decision
     from optimizers.optimizer_params import optimizer_params
     from optimizers.splits import make_split
@@ -209,8 +212,9 @@ def run_optimization(
             config = CompileConfig(spec.optimizer.name, dict(spec.optimizer.params), timeout, spec.split.seed,
                                    log_dir=directory / "optimizer_state", roles=roles)
             metrics: dict[str, float] = {}
+            original = create_pipeline(spec.pipeline.name, **spec.pipeline.params)
             compiled = compile_program(
-                create_pipeline(spec.pipeline.name, **spec.pipeline.params), config,
+                original, config,
                 train=[by_id[i] for i in split.train], val=[by_id[i] for i in split.val],
                 task_lm=lm("task"), teacher_lm=lm("teacher") if spec.teacher else None,
                 traces=traces, progress=lambda k, v: metrics.__setitem__(k, v),
@@ -224,7 +228,13 @@ def run_optimization(
                            source=run_id)
             tracker.client.log_artifacts(run_id, str(out), "program")
             demos = sum(len(p.demos) for _, p in compiled.named_predictors())
-            return {"program_dir": str(out), "traces": float(len(traces)), "demos": float(demos), **metrics}
+            changed = changed_roles(original, compiled)
+            if not changed:
+                allowed = ", ".join(roles or ["all"])
+                log(f"compile: warning: no prompt changed (roles it may change: {allowed}); the compiled "
+                    "program is the original, so it is not kept and not tested")
+            return {"program_dir": str(out), "traces": float(len(traces)), "demos": float(demos),
+                    "changed_roles": changed, **metrics}
 
         effective = optimizer_params(spec.optimizer.name, spec.optimizer.params).model_dump()
         compiled = step("compile", compile_step, {
@@ -235,9 +245,14 @@ def run_optimization(
             release("teacher")  # only compile and (by default) refine use it
         cand = step("compiled_val", scored(split.val, compiled["program_dir"]),
                     {"split": "val", "program": "compiled"})
+        # A compile step finished by an older version has no changed_roles: taken as changed.
+        unchanged = compiled.get("changed_roles") == []
         gate = steps.get("gate")
         if gate is None:
-            decision = gate_decision(base["pass_at_1"], cand["pass_at_1"], candidate="compiled program")
+            decision = (
+                GateDecision(False, "compile changed no prompt: nothing optimised to keep") if unchanged
+                else gate_decision(base["pass_at_1"], cand["pass_at_1"], candidate="compiled program")
+            )
             gate = {
                 "kept": "compiled" if decision.keep else "baseline",
                 "program_dir": compiled["program_dir"] if decision.keep else "",
@@ -255,7 +270,7 @@ def run_optimization(
         kept = gate["kept"]
         # Every optimised candidate goes to the held-out test, kept or not: the choice was made
         # on validation, and the test shows whether it held.
-        candidates = {"compiled": compiled["program_dir"]}
+        candidates = {} if unchanged else {"compiled": compiled["program_dir"]}
         if spec.refine is not None:
             engine_cache = home / "textgrad_cache" if cache else None
             refined = step("refine", lambda run_id: _refine(

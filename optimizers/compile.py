@@ -15,7 +15,8 @@ Optimisers:
 Every optimiser returns a new program and never mutates its input (it works on a deep copy).
 ``CompileConfig.roles`` limits what it may change to some roles (tree search's repairer and
 scorer, say): the other predictors of its result get back the input program's prompts
-(:func:`keep_roles`). The limit is applied to the optimiser's result, so whatever measures the
+(:func:`keep_roles`), and a bootstrapped run counts only if it called one of those roles
+(:class:`RoleRunMetric`). The limit is applied to the optimiser's result, so whatever measures the
 compiled program afterwards (the optimisation loop's validation) measures what is kept.
 Whatever the optimiser, a demo showing code is kept only if that code passes its train task's
 hidden tests (:mod:`optimizers.demo_filter`): a run that passed in the end also holds the
@@ -110,6 +111,39 @@ class PassMetric:
     ) -> dspy.Prediction:
         problem, verdict = self.verdict(gold, pred)
         return dspy.Prediction(score=1.0 if verdict.passed else 0.0, feedback=feedback_text(problem, verdict))
+
+
+@dataclass
+class RoleRunMetric:
+    """``metric``, except that a bootstrapped run (DSPy passes its trace) counts as a success only
+    if it called one of ``signatures`` — the roles an optimisation may change. Without it,
+    ``BootstrapFewShot`` stops at its quota of passing runs, which for tree search's repairer are
+    the problems whose first code passed and no repair ran: the repairer would get no demo and
+    the "compiled" program would be the original one."""
+
+    metric: PassMetric
+    signatures: frozenset[tuple[tuple[str, ...], tuple[str, ...]]]
+
+    def __call__(self, example: Any, prediction: Any, trace: Any = None) -> float:
+        score = self.metric(example, prediction, trace)
+        if trace is None:  # an evaluation, not a bootstrapped run
+            return score
+        called = {_signature_key(step[0].signature) for step in trace}
+        return score if called & self.signatures else 0.0
+
+
+def _signature_key(signature: type[dspy.Signature]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A role's signature by its fields (a predictor's copy may be another class object)."""
+    return tuple(signature.input_fields), tuple(signature.output_fields)
+
+
+def changed_roles(original: dspy.Module, compiled: dspy.Module) -> list[str]:
+    """The roles whose prompt (instruction, field descriptions, demos) ``compiled`` changed."""
+    before = {name: predictor.dump_state() for name, predictor in original.named_predictors()}
+    return sorted({
+        role_of_predictor(name) for name, predictor in compiled.named_predictors()
+        if predictor.dump_state() != before.get(name)
+    })
 
 
 def role_of_predictor(name: str) -> str:
@@ -235,12 +269,18 @@ def _optimise(
         return attach_trace_demos(program, traces, k=settings.k, seed=config.seed, demo_filter=demo_filter)
     student = program.deepcopy()
     metric = PassMetric({p.task_id: p for p in [*train, *val]}, config.timeout_s)
+    bootstrap_metric: Any = metric
+    if config.roles is not None:
+        bootstrap_metric = RoleRunMetric(metric, frozenset(
+            _signature_key(p.signature) for name, p in program.named_predictors()
+            if role_of_predictor(name) in config.roles
+        ))
     trainset, valset = problem_examples(train), problem_examples(val) or None
     teacher = teacher_lm or task_lm
     with dspy.context(lm=task_lm, adapter=CodeAdapter()):
         if config.optimizer == "bootstrap":
             optimizer = dspy.BootstrapFewShot(
-                metric=metric, max_bootstrapped_demos=settings.max_bootstrapped_demos,
+                metric=bootstrap_metric, max_bootstrapped_demos=settings.max_bootstrapped_demos,
                 max_labeled_demos=0,  # problem-level examples are not role demos
                 max_rounds=settings.max_rounds,
                 teacher_settings={"lm": teacher} if teacher_lm is not None else {},
@@ -249,8 +289,8 @@ def _optimise(
         elif config.optimizer == "mipro":
             from optimizers.mipro import compile_mipro
 
-            compiled, failed = compile_mipro(student, settings, metric, trainset, valset, task_lm, teacher,
-                                             config.seed)
+            compiled, failed = compile_mipro(student, settings, bootstrap_metric, trainset, valset, task_lm,
+                                             teacher, config.seed)
             if progress is not None:
                 progress("failed_proposals", float(len(failed)))
         else:

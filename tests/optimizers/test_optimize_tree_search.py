@@ -12,6 +12,7 @@ from support.role_responder import role_of
 from support.tree_search_scripts import SCORE, tree_search_responder
 
 from experiments.api import export, optimize
+from experiments.cli import main
 from optimizers.export import load_program, load_prompts_into, role_prompts
 from optimizers.refine import instruction_of
 from optimizers.splits import SplitSpec, make_split
@@ -129,6 +130,39 @@ def test_optimizer_roles_limit_compile_and_refine_rewrites_the_repairer(tmp_path
     assert assert_no_hidden_tests(humaneval_problems, engine_requests) > 0
     assert set(result.steps["test"]["candidates_pass_at_1"]) == {
         "tree_search", "tree_search+compiled", "tree_search+refined"}
+
+
+REPAIRER_ONLY = {"name": "bootstrap", "params": {"max_bootstrapped_demos": 2}, "roles": ["repairer"]}
+
+
+def test_bootstrap_counts_only_runs_that_called_a_role_it_may_change(tmp_path, home, humaneval_problems):
+    # The first two train problems (bootstrap's order) are solved by the coder alone: two passing
+    # runs, the quota, but without a repair. The repairer's demos must come from later ones.
+    train = list(_train_ids(humaneval_problems))
+    responder = tree_search_responder(humaneval_problems, solved_by_coder=set(train[:2]))
+    with FakeOpenAIServer(responder) as fake:
+        result = optimize(_spec(tmp_path, fake.api_base, optimizer=REPAIRER_ONLY), home=home)
+    demos = _demos(load_program(result.steps["compile"]["program_dir"])[0])
+    assert demos["repairer"] and not demos["coder"]
+    repaired = {next(p.task_id for p in humaneval_problems if p.prompt in d["repaired_code"])
+                for d in demos["repairer"]}
+    assert repaired <= set(train[2:])
+    assert result.steps["compile"]["changed_roles"] == ["repairer"]
+
+
+def test_a_compile_that_changed_no_prompt_is_neither_kept_nor_tested(
+    tmp_path, home, humaneval_problems, capsys
+):
+    # Every problem is solved by the coder: no run calls the repairer, so it gets no demo.
+    solved = {p.task_id for p in humaneval_problems}
+    with FakeOpenAIServer(tree_search_responder(humaneval_problems, solved_by_coder=solved)) as fake:
+        assert main(["optimize", str(_spec(tmp_path, fake.api_base, optimizer=REPAIRER_ONLY))]) == 0
+    out, err = capsys.readouterr()
+    assert ("compile: warning: no prompt changed (roles it may change: repairer); the compiled program "
+            "is the original, so it is not kept and not tested") in err
+    assert "kept baseline (compile changed no prompt: nothing optimised to keep)" in out
+    assert "tree_search+compiled" not in out  # the held-out test ran the unoptimised pipeline alone
+    assert "held-out test pass@1: unoptimised 1.000, kept (baseline) 1.000" in out
 
 
 @pytest.mark.parametrize("roles, expected", [

@@ -1,6 +1,7 @@
 """A scripted tree search whose outcome is known: the coder's code fails the visible examples,
 so every problem needs the repairer, which writes the canonical solution (except on the problems
-called hopeless); the scorer and the path reflector give fixed replies."""
+called hopeless); on the problems called solved_by_coder the coder writes it and no repair runs.
+The scorer and the path reflector give fixed replies."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from support.role_responder import ScriptedProblems, role_of
 SCORE = "6"
 
 
-def tree_search_responder(problems: list[Any], hopeless: Collection[str] = ()) -> Callable[..., str]:
+def tree_search_responder(
+    problems: list[Any], hopeless: Collection[str] = (), solved_by_coder: Collection[str] = (),
+) -> Callable[..., str]:
     """A fake-server responder for tree_search's roles. The problem is read from the last message
     only, because a compiled program's demos (earlier turns) show other problems."""
     scripted = ScriptedProblems(problems)
@@ -23,8 +26,12 @@ def tree_search_responder(problems: list[Any], hopeless: Collection[str] = ()) -
         fixed = scripted.problem_in(text).task_id not in hopeless
         return {"repaired_code": scripted.solution(text) if fixed else scripted.wrong(text)}
 
+    def coder(text: str) -> dict[str, str]:
+        solved = scripted.problem_in(text).task_id in solved_by_coder
+        return {"code": scripted.solution(text) if solved else scripted.wrong(text)}
+
     replies = {
-        "coder": lambda text: {"code": scripted.wrong(text)},
+        "coder": coder,
         "repairer": repairer,
         "scorer": lambda text: {"assessment": "It may miss an edge case.", "score": SCORE},
         "path_reflector": lambda text: {"reflection": "Implement the body; do not return None."},
