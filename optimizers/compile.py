@@ -312,9 +312,10 @@ def evaluate(
     program: dspy.Module, problems: Sequence[Problem], *, lm: dspy.BaseLM, timeout_s: float = 10.0,
     traces: list[RoleTrace] | None = None,
 ) -> dict[str, bool]:
-    """Hidden-test pass of ``program`` on each problem (sequential: the local LM serves one
-    request at a time). With ``traces``, the run's role calls are appended to it, labelled —
-    how an optimisation without earlier runs gets pool traces of its own train split."""
+    """Hidden-test pass of ``program`` on each problem, one problem at a time (a pipeline's own
+    ``parallel_agents`` still overlap its role calls), so traces come in problem order and a
+    seeded draw from them repeats. With ``traces``, the run's role calls are appended to it,
+    labelled — how an optimisation without earlier runs gets pool traces of its own train split."""
     from optimizers.traces import TaskOutcome, label_thread
     from pipelines.pool.context import using_pool
     from pipelines.pool.message_pool import MessagePool
