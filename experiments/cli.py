@@ -228,11 +228,13 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     print(f"MLflow parent run {result.parent_run_id}")
     if result.kept_run_id is not None:
         print(f"export the kept ({result.kept}) program with: critiquelab export {result.kept_run_id}")
-    else:
+    elif result.rejected_run_ids:
         rejected = "; ".join(f"{name}: critiquelab export {run}"
                              for name, run in result.rejected_run_ids.items())
         print(f"kept the unoptimised pipeline: nothing optimised to export (rejected candidates, should you "
               f"want one anyway: {rejected})")
+    else:
+        print("kept the unoptimised pipeline: nothing optimised to export")
     return 0
 
 

@@ -66,9 +66,10 @@ class OptimizeResult:
 
     @property
     def rejected_run_ids(self) -> dict[str, str]:
-        """``{candidate: step run holding its program}`` for the candidates the gates rejected."""
+        """``{candidate: step run holding its program}`` for the candidates the gates rejected (a
+        compile that changed no prompt made no candidate)."""
         rejected = {}
-        if self.steps["gate"]["kept"] != "compiled":
+        if self.steps["gate"]["kept"] != "compiled" and self.steps["compile"].get("changed_roles") != []:
             rejected["compiled"] = self.steps["compile"]["run_id"]
         refine = self.steps.get("refine")
         if refine is not None and not refine["kept"] and refine.get("candidate_dir"):

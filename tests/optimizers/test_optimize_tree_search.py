@@ -163,6 +163,7 @@ def test_a_compile_that_changed_no_prompt_is_neither_kept_nor_tested(
     assert "kept baseline (compile changed no prompt: nothing optimised to keep)" in out
     assert "tree_search+compiled" not in out  # the held-out test ran the unoptimised pipeline alone
     assert "held-out test pass@1: unoptimised 1.000, kept (baseline) 1.000" in out
+    assert "kept the unoptimised pipeline: nothing optimised to export\n" in out  # no candidate offered
 
 
 @pytest.mark.parametrize("roles, expected", [
