@@ -2,8 +2,8 @@
 pipelines run, the budgets chain: tree_search from critic_loop, vote from tree_search; compare at
 the end) ceiling.yaml (20 samples, their unbiased pass@k in the run and in compare's table),
 visible_selection.yaml (each selection rule answers what it should) and
-optimize_tree_search.yaml (valid as shipped; every optimisation step runs, and only the roles it
-names take demos)."""
+optimize_tree_search.yaml (valid as shipped, as is its LM-value variant; every optimisation step
+runs, and only the roles it names take demos)."""
 
 from pathlib import Path
 
@@ -122,6 +122,12 @@ def test_optimize_tree_search_spec_is_valid_and_optimises_the_repairer_alone(
     measured = next(p for p in measured_spec.pipelines if p.name == "tree_search")
     differs = {k for k, v in measured.params.items() if shipped.pipeline.params.get(k) != v}
     assert differs == {"token_budget_from", "token_budget"} and shipped.pipeline.params["value_weight"] == 0
+    # Its LM-value variant: the same search but for lambda, and the scorer takes demos too.
+    value = load_optimize_spec(Path("experiments/optimize_tree_search_value.yaml"))
+    check_spec(value)
+    assert {**value.pipeline.params, "value_weight": 0.0} == shipped.pipeline.params
+    assert value.pipeline.params["value_weight"] == 0.5 and value.optimizer.roles == ["repairer", "scorer"]
+    assert value.split == shipped.split
     data = yaml.safe_load(path.read_text())
     assert (shipped.split.train, shipped.split.val) == (20, 20)  # counts: the rest of the set is test
     data["dataset"]["limit"] = 8
