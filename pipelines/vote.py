@@ -24,7 +24,6 @@ from pydantic import Field, model_validator
 
 from eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
 from eval.errors import ServiceError
-from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.budget import TokenBudgetParams, require_resolved
 from pipelines.generated_test_agents import DualAgreementVoterAgent, TestSource, TestWriterAgent
@@ -108,8 +107,7 @@ class SamplerAgent(Agent):
         every visible example, in which case no sample is needed."""
         step = call_role(self.coder, "coder", prompt=self.ctx.prompt)
         code = step.get("code") or step.raw
-        examples = visible_examples(self.ctx.prompt, self.ctx.entry_point)
-        passed = code_feedback(self.ctx.prompt, code, self.ctx.entry_point, examples).all_passed
+        [(_, passed)] = visible_verdicts(self.ctx.prompt, self.ctx.entry_point, [code])  # the voter's rule
         self.ctx.publish(
             intent=Intent.PROPOSAL, sender=self.name, content=code, summary="greedy answer",
             in_reply_to=assignment.id, step=step, greedy=True, visible_passed=passed,
