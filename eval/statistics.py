@@ -264,11 +264,8 @@ def sample_coverage_notices(summary: pd.DataFrame) -> list[str]:
 
     notices = []
     for _, row in summary.iterrows():
-        covered = [
-            f"@{k} over {int(row[f'samples_pass@{k}_attempts'])}" for k in SAMPLE_KS
-            if f"samples_pass@{k}_attempts" in row and not pd.isna(row[f"samples_pass@{k}_attempts"])
-            and row[f"samples_pass@{k}_attempts"] < row["attempts"]
-        ]
+        counts = {k: row.get(f"samples_pass@{k}_attempts") for k in SAMPLE_KS}
+        covered = [f"@{k} over {int(n)}" for k, n in counts.items() if pd.notna(n) and n < row["attempts"]]
         if covered:
             notices.append(
                 f"{row['pipeline']}: samples_pass{', '.join(covered)} of its {int(row['attempts'])} attempts "

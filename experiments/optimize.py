@@ -69,7 +69,7 @@ class OptimizeResult:
         """``{candidate: step run holding its program}`` for the candidates the gates rejected (a
         compile that changed no prompt made no candidate)."""
         rejected = {}
-        if self.steps["gate"]["kept"] != "compiled" and self.steps["compile"].get("changed_roles") != []:
+        if self.steps["gate"]["kept"] != "compiled" and not _changed_nothing(self.steps["compile"]):
             rejected["compiled"] = self.steps["compile"]["run_id"]
         refine = self.steps.get("refine")
         if refine is not None and not refine["kept"] and refine.get("candidate_dir"):
@@ -81,6 +81,12 @@ class OptimizeResult:
         if self.steps.get("refine", {}).get("kept"):
             return Path(self.steps["refine"]["program_dir"])
         return Path(self.steps["gate"]["program_dir"])
+
+
+def _changed_nothing(compile_step: dict[str, Any]) -> bool:
+    """Whether the compile step changed no prompt (a step finished by an older version has no
+    ``changed_roles``: taken as changed)."""
+    return compile_step.get("changed_roles") == []
 
 
 class _Steps:
@@ -246,8 +252,7 @@ def run_optimization(
             release("teacher")  # only compile and (by default) refine use it
         cand = step("compiled_val", scored(split.val, compiled["program_dir"]),
                     {"split": "val", "program": "compiled"})
-        # A compile step finished by an older version has no changed_roles: taken as changed.
-        unchanged = compiled.get("changed_roles") == []
+        unchanged = _changed_nothing(compiled)
         gate = steps.get("gate")
         if gate is None:
             decision = (
