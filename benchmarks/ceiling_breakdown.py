@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from experiments.compare import load_problems_frame, resolve_runs
 from experiments.paths import data_dir
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 
 
 def _rows(frame, label: str) -> dict[str, dict]:

@@ -32,7 +32,7 @@ from eval.behaviour import filtered_largest_group, largest_group, visible_verdic
 from eval.statistics import mcnemar_exact
 from experiments.compare import load_problems_frame, resolve_runs
 from experiments.paths import data_dir
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.errors import UserError
+from core.errors import UserError
 from eval.formats import FormatOptions, detect_format, get_format
 from eval.formats.rows import RowReader
 from eval.problems import Problem

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eval.figures import saved_figure
+from eval.plots import saved_figure
 
 # Columns of the Markdown table (the HTML shows every column); optional ones appear when present.
 SUMMARY_COLUMNS = (

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eval.errors import UserError
+from core.errors import UserError
 
 CONFIDENCE = 0.95
 TOKENS_UNIT = 1000  # cost-normalised pass@1 is "problems solved per 1k tokens"

@@ -146,9 +146,9 @@ def export(
     ``formats`` registers one prompt per role in the Prompt Registry. Returns what was written.
     Formats and ``out`` are checked before anything is read or downloaded.
     """
-    from eval.errors import UserError
+    from core.errors import UserError
     from experiments.paths import data_dir
-    from experiments.tracking import tracking_uri
+    from experiments.tracking.store import tracking_uri
     from optimizers.export import check_formats, export_program, load_program, register_prompts
 
     offline_defaults()
@@ -180,8 +180,8 @@ def _download_program(home: Path, run_id: str) -> Path:
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from eval.errors import UserError
-    from experiments.tracking import ServiceClient, is_server, tracking_uri
+    from core.errors import UserError
+    from experiments.tracking.store import ServiceClient, is_server, tracking_uri
 
     uri = tracking_uri(home)
     if not is_server(uri) and not (home / "mlflow.db").exists():
@@ -203,8 +203,8 @@ def optimize(
 ) -> Any:
     """Run (or resume) an optimisation spec; returns an ``OptimizeResult``. ``log`` receives a
     line per step; ``progress`` shows a progress bar per program on the held-out test."""
-    from experiments.optimize import run_optimization
-    from experiments.optimize_spec import load_optimize_spec
+    from experiments.optimize.loop import run_optimization
+    from experiments.optimize.spec import load_optimize_spec
 
     offline_defaults()
     return run_optimization(

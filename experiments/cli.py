@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
-from eval.errors import ServiceError, UserError
+from core.errors import ServiceError, UserError
 from experiments.memory_cli import add_memory_parser, cmd_memory
 
 # After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
@@ -251,7 +251,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_ui(args: argparse.Namespace) -> int:
     from experiments.paths import data_dir
-    from experiments.tracking import is_server, tracking_uri
+    from experiments.tracking.store import is_server, tracking_uri
 
     home = args.home or data_dir()
     if is_server(tracking_uri(home)):  # a team's server has its own UI
@@ -272,7 +272,7 @@ def _cmd_ui(args: argparse.Namespace) -> int:
 
 def _cmd_view(args: argparse.Namespace) -> int:
     from experiments.paths import data_dir
-    from experiments.tracking import tracking_uri
+    from experiments.tracking.store import tracking_uri
     from experiments.viewer.server import HOST, export, make_server, open_viewer
 
     home = args.home or data_dir()
@@ -289,8 +289,8 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from experiments.model_files import BUNDLED_MODELS, ensure_model_file, resolve_bundled
     from experiments.paths import model_cache_dir
+    from experiments.serving.model_files import BUNDLED_MODELS, ensure_model_file, resolve_bundled
 
     if args.action == "list":
         for model in BUNDLED_MODELS.values():

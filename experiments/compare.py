@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.errors import UserError
-from experiments.compare_provenance import provenance_notices
+from core.errors import UserError
 from experiments.paths import data_dir as default_data_dir
-from experiments.tracking import (
+from experiments.tracking.compare_provenance import provenance_notices
+from experiments.tracking.store import (
     CHILD_TAG,
     PARENT_TAG,
     ServiceClient,

@@ -28,15 +28,15 @@ from pydantic import BaseModel, Field
 from eval.datasets import HUMANEVAL
 from eval.results import ProblemResult
 from experiments.checkpoints import CheckpointStore
-from experiments.local_server import select_backend
-from experiments.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import model_cache_dir
-from experiments.provision import ModelIdentity, resolve_model
 from experiments.runner import checkpoint_key, checkpoint_store, load_inputs, prompts_of
-from experiments.server_build import find_built_server
+from experiments.serving.local_server import select_backend
+from experiments.serving.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
+from experiments.serving.provision import ModelIdentity, resolve_model
+from experiments.serving.server_build import find_built_server
 from experiments.spec import ExperimentSpec, ModelSpec
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 from pipelines.budget import BUDGET_FROM
 
 Z_80 = 1.2816  # the normal distribution's two-sided 80 % quantile

@@ -7,7 +7,7 @@ import argparse
 import datetime
 from typing import Any
 
-from eval.errors import UserError
+from core.errors import UserError
 from experiments.paths import data_dir
 from pipelines.memory.bank import MemoryBank, memory_dir
 from pipelines.memory.config import DEFAULT_COLLECTION

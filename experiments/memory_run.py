@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from eval.errors import UserError
+from core.errors import UserError
 from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.spec import ExperimentSpec, PipelineSpec

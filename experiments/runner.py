@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
 from eval.datasets import HUMANEVAL, load_problems
-from eval.errors import UserError
 from eval.problems import Problem
 from eval.results import ProblemResult, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, cost_keys
-from experiments.executors.job import Executor, SolveJob, open_executor
+from experiments.executors.factory import open_executor
+from experiments.executors.job import Executor, SolveJob
 from experiments.memory_run import (
     check_warm_starts,
     memory_metrics,
@@ -30,13 +31,13 @@ from experiments.memory_run import (
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.progress import ProgressBar
-from experiments.provenance import code_fingerprint
-from experiments.provision import ModelIdentity, resolve_model, serve_model
-from experiments.role_models import RoleModels, models_by_role, usage_by_model
-from experiments.run_records import child_run, open_parent_run, results_digest
+from experiments.serving.provision import ModelIdentity, resolve_model, serve_model
+from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
 from experiments.spec import SCHEDULING_FIELDS, ExperimentSpec, PipelineSpec
-from experiments.traces import ProblemTracer, trace_checkpointed
-from experiments.tracking import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
+from experiments.tracking.provenance import code_fingerprint
+from experiments.tracking.run_records import child_run, open_parent_run, results_digest
+from experiments.tracking.store import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
+from experiments.tracking.traces import ProblemTracer, trace_checkpointed
 from pipelines.budget import BUDGET_FROM
 from pipelines.parallel_agents import PARALLEL_AGENTS
 from pipelines.pool.message_pool import MessagePool

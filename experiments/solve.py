@@ -8,11 +8,11 @@ from typing import Any
 
 import dspy
 
+from core.usage import UsageMeter, metering
 from eval.generated_tests import canonical_passes, parse_asserts
 from eval.problems import Problem
 from eval.results import ProblemResult
 from eval.scoring import score_code
-from eval.usage import UsageMeter, metering
 from pipelines.role_lms import using_role_lms
 from signatures.adapter import CodeAdapter
 

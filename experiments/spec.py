@@ -12,10 +12,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from eval.errors import UserError
+from core.errors import UserError
 from eval.formats import FormatName
-from experiments.local_server import ServerChoice
-from experiments.model_files import resolve_bundled
+from experiments.serving.local_server import ServerChoice
+from experiments.serving.model_files import resolve_bundled
 from experiments.spec_files import format_validation_error
 from pipelines.budget import BUDGET_FROM
 from pipelines.memory.config import MemoryConfig

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from eval.errors import UserError
+from core.errors import UserError
 
 
 def _path_part(part: Any) -> str:

@@ -43,7 +43,7 @@ from eval.scoring import score_code
 from eval.verdict import Verdict
 from optimizers.demo_filter import CodeDemoFilter, code_output_fields
 from optimizers.optimizer_params import optimizer_params
-from optimizers.traces import RoleTrace
+from optimizers.training_examples import RoleTrace
 from signatures.adapter import CodeAdapter
 
 
@@ -316,7 +316,7 @@ def evaluate(
     ``parallel_agents`` still overlap its role calls), so traces come in problem order and a
     seeded draw from them repeats. With ``traces``, the run's role calls are appended to it,
     labelled — how an optimisation without earlier runs gets pool traces of its own train split."""
-    from optimizers.traces import TaskOutcome, label_thread
+    from optimizers.training_examples import TaskOutcome, label_thread
     from pipelines.pool.context import using_pool
     from pipelines.pool.message_pool import MessagePool
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import dspy
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.registry import create_pipeline
 from signatures.adapter import CodeAdapter
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from eval.errors import UserError
+from core.errors import UserError
 
 Budget = Literal["light", "medium", "heavy"]
 

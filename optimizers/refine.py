@@ -11,7 +11,7 @@ instruction is kept only if validation pass@1 does not drop.
 
 Hidden tests never reach the engine: verdict details are redacted exactly as GEPA's feedback
 is (:func:`optimizers.compile.feedback_text`), the whole feedback text is redacted again, and
-every request the engine receives is checked with :func:`optimizers.traces.assert_no_hidden_tests`
+every request the engine receives is checked with :func:`optimizers.training_examples.assert_no_hidden_tests`
 before it is sent.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +82,7 @@ def pipeline_roles(program: dspy.Module) -> list[str]:
 def instruction_of(program: dspy.Module, role: str) -> str:
     found = role_predictors(program, role)
     if not found:
-        from eval.errors import UserError
+        from core.errors import UserError
 
         roles = ", ".join(pipeline_roles(program))
         raise UserError(f"the program has no '{role}' role to refine; roles: {roles}")
@@ -130,7 +130,7 @@ def run_and_explain(
     its outputs, the critic's reviews (pool messages) and the redacted hidden-test verdict."""
     from eval.scoring import score_code
     from optimizers.compile import feedback_text, redact_hidden_tests
-    from optimizers.traces import assert_no_hidden_tests, label_thread
+    from optimizers.training_examples import assert_no_hidden_tests, label_thread
     from pipelines.pool.context import using_pool
     from pipelines.pool.message_pool import MessagePool
     from pipelines.pool.messages import Intent
@@ -166,7 +166,7 @@ def run_and_explain(
 def guarded_engine(engine: EngineLM, problems: Sequence[Problem]) -> EngineLM:
     """``engine`` behind a check that no hidden-test line of ``problems`` is in any request."""
     from optimizers.textgrad_engine import EngineLM
-    from optimizers.traces import assert_no_hidden_tests
+    from optimizers.training_examples import assert_no_hidden_tests
 
     class Guarded(EngineLM):
         model_string = getattr(engine, "model_string", "guarded")
@@ -179,6 +179,28 @@ def guarded_engine(engine: EngineLM, problems: Sequence[Problem]) -> EngineLM:
             return self.generate(prompt, **kwargs)
 
     return Guarded()
+
+
+class _OrderedGradients(set[Any]):
+    """A set that iterates in the order it was given."""
+
+    def __init__(self, ordered: Sequence[Any]) -> None:
+        super().__init__(ordered)
+        self._order = list(ordered)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._order)
+
+
+def _gradients_in_text_order(variable: Any) -> set[Any]:
+    """``variable``'s gradients, iterated in order of their text and context. TextGrad keeps them
+    in a plain set, whose order follows object ids: the optimiser's prompt listed the batch's
+    feedback in another order on every run, so a refinement step could neither repeat its request
+    nor be answered by the LM cache."""
+    context = variable.gradients_context
+    return _OrderedGradients(sorted(
+        variable.gradients, key=lambda gradient: (str(gradient.value), str(context.get(gradient)))
+    ))
 
 
 def _mean(scores: dict[str, bool]) -> float:
@@ -213,7 +235,7 @@ def refine_instruction(
     instruction is left as it was — small models often miss the format, and that is no reason
     to abort.
     """
-    from eval.errors import UserError
+    from core.errors import UserError
     from optimizers.compile import evaluate
     from optimizers.gate import gate
     from optimizers.textgrad_engine import import_textgrad
@@ -262,6 +284,7 @@ def refine_instruction(
         total = losses[0] if len(losses) == 1 else tg.sum(losses)
         optimizer.zero_grad()
         total.backward(guarded)
+        instruction.gradients = _gradients_in_text_order(instruction)
         previous = instruction.value
         try:
             optimizer.step()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from eval.errors import UserError
+from core.errors import UserError
 
 
 class SplitOverlapError(UserError):

@@ -7,7 +7,7 @@ from typing import Any
 import dspy
 
 from pipelines.agents import TaskContext
-from pipelines.critic_agents import CoderAgent
+from pipelines.coder_agent import CoderAgent
 from pipelines.params import PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.registry import register_pipeline

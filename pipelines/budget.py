@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.params import PipelineParams
 
 # The one parameter the experiment runner resolves: it names another pipeline of the experiment.

@@ -10,6 +10,7 @@ artifact as it is (``validated: false`` on the acknowledgement), so the line alw
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import ClassVar
@@ -100,3 +101,11 @@ class HandoffAgent(Agent):
     def returned(self, stage: str, rejection: Message) -> None:
         """Produce the artifact of ``stage`` again, knowing why it was returned."""
         raise NotImplementedError(f"{type(self).__name__} sends no handoffs")
+
+
+def code_of(envelope: Handoff) -> str:
+    """The code of a code handoff, also one that failed validation (retries used up)."""
+    try:
+        return str(json.loads(envelope.artifact).get("code", ""))
+    except (ValueError, AttributeError):
+        return envelope.artifact

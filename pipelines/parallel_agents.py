@@ -2,7 +2,7 @@
 within a round, vote samples), without letting the degree of concurrency change any request.
 
 Why threads that copy the caller's context: the LM and adapter (``dspy.context``), the task's
-usage meter and the acting role (:mod:`eval.usage`), the pool and the run id
+usage meter and the acting role (:mod:`core.usage`), the pool and the run id
 (:mod:`pipelines.pool.context`) all live in context variables, and a new thread starts with
 none of them. Each call therefore runs in a copy of the context it was submitted from, so its
 tokens count toward the right problem and role and it talks to the same LM and pool.

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))

@@ -17,11 +17,12 @@ from pydantic import Field
 from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.memory.entries import MemoryEntry, task_tags
-from pipelines.memory.injection import NO_MEMORIES, current_task_memory, memories_for
+from pipelines.memory.injection import current_task_memory, memories_for
 from pipelines.memory.reflection import render_history, task_summary
 from pipelines.params import FeedbackTimeout, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
+from pipelines.recall import NO_MEMORIES
 from pipelines.registry import register_pipeline
 from pipelines.role_call import call_role
 from pipelines.threads import converse, thread_outcome

@@ -1,7 +1,7 @@
 """Pipelines registered by name, so YAML specs, the CLI and MLflow params can name them.
 
 Every pipeline declares its parameters as a typed model beside it and registers both. A new
-pipeline copies this pattern (see :mod:`pipelines.critic_loop`)::
+pipeline copies this pattern (see :mod:`pipelines.critic_loop.pipeline`)::
 
     class ReflexionParams(PipelineParams):
         \"\"\"Parameters of ``reflexion``.\"\"\"
@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 import dspy
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.params import PipelineParams, describe_params
 
 PipelineFactory = Callable[..., dspy.Module]
@@ -52,9 +52,10 @@ class _Registered:
 _REGISTRY: dict[str, _Registered] = {}
 # Modules whose import registers the built-in pipelines; loaded on first lookup, not at import.
 _BUILTIN_MODULES = (
-    "pipelines.baseline", "pipelines.critic_loop", "pipelines.self_refine", "pipelines.debate",
-    "pipelines.vote", "pipelines.tree_search", "pipelines.scratchpad_team", "pipelines.architect",
-    "pipelines.reflexion", "pipelines.sop", "pipelines.role_play",
+    "pipelines.baseline", "pipelines.self_refine", "pipelines.reflexion",
+    "pipelines.critic_loop.pipeline", "pipelines.debate.pipeline", "pipelines.vote.pipeline",
+    "pipelines.tree_search.pipeline", "pipelines.scratchpad.team", "pipelines.architect.pipeline",
+    "pipelines.sop.pipeline", "pipelines.role_play.pipeline",
 )
 
 

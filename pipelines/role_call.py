@@ -11,8 +11,8 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 from pydantic import BaseModel
 
-from eval.usage import UsageMeter, acting_as, current_meter, metering
-from pipelines.memory.injection import memories_for
+from core.usage import UsageMeter, acting_as, current_meter, metering
+from pipelines.recall import recalled
 from pipelines.role_lms import role_lm
 from signatures.memory import MEMORIES_FIELD, has_memories
 
@@ -75,7 +75,7 @@ def call_role(
     ``role`` unless the caller gave it."""
     memory_ids: list[str] = []
     if has_memories(predictor.signature) and MEMORIES_FIELD not in inputs:
-        inputs[MEMORIES_FIELD], memory_ids = memories_for(role, inputs)
+        inputs[MEMORIES_FIELD], memory_ids = recalled(role, inputs)
     meter = UsageMeter(parent=current_meter())
     start = time.monotonic()
     outputs: dict[str, Any] = {}

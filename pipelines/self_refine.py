@@ -12,7 +12,7 @@ import dspy
 from pydantic import Field
 
 from pipelines.agents import Agent, TaskContext
-from pipelines.critic_agents import CoderAgent
+from pipelines.coder_agent import CoderAgent
 from pipelines.params import MaxIterations, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message

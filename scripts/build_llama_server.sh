@@ -16,7 +16,7 @@ declare -A SDIST_SHA256=(
 
 fail() { echo "llama-server: not built ($1); the local model is served by llama-cpp-python"; exit 1; }
 
-target=$("$PY" -m experiments.server_build 2>/dev/null) || fail "cannot import experiments.server_build"
+target=$("$PY" -m experiments.serving.server_build 2>/dev/null) || fail "cannot import experiments.serving.server_build"
 if [ -x "$target" ] && [ -f "$(dirname "$target")/build.json" ]; then
   echo "llama-server: cached at $target"
   exit 0

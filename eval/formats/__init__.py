@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Literal
 
-from eval.errors import UserError
+from core.errors import UserError
 from eval.formats import evalplus, humaneval, mbpp
 from eval.formats.base import DatasetFormat, FormatOptions
 

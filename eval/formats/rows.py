@@ -14,8 +14,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from core.errors import UserError
 from eval import python_ast
-from eval.errors import UserError
 
 
 class RowReader:

@@ -1,15 +1,13 @@
-"""What an executor needs to solve one pipeline × seed's problems, and how it is opened."""
+"""What an executor needs to solve one pipeline × seed's problems, and what an executor does."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from eval.problems import Problem
 from eval.results import ProblemResult
-from experiments.spec import ExperimentSpec
 from pipelines.pool.message_pool import MessagePool
 
 
@@ -18,7 +16,7 @@ class SolveJob:
     """One child run's work: the built pipeline, the LM (seeded), and how results are labelled."""
 
     pipeline: Any  # dspy.Module
-    lm: Any  # experiments.lm.HarnessLM
+    lm: Any  # experiments.serving.lm.HarnessLM
     label: str
     seed: int
     timeout_s: float  # per hidden-test run
@@ -38,14 +36,3 @@ class Executor(Protocol):
         before its result is yielded. Closing the iterator stops the problems in flight."""
 
     def close(self) -> None: ...
-
-
-def open_executor(spec: ExperimentSpec, home: Path, cache: bool) -> Executor:
-    """The executor the spec's ``execution.executor`` names (nothing is started yet)."""
-    if spec.execution.executor == "ray":
-        from experiments.executors.ray_cluster import RayExecutor  # imports Ray only when asked for
-
-        return RayExecutor(spec, home, cache)
-    from experiments.executors.local import LocalExecutor
-
-    return LocalExecutor(spec.concurrency)

@@ -28,7 +28,7 @@ def describe_node() -> dict[str, str]:
     import ray
 
     from eval.execution import isolation_level
-    from experiments.provenance import code_fingerprint
+    from experiments.tracking.provenance import code_fingerprint
 
     return {
         "node_id": ray.get_runtime_context().get_node_id(),
@@ -92,7 +92,7 @@ class NodeModelServer:
     def __init__(self, model: ModelSpec, home: str) -> None:
         import ray
 
-        from experiments.provision import resolve_model, serve_model
+        from experiments.serving.provision import resolve_model, serve_model
 
         self._stack = contextlib.ExitStack()
         identity = resolve_model(model)
@@ -128,7 +128,7 @@ class LMCacheServer:
     def __init__(self, directory: str) -> None:
         import diskcache
 
-        self._cache = diskcache.Cache(directory, size_limit=8 * 2**30)  # as experiments/lm.py
+        self._cache = diskcache.Cache(directory, size_limit=8 * 2**30)  # as experiments/serving/lm.py
 
     def get(self, key: str) -> Any:
         return self._cache.get(key)

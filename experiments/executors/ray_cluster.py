@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.errors import ServiceError, UserError
+from core.errors import ServiceError, UserError
 from eval.execution import isolation_level
 from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.executors.batching import BatchSizer
 from experiments.executors.job import SolveJob
-from experiments.provenance import code_fingerprint
 from experiments.spec import ExperimentSpec
+from experiments.tracking.provenance import code_fingerprint
 from pipelines.pool.message_pool import MessagePool
 
 # Harness settings every worker needs as the driver has them (offline operation, model cache).

@@ -3,7 +3,7 @@ and each problem's pool messages.
 
 A finished child run has ``problems.parquet`` and ``messages.jsonl``; a run still in progress
 has neither yet, so its problems and messages are read back from the per-problem traces the
-runner logs as each problem finishes (:mod:`experiments.traces`). Nothing is ever written.
+runner logs as each problem finishes (:mod:`experiments.tracking.traces`). Nothing is ever written.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.errors import UserError
-from experiments.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, run_traces
-from experiments.tracking import CHILD_TAG, PARENT_TAG, child_key
+from core.errors import UserError
+from experiments.tracking.store import CHILD_TAG, PARENT_TAG, child_key
+from experiments.tracking.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, run_traces
 from pipelines.pool.messages import Message
 
 

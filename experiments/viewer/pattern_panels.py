@@ -4,7 +4,7 @@ session tree and the tree-search tree (:mod:`experiments.viewer.search_tree_pane
 
 The panels rebuild what they show with the pipelines' own readers — the scratchpad's
 :func:`~pipelines.scratchpad.replay.replay_steps`, the architect's
-:func:`~pipelines.session_tree.export_session_tree` — so the viewer cannot drift from them. Every
+:func:`~pipelines.architect.session_tree.export_session_tree` — so the viewer cannot drift from them. Every
 string that came from a model goes through :func:`html.escape`.
 """
 
@@ -16,12 +16,12 @@ from typing import Any
 
 from experiments.viewer.data import Problem, agent_label, json_text, message_trace
 from experiments.viewer.search_tree_panel import search_tree_panel
+from pipelines.architect.session_tree import export_session_tree
 from pipelines.pool.messages import Intent, Message
 from pipelines.pool.store import seq_of
 from pipelines.scratchpad.channels import size_bytes
 from pipelines.scratchpad.events import EVENT_MODELS, InitEvent, ScratchpadIntent
 from pipelines.scratchpad.replay import replay_steps
-from pipelines.session_tree import export_session_tree
 
 # Scratchpad events that concern one channel (an init names all of them, a read several).
 _CHANNEL_EVENTS = (ScratchpadIntent.UPDATE, ScratchpadIntent.CONFLICT, ScratchpadIntent.REFUSED)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from eval.errors import UserError
+from core.errors import UserError
 from experiments.viewer.data import ViewerData
 from experiments.viewer.pages import index_page, pair_page, problem_page, run_page, slug
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.memory.config import DEFAULT_COLLECTION, MemoryConfig
 from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.episodic import EpisodicStore, Recalled

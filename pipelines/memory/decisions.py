@@ -29,10 +29,10 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipelines.handoff import code_of
 from pipelines.memory.entries import MemoryEntry, task_tags
 from pipelines.memory.reflection import VisibleOutcome, findings_of, task_summary
 from pipelines.pool.messages import Intent, Message
-from pipelines.sop_agents import code_of
 from signatures.handoff import Handoff
 from signatures.qa_engineer import QaReport
 from signatures.team_contracts import ArchitectDecision

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.memory.entries import AUDIENCE_PREFIX, MEMORY_TYPES, MemoryEntry, from_record, to_record
 from pipelines.pool.chroma_store import usable_directory
 from pipelines.pool.embedder import Embedder, MiniLMEmbedder

@@ -2,9 +2,9 @@
 call of that role receives the top-k entries and skills recalled for it and the task.
 
 The runner installs a :class:`TaskMemory` around each problem (a ``ContextVar``, like the pool);
-:func:`memories_for` is what :func:`pipelines.role_call.call_role` asks when a predictor has the
-field. Every injection is recorded (entry and skill ids) in the call's trace and on the task, so
-reuse can be counted.
+while it is installed, :func:`memories_for` is what :func:`pipelines.role_call.call_role` gets
+(through :mod:`pipelines.recall`) when a predictor has the field. Every injection is recorded
+(entry and skill ids) in the call's trace and on the task, so reuse can be counted.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextvars
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -23,9 +23,8 @@ from pipelines.memory.config import MemoryConfig
 from pipelines.memory.episodic import Recalled
 from pipelines.memory.skill_ranking import SkillRanker
 from pipelines.memory.skills import Skill
+from pipelines.recall import NO_MEMORIES, recalling
 from signatures.memory import role_of, with_memories
-
-NO_MEMORIES = "none"
 
 _TASK_MEMORY: contextvars.ContextVar[TaskMemory | None] = contextvars.ContextVar(
     "critiquelab_task_memory", default=None
@@ -114,7 +113,8 @@ class TaskMemory:
 def using_task_memory(task: TaskMemory) -> Iterator[TaskMemory]:
     token = _TASK_MEMORY.set(task)
     try:
-        yield task
+        with recalling(memories_for):
+            yield task
     finally:
         _TASK_MEMORY.reset(token)
 
@@ -123,7 +123,7 @@ def current_task_memory() -> TaskMemory | None:
     return _TASK_MEMORY.get()
 
 
-def memories_for(role: str, inputs: dict[str, object]) -> tuple[str, list[str]]:
+def memories_for(role: str, inputs: Mapping[str, object]) -> tuple[str, list[str]]:
     """The ``memories`` input of a call of ``role`` (queried by the task prompt), and its ids;
     ``none`` when no task memory is active (a pipeline used outside a memory run)."""
     task = current_task_memory()

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.episodic import EpisodicStore
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.episodic import EpisodicStore
 

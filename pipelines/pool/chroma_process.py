@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.errors import ServiceError, UserError
+from core.errors import ServiceError, UserError
 from pipelines.pool.chroma_store import DEFAULT_COLLECTION, usable_directory
 from pipelines.pool.embedder import Embedder
 from pipelines.pool.messages import Message

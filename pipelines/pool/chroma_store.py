@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.pool.embedder import Embedder, MiniLMEmbedder
 from pipelines.pool.messages import Message
 from pipelines.pool.store import check_where, from_record, sort_messages, to_record

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.pool.messages import Message
 from pipelines.pool.store import SEQ_KEY, PoolStore, check_where, matches, seq_of, sort_messages
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.pool.messages import Message
 
 #: Key of the publish sequence number in ``Message.metadata`` (and in a store record).

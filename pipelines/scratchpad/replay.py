@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.pool.messages import Message
 from pipelines.pool.store import seq_of
 from pipelines.scratchpad.channels import ChannelSpec, apply_delta, initial_value

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from experiments.server_build import find_built_server
-from experiments.tracking import tracking_uri
+from experiments.serving.server_build import find_built_server
+from experiments.tracking.store import tracking_uri
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from experiments.api import run
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 from pipelines.pool.messages import Intent
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

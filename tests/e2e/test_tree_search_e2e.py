@@ -7,7 +7,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from experiments.api import run
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 from pipelines.pool.messages import Intent
 
 # Five model calls per problem (two drafts, a reflection, two repairs); a loaded 2-core machine

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.errors import UserError
 from eval.datasets import load_problems
-from eval.errors import UserError
 
 GOOD = {
     "task_id": "T/0", "prompt": 'def add(a, b):\n    """Add."""\n', "entry_point": "add",

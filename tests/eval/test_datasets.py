@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import UserError
 from eval.datasets import load_problems, read_rows
-from eval.errors import UserError
 
 DATA = Path(__file__).parent / "data"
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from eval.errors import UserError
+from core.errors import UserError
 from eval.metrics import pass_at_k
 from eval.statistics import (
     MAX_RESAMPLES,

@@ -12,11 +12,11 @@ from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
+from pipelines.architect.session_tree import export_session_tree
 from pipelines.pool.chroma_store import ChromaPoolStore
 from pipelines.pool.message_pool import MessagePool
 from pipelines.pool.messages import Message
-from pipelines.session_tree import export_session_tree
 
 LIMIT = 4
 

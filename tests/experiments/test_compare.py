@@ -10,13 +10,13 @@ from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from eval.errors import UserError
+from core.errors import UserError
 from eval.results import ProblemResult, results_table
 from eval.verdict import Status
 from experiments.api import run
 from experiments.cli import main
 from experiments.compare import COMPARISON_TAG, compare_runs
-from experiments.tracking import Tracker, tracking_uri
+from experiments.tracking.store import Tracker, tracking_uri
 
 TASKS = [f"T/{i}" for i in range(12)]
 

@@ -13,7 +13,7 @@ from support.specs import fake_spec
 from eval.datasets import load_problems
 from eval.visible_examples import visible_examples
 from experiments.api import run
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 from pipelines.pool.chroma_store import ChromaPoolStore
 from pipelines.pool.message_pool import MessagePool
 

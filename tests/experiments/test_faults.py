@@ -18,7 +18,7 @@ from support.fake_openai import FakeOpenAIServer, Hang, HttpError, RawReply, com
 from support.specs import fake_spec
 
 from experiments.cli import main
-from experiments.tracking import PARENT_TAG, Tracker
+from experiments.tracking.store import PARENT_TAG, Tracker
 
 PROBLEMS = 4
 FAULTS = {  # name: (reply that replaces every answer after the first problem, expected exit code)

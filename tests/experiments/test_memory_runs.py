@@ -11,10 +11,10 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
-from eval.errors import UserError
+from core.errors import UserError
 from experiments.api import run
 from experiments.cli import main
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 from pipelines.memory.bank import MemoryBank
 
 LESSON = "Check the boundary cases named in the docstring before returning."

@@ -149,8 +149,8 @@ def test_ctrl_c_with_parallel_agents_in_flight_stops_at_once(home, humaneval_pro
 
 def test_parallel_agents_does_not_split_checkpoints():
     """It changes when calls are made, never what they ask: the same finished problems serve both."""
-    from experiments.provision import ModelIdentity
     from experiments.runner import checkpoint_key
+    from experiments.serving.provision import ModelIdentity
     from experiments.spec import parse_spec
 
     identity = ModelIdentity("openai/fake", "openai/fake", api_base="http://x")

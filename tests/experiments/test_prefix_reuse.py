@@ -10,9 +10,9 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from eval.usage import UsageMeter, metering
+from core.usage import UsageMeter, metering
 from experiments.api import run
-from experiments.lm import HarnessLM
+from experiments.serving.lm import HarnessLM
 
 
 def _coder(text: str) -> dict[str, str]:

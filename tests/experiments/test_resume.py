@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.tracking import CHILD_TAG, PARENT_TAG, RESULTS_TAG, Tracker, tracking_uri
+from experiments.tracking.store import CHILD_TAG, PARENT_TAG, RESULTS_TAG, Tracker, tracking_uri
 
 ROOT = Path(__file__).parents[2]
 KILL_AT = ROOT / "tests" / "support" / "kill_at.py"
@@ -25,9 +25,10 @@ APPEND = "experiments.checkpoints:CheckpointStore.append"
 # (point, occurrence, match, before, whether the first pipeline's child had finished)
 KILL_POINTS = {
     "during the first pipeline": (APPEND, 2, "pipeline='baseline'", False, False),
-    "between the two pipelines": ("experiments.tracking:Tracker.finish", 1, "", False, True),
+    "between the two pipelines": ("experiments.tracking.store:Tracker.finish", 1, "", False, True),
     "during the later pipeline": (APPEND, 1, "pipeline='vote'", False, True),
-    "while logging artifacts": ("experiments.tracking:Tracker.log_text", 1, "messages.jsonl", True, False),
+    "while logging artifacts": (
+        "experiments.tracking.store:Tracker.log_text", 1, "messages.jsonl", True, False),
     "during the final comparison": ("eval.report:write_report", 1, "", False, True),
 }
 

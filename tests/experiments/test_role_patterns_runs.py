@@ -150,7 +150,7 @@ def test_the_role_patterns_experiment_runs_every_pipeline_and_compares(home, hum
     from mlflow.tracking import MlflowClient
 
     from experiments.spec import parse_spec
-    from experiments.tracking import tracking_uri
+    from experiments.tracking.store import tracking_uri
 
     problems = humaneval_problems[:1]
     scripted = ScriptedProblems(problems)

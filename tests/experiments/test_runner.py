@@ -16,7 +16,7 @@ from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
 from experiments.api import run
-from experiments.tracking import CHILD_TAG, PARENT_TAG, Tracker, tracking_uri
+from experiments.tracking.store import CHILD_TAG, PARENT_TAG, Tracker, tracking_uri
 
 
 def test_run_logs_parent_and_child_runs(home, humaneval_problems):

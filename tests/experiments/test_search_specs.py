@@ -17,7 +17,7 @@ from support.tree_search_scripts import tree_search_responder
 
 from eval.metrics import pass_at_k
 from experiments.api import optimize, run
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 
 
 def test_search_vs_vote_runs_its_five_pipelines_at_chained_budgets(home, humaneval_problems):
@@ -108,7 +108,7 @@ def test_visible_selection_spec_each_rule_answers_as_it_should(home, humaneval_p
 def test_optimize_tree_search_spec_is_valid_and_optimises_the_repairer_alone(
     tmp_path, home, humaneval_problems
 ):
-    from experiments.optimize_spec import check_spec, load_optimize_spec
+    from experiments.optimize.spec import check_spec, load_optimize_spec
     from experiments.spec import parse_spec
     from optimizers.export import load_program
 

@@ -77,7 +77,7 @@ def test_missing_dataset_field_is_named(tmp_path, capsys, home):
 
 
 def test_unreachable_endpoint_is_a_clear_error(tmp_path, capsys, home):
-    from experiments.local_server import free_port
+    from experiments.serving.local_server import free_port
 
     spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\n")
     code, err = _run_cli(capsys, "run", str(spec), "--model", "openai/whatever", "--api-base",

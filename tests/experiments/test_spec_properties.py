@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from eval.errors import UserError
+from core.errors import UserError
 from experiments.spec import parse_spec
 
 FIELDS = ["name", "dataset", "model", "pipelines", "seeds", "execution", "pool", "tracking",

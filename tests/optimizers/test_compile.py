@@ -6,7 +6,7 @@ from support.role_responder import role_responder
 
 from eval.verdict import Status, Verdict
 from optimizers.compile import CompileConfig, attach_trace_demos, compile_program, feedback_text
-from optimizers.traces import TaskOutcome, label_thread
+from optimizers.training_examples import TaskOutcome, label_thread
 from pipelines.pool.messages import Message
 from pipelines.registry import create_pipeline
 

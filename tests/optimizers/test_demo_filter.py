@@ -15,9 +15,9 @@ from eval.scoring import score_code
 from experiments.api import optimize
 from optimizers.compile import CompileConfig, compile_program
 from optimizers.demo_filter import CodeDemoFilter, code_output_fields
-from optimizers.traces import RoleTrace
+from optimizers.training_examples import RoleTrace
 from pipelines.registry import create_pipeline, pipeline_names
-from pipelines.tree_search import TreeSearch
+from pipelines.tree_search.pipeline import TreeSearch
 from signatures.developer import Developer
 
 # One role call at a time: which of a task's repairs DSPy picks as its demo is then reproducible.

@@ -60,7 +60,7 @@ def test_markdown_and_text_show_the_adapter_messages_with_placeholders(tmp_path)
 def test_prompts_load_into_another_pipeline_role_by_role(tmp_path):
     import pytest
 
-    from eval.errors import UserError
+    from core.errors import UserError
 
     program = create_pipeline("critic_loop")
     program.coder.signature = program.coder.signature.with_instructions("Coder, tuned.")

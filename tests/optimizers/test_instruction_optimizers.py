@@ -14,7 +14,7 @@ from support.role_responder import ScriptedProblems, role_responder
 
 from optimizers.compile import CompileConfig, compile_program
 from optimizers.refine import instruction_of
-from optimizers.traces import assert_no_hidden_tests
+from optimizers.training_examples import assert_no_hidden_tests
 from pipelines.registry import create_pipeline
 
 CAREFUL = "Be CAREFUL to read the whole docstring and handle every case it describes."

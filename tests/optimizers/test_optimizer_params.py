@@ -3,7 +3,7 @@ is one line naming it, before anything runs; valid ones arrive with their defaul
 
 import pytest
 
-from eval.errors import UserError
+from core.errors import UserError
 from optimizers.compile import CompileConfig
 from optimizers.optimizer_params import OPTIMIZER_PARAMS, optimizer_params
 

@@ -11,7 +11,7 @@ from support.role_responder import ScriptedProblems, role_responder
 
 from optimizers.refine import instruction_of, refine_instruction
 from optimizers.textgrad_engine import OpenAICompatibleEngine
-from optimizers.traces import assert_no_hidden_tests
+from optimizers.training_examples import assert_no_hidden_tests
 from pipelines.registry import create_pipeline
 
 SLOPPY = "Answer as fast as possible, a stub body is fine."
@@ -139,7 +139,7 @@ def test_a_missing_validation_score_keeps_the_instruction_before(humaneval_probl
 
 
 def test_refining_without_validation_problems_is_refused_before_any_lm_call(humaneval_problems, make_lm):
-    from eval.errors import UserError
+    from core.errors import UserError
 
     train, _ = _split(humaneval_problems)
     with FakeOpenAIServer(role_responder(task_scripts(humaneval_problems))) as task:
@@ -167,7 +167,7 @@ def test_optimize_loop_runs_refine_as_a_logged_resumable_step(tmp_path, home, hu
     from mlflow.tracking import MlflowClient
 
     from experiments.api import optimize
-    from experiments.tracking import tracking_uri
+    from experiments.tracking.store import tracking_uri
     from optimizers.export import load_program
 
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as task, \

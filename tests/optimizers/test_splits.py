@@ -50,7 +50,7 @@ def test_bad_fractions_are_rejected():
     (IDS[:3], SplitSpec(train=0.1, val=1), "0/1/2", "train would be empty"),
 ])
 def test_a_split_with_an_empty_part_is_refused_with_the_sizes_it_would_give(ids, spec, sizes, empty):
-    from eval.errors import UserError
+    from core.errors import UserError
 
     with pytest.raises(UserError, match=f"give {sizes} train/validation/test problems; {empty}"):
         make_split(ids, spec)

@@ -5,10 +5,10 @@ import pytest
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
-from eval.errors import UserError
-from eval.usage import UsageMeter, metering
-from experiments.lm import HarnessLM
-from pipelines.debate_agents import neighbours
+from core.errors import UserError
+from core.usage import UsageMeter, metering
+from experiments.serving.lm import HarnessLM
+from pipelines.debate.agents import neighbours
 from pipelines.pool.context import using_pool
 from pipelines.pool.message_pool import MessagePool
 from pipelines.pool.messages import Intent

@@ -16,9 +16,9 @@ import pytest
 from support.fake_openai import FakeOpenAIServer, HttpError
 from support.role_responder import role_of, role_responder
 
-from eval.errors import ServiceError
-from eval.usage import UsageMeter, current_meter, metering
-from experiments.lm import HarnessLM
+from core.errors import ServiceError
+from core.usage import UsageMeter, current_meter, metering
+from experiments.serving.lm import HarnessLM
 from pipelines.parallel_agents import ParallelCalls
 from pipelines.pool.context import using_pool
 from pipelines.pool.message_pool import MessagePool

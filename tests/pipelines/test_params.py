@@ -4,12 +4,12 @@ built by name or directly, and describes them from the same model."""
 import pytest
 from support.bad_params import BAD_PARAMS
 
-from eval.errors import UserError
-from pipelines.critic_loop import CriticLoop
-from pipelines.debate import DebateParams
+from core.errors import UserError
+from pipelines.critic_loop.pipeline import CriticLoop
+from pipelines.debate.pipeline import DebateParams
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 from pipelines.registry import create_pipeline, describe_pipelines, pipeline_names, validate_params
-from pipelines.vote import Vote
+from pipelines.vote.pipeline import Vote
 
 
 def test_every_registered_pipeline_has_bad_cases():

@@ -4,7 +4,7 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from pipelines.session_tree import session_tree_schema
+from pipelines.architect.session_tree import session_tree_schema
 from signatures.team_contracts import (
     VISIBLE_EXAMPLES_CRITERION,
     DeveloperInput,

@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from support.fake_openai import HttpError
 from support.role_responder import ScriptedProblems, review, role_responder
+
+INSTRUCTION = "Write the complete function the docstring describes."
 
 
 def _entry(text: str) -> str:
@@ -87,7 +88,19 @@ def golden_responder(problems: list[Any]) -> Callable[..., str]:
             return by_role[role]
         if role in static:
             return lambda t, b: static[role]
-        return lambda t, b: HttpError(400, f"golden LM: no script for role {role}")
+        return other
+
+    def other(text: str, body: dict[str, Any]) -> Any:
+        """Requests of no pipeline role: an optimiser's own (DSPy's instruction proposers, with
+        their output fields named in the system message) or TextGrad's (plain text)."""
+        fields = re.findall(r"^\d+\. `(\w+)`", text.split("All interactions", 1)[0], flags=re.M)
+        outputs = fields[len(re.findall(r"^\d+\. `(\w+)`", text.split("Your output fields", 1)[0],
+                                        flags=re.M)):] if "Your output fields" in text else []
+        if outputs:
+            return {name: INSTRUCTION for name in outputs}
+        if "IMPROVED_VARIABLE" in text:
+            return f"<IMPROVED_VARIABLE>{INSTRUCTION}</IMPROVED_VARIABLE>"
+        return "The code returns None; it should compute the documented result."
 
     class _Scripts(dict):  # role_responder looks scripts up by role; build them on demand
         def __missing__(self, role: str) -> Callable[[str, dict[str, Any]], Any]:

@@ -17,9 +17,9 @@ from support.ray_cluster import two_node_cluster
 from support.role_responder import role_of, role_responder
 from support.specs import fake_spec
 
-from eval.errors import UserError
+from core.errors import UserError
 from experiments.api import load_experiment, run
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 
 PIPELINES = [{"name": "baseline"}, {"name": "critic_loop", "params": {"max_iterations": 2}}]
 # Fields that say when and where a problem ran, not what it answered.
@@ -107,7 +107,7 @@ def test_ray_run_matches_local_run(cluster, tmp_path, humaneval_problems):
 def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_problems):
     from experiments.executors.job import SolveJob
     from experiments.executors.ray_cluster import RayExecutor
-    from experiments.provision import resolve_model, serve_model
+    from experiments.serving.provision import resolve_model, serve_model
     from pipelines.pool.message_pool import MessagePool
     from pipelines.registry import create_pipeline
 
@@ -135,7 +135,7 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
 def test_a_node_that_joins_gets_workers_at_the_next_child_run(cluster, tmp_path, humaneval_problems):
     from experiments.executors.job import SolveJob
     from experiments.executors.ray_cluster import RayExecutor
-    from experiments.provision import resolve_model, serve_model
+    from experiments.serving.provision import resolve_model, serve_model
     from pipelines.pool.message_pool import MessagePool
     from pipelines.registry import create_pipeline
 

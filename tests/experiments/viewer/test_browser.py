@@ -12,7 +12,7 @@ import pytest
 from support.viewer_run import LOST, SCRIPT
 
 from experiments.compare import compare_runs
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 from experiments.viewer.pages import slug
 from experiments.viewer.server import DEFAULT_PORT, open_viewer, serve_in_thread
 

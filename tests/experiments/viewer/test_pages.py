@@ -6,8 +6,8 @@ from html.parser import HTMLParser
 import pytest
 from support.viewer_run import LOST, SCRIPT
 
-from eval.errors import UserError
-from experiments.tracking import tracking_uri
+from core.errors import UserError
+from experiments.tracking.store import tracking_uri
 from experiments.viewer.data import ViewerData
 from experiments.viewer.pages import slug
 from experiments.viewer.server import Viewer, export, open_viewer

@@ -6,7 +6,7 @@ import re
 import pytest
 from support.pattern_runs import SCRIPT
 
-from experiments.tracking import tracking_uri
+from experiments.tracking.store import tracking_uri
 from experiments.viewer.data import ViewerData
 from experiments.viewer.pages import slug
 from experiments.viewer.search_tree_panel import search_tree_panel

@@ -7,7 +7,7 @@ import re
 from experiments.viewer.data import Problem
 from experiments.viewer.pattern_panels import pattern_panels, scratchpad_panel
 from pipelines.agents import TaskContext
-from pipelines.architect_agents import SessionRef, publish_in
+from pipelines.architect.agents import SessionRef, publish_in
 from pipelines.pool.message_pool import MessagePool
 from pipelines.scratchpad.access import AgentAccess
 from pipelines.scratchpad.channels import ChannelSpec

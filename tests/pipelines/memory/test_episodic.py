@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.memory.entries import MemoryEntry, task_tags
 from pipelines.memory.episodic import EpisodicStore
 

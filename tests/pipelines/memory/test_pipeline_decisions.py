@@ -7,7 +7,7 @@ import dspy
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import review, role_responder
 
-from experiments.lm import HarnessLM
+from experiments.serving.lm import HarnessLM
 from pipelines.memory.decisions import decision_outcomes, decisions_in
 from pipelines.memory.reflection import visible_outcome
 from pipelines.pool.context import using_pool

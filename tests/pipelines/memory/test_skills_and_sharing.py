@@ -2,7 +2,7 @@
 
 import pytest
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.memory.bank import MemoryBank
 from pipelines.memory.config import MemoryConfig
 from pipelines.memory.entries import MemoryEntry

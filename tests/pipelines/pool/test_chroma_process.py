@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.pool import HashEmbedder, make_message
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.pool.chroma_process import ChromaProcessStore
 from pipelines.pool.chroma_store import ChromaPoolStore
 from pipelines.pool.message_pool import MessagePool
@@ -136,7 +136,7 @@ def test_errors_reach_the_caller(tmp_path: Path) -> None:
 
 def test_a_store_process_lost_mid_run_is_a_service_error(tmp_path: Path) -> None:
     """The CLI turns it into one line and exit code 3 (resumable), not a traceback."""
-    from eval.errors import ServiceError
+    from core.errors import ServiceError
 
     store = ChromaProcessStore(tmp_path / "chroma", embedder=HashEmbedder())
     store.add(make_message())

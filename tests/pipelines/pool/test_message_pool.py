@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support.pool import make_message
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.pool.context import active_pool, bind_pool, current_pool, using_pool
 from pipelines.pool.message_pool import MessagePool, seq_of
 from pipelines.pool.messages import Intent, Message

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support.pool import HashEmbedder, make_message
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.pool.chroma_process import ChromaProcessStore
 from pipelines.pool.chroma_store import ChromaPoolStore
 from pipelines.pool.message_pool import MessagePool, seq_of

@@ -6,7 +6,7 @@ import threading
 import pytest
 from support.pool import HashEmbedder
 
-from eval.errors import UserError
+from core.errors import UserError
 from pipelines.agents import TaskContext
 from pipelines.pool.chroma_store import ChromaPoolStore
 from pipelines.pool.message_pool import MessagePool

@@ -1,0 +1,168 @@
+"""Optimisation specs (``critiquelab optimize SPEC.yaml``), validated like experiment specs:
+unknown keys are errors, and every problem is one line naming the file and the field.
+
+Settings that would be silently ignored are errors too: an optimiser parameter the chosen
+optimiser does not take, trace sources for an optimiser that reads no traces, a teacher nothing
+uses. What needs the pipeline or the models (the role to refine) is :func:`check_spec`, and the
+split sizes need the dataset: :func:`experiments.optimize.loop.run_optimization` runs both before it
+writes anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from core.errors import UserError
+from experiments.spec import (
+    DatasetSpec,
+    ExecutionSpec,
+    ModelSpec,
+    PipelineSpec,
+    StrictModel,
+    TrackingSpec,
+)
+from experiments.spec_files import format_validation_error, load_yaml
+from optimizers.optimizer_params import optimizer_params
+from optimizers.splits import SplitSpec
+
+
+def _spec_error(problem: str) -> PydanticCustomError:
+    """A validation error whose message is exactly ``problem`` (no "Value error, " prefix)."""
+    return PydanticCustomError("optimize_spec", "{problem}", {"problem": problem})
+
+
+class OptimizerSpec(StrictModel):
+    name: Literal["traces", "bootstrap", "mipro", "gepa"] = Field(
+        default="bootstrap",
+        description="traces: demos from successful pool traces; bootstrap: BootstrapFewShot; "
+        "mipro: MIPROv2; gepa: GEPA with sandbox feedback.",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The optimiser's parameters, checked against its own documented set "
+        "(optimizers/optimizer_params.py): traces: k; bootstrap: max_bootstrapped_demos, max_rounds; "
+        "mipro: auto, num_candidates, num_trials, minibatch_size, max_bootstrapped_demos, num_threads; "
+        "gepa: auto, max_metric_calls, reflection_minibatch_size, num_threads.",
+    )
+    roles: list[str] | None = Field(
+        default=None, min_length=1,
+        description="The roles whose prompts (demos, instructions) the optimiser may change, e.g. "
+        "[repairer, scorer] of tree_search; the pipeline's other roles keep their own. Each must be a "
+        "role of the pipeline. Default: every role.",
+    )
+
+    @field_validator("params")
+    @classmethod
+    def _params_of_this_optimizer(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if "name" in info.data:  # else the name is wrong, and that is the error reported
+            try:
+                optimizer_params(info.data["name"], params)
+            except UserError as exc:
+                raise _spec_error(str(exc)) from exc
+        return params
+
+
+class TraceSource(StrictModel):
+    run_ids: list[str] = Field(default_factory=list, description="Finished child runs to learn from.")
+    experiment: str | None = Field(default=None, description="…or every finished child run of it.")
+
+
+class RefineSpec(StrictModel):
+    role: str = Field(default="coder", description="The role whose instruction TextGrad refines.")
+    steps: int = Field(default=2, ge=1, description="TextGrad steps over the train split.")
+    batch_size: int | None = Field(
+        default=4, ge=1, description="Train problems per step (a seeded minibatch); null: all of them.",
+    )
+    model: ModelSpec | None = Field(
+        default=None, description="TextGrad engine (evaluation, gradients, updates); default: the "
+        "teacher, else the task model.",
+    )
+
+
+class OptimizeSpec(StrictModel):
+    name: str = Field(min_length=1, description="MLflow experiment name of the optimisation.")
+    description: str = ""
+    pipeline: PipelineSpec
+    optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
+    split: SplitSpec = Field(default_factory=SplitSpec)
+    dataset: DatasetSpec = Field(default_factory=DatasetSpec)
+    model: ModelSpec = Field(default_factory=ModelSpec, description="The task model.")
+    traces: TraceSource = Field(
+        default_factory=TraceSource,
+        description="Where 'traces' finds pool traces; with none, the pipeline runs on the train "
+        "split first and its own traces are used.",
+    )
+    refine: RefineSpec | None = Field(
+        default=None,
+        description="After the gate, refine one role's instruction of the kept program with TextGrad "
+        "(kept only if validation does not drop).",
+    )
+    # After optimizer and refine, so its check can see both.
+    teacher: ModelSpec | None = Field(
+        default=None,
+        description="Teacher / prompt / reflection model (e.g. local-1.5b) of bootstrap, mipro and "
+        "gepa, and refine's default engine; default: the task model.",
+    )
+    execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+
+    @field_validator("traces")
+    @classmethod
+    def _traces_only_for_traces(cls, traces: TraceSource, info: ValidationInfo) -> TraceSource:
+        optimizer = info.data.get("optimizer")
+        if optimizer is not None and optimizer.name != "traces" and (traces.run_ids or traces.experiment):
+            raise _spec_error(f"only the 'traces' optimizer reads pool traces; this one is "
+                              f"'{optimizer.name}'")
+        return traces
+
+    @field_validator("teacher")
+    @classmethod
+    def _teacher_is_used(cls, teacher: ModelSpec | None, info: ValidationInfo) -> ModelSpec | None:
+        if teacher is None or not {"optimizer", "refine"} <= set(info.data):  # else those are the errors
+            return teacher
+        optimizer, refine = info.data["optimizer"], info.data["refine"]
+        if optimizer.name == "traces" and (refine is None or refine.model is not None):
+            raise _spec_error("unused: the 'traces' optimizer makes no LM call, and no refine step takes "
+                              "the teacher as its engine")
+        return teacher
+
+
+def load_optimize_spec(path: Path) -> OptimizeSpec:
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping of fields at the top level")
+    try:
+        return OptimizeSpec.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(format_validation_error(exc, str(path))) from exc
+
+
+def check_spec(spec: OptimizeSpec) -> None:
+    """What the spec's fields cannot check alone, before the dataset is read or anything is
+    written: the pipeline builds, the roles to optimise and to refine are among its roles, each
+    model is a model."""
+    from experiments.serving.model_files import resolve_bundled
+    from experiments.serving.provision import resolve_model
+    from optimizers.refine import pipeline_roles
+    from pipelines.registry import create_pipeline
+
+    program = create_pipeline(spec.pipeline.name, **spec.pipeline.params)
+    roles = pipeline_roles(program)
+    for role in spec.optimizer.roles or ():
+        if role not in roles:
+            raise UserError(f"optimizer.roles: '{role}' is not a role of pipeline '{spec.pipeline.name}'; "
+                            f"its roles: {', '.join(roles)}")
+    if spec.refine is not None and spec.refine.role not in roles:
+        raise UserError(f"refine.role: '{spec.refine.role}' is not a role of pipeline "
+                        f"'{spec.pipeline.name}'; its roles: {', '.join(roles)}")
+    models = {"model": spec.model, "teacher": spec.teacher, "refine.model": spec.refine and spec.refine.model}
+    for where, model in models.items():
+        if model is not None and resolve_bundled(model.id) is None:  # a bundled one is fetched when used
+            try:
+                resolve_model(model)
+            except UserError as exc:
+                raise UserError(f"{where}: {exc}") from exc

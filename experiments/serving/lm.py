@@ -1,0 +1,202 @@
+"""The LM client the harness uses: DSPy's LM with an explicit, endpoint-scoped response cache
+and per-role usage metering.
+
+Why our own cache instead of DSPy's: DSPy's key ignores ``api_base`` (so two endpoints serving
+the same model name would share entries) and a cache hit reports no token usage (so a resumed
+run would report fewer tokens than an uninterrupted one). Here the key is a SHA-256 over the
+endpoint identity (for the bundled model: its file hash) and the full request, and each entry
+keeps the usage recorded when the call was first made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import dspy
+from dspy.utils.exceptions import (
+    ContextWindowExceededError,
+    LMError,
+    LMInvalidRequestError,
+    LMTimeoutError,
+)
+from dspy.utils.usage_tracker import track_usage
+
+from core.errors import ServiceError
+from core.usage import current_meter
+
+# Request settings that do not change a reply, so they stay out of the cache key.
+_TRANSPORT_KWARGS = ("timeout", "num_retries")
+# llama.cpp's llama-server says a prompt does not fit a slot with HTTP 400, error type
+# exceed_context_size_error and this message; DSPy's OpenAI client recognises only OpenAI's
+# context_length_exceeded code, so it would pass as an endpoint failure.
+_LLAMA_SERVER_OVERFLOW = "exceeds the available context size"
+
+
+def _usage_numbers(totals: dict[str, dict[str, Any]]) -> tuple[int, int, int | None]:
+    """Prompt and completion tokens, and the prompt tokens the server reused from its prefix
+    cache (``prompt_tokens_details.cached_tokens``; None when the server does not report it)."""
+    prompt = completion = 0
+    reused: int | None = None
+    for usage in totals.values():
+        prompt += int(usage.get("prompt_tokens") or 0)
+        completion += int(usage.get("completion_tokens") or 0)
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict) and details.get("cached_tokens") is not None:
+            reused = (reused or 0) + int(details["cached_tokens"])
+    return prompt, completion, reused
+
+
+class HarnessLM(dspy.LM):
+    """``dspy.LM`` that caches responses on disk under ``cache_dir`` and reports usage.
+
+    ``identity`` names the endpoint for the cache key: ``local:<model sha256>`` for the bundled
+    model (whose port changes every run), ``<model>@<api_base>`` otherwise.
+    """
+
+    def __init__(self, model: str, *, identity: str, cache_dir: Path | None, **kwargs: Any) -> None:
+        # DSPy's own response cache is off: this class is the cache (see module docstring).
+        super().__init__(model, cache=False, **kwargs)
+        self.identity = identity
+        self.cache_dir = cache_dir
+        # What served it, for the run's params (the local server's name, version, slots); empty
+        # for an endpoint given by its URL.
+        self.served_by: dict[str, str] = {}
+        self._store = _SharedCache(cache_dir)
+
+    def _key(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> str:
+        request = {
+            "identity": self.identity,
+            "model": self.model,
+            "model_type": self.model_type,
+            "kwargs": {
+                k: v for k, v in {**self.kwargs, **kwargs}.items()
+                if not k.startswith("api_") and k not in _TRANSPORT_KWARGS
+            },
+            "prompt": prompt,
+            "messages": messages,
+        }
+        blob = json.dumps(request, sort_keys=True, default=repr, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def __call__(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
+        use_cache = kwargs.pop("cache", True)
+        if prompt is not None and not isinstance(prompt, str):
+            # An explicit dspy.lm15.Request: not a call this harness makes; pass it through.
+            return super().__call__(prompt, messages=messages, **kwargs)
+        store = self._store.get() if use_cache else None
+        key = self._key(prompt, messages, kwargs) if store is not None else ""
+        entry = store.get(key) if store is not None else None
+        meter = current_meter()
+        if entry is not None:
+            if meter is not None:  # usage as recorded when the call was made, as tokens are
+                meter.record(
+                    prompt_tokens=entry["prompt_tokens"], completion_tokens=entry["completion_tokens"],
+                    latency_s=0.0, cached=True, reused_prompt_tokens=entry.get("reused_prompt_tokens"),
+                )
+                replies = [_text_of(o) for o in entry["outputs"]]
+                meter.exchange(messages if messages is not None else prompt, replies)
+            return list(entry["outputs"])
+        start = time.monotonic()
+        with track_usage() as tracker:
+            outputs = self._request(prompt, messages, kwargs)
+        latency = time.monotonic() - start
+        prompt_tokens, completion_tokens, reused = _usage_numbers(tracker.get_total_tokens())
+        if meter is not None:
+            meter.record(
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                latency_s=latency, cached=False, reused_prompt_tokens=reused,
+            )
+            meter.exchange(messages if messages is not None else prompt, [_text_of(o) for o in outputs])
+        # A reply with no text (no choices, null or empty content) broke the protocol or the model
+        # stalled: it is scored as "no code", never cached, so a fixed endpoint gets asked again.
+        if store is not None and any(_text_of(o).strip() for o in outputs):
+            store.set(
+                key,
+                {"outputs": list(outputs), "prompt_tokens": prompt_tokens,
+                 "completion_tokens": completion_tokens, "reused_prompt_tokens": reused},
+            )
+        return outputs
+
+    def _request(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> Any:
+        """One request (DSPy retries it ``num_retries`` times, each bounded by ``timeout``); an
+        endpoint still failing after that is a :class:`ServiceError`, not a crash."""
+        try:
+            return super().__call__(prompt, messages=messages, **kwargs)
+        except ContextWindowExceededError:
+            raise  # the prompt's fault, not the endpoint's: the role records an unparsed step
+        except LMInvalidRequestError as exc:
+            if _LLAMA_SERVER_OVERFLOW not in str(exc):
+                raise self._service_error(exc) from exc
+            raise ContextWindowExceededError(model=self.model, message=str(exc)) from exc
+        except LMError as exc:
+            raise self._service_error(exc) from exc
+
+    def _service_error(self, exc: LMError) -> ServiceError:
+        where = self.kwargs.get("api_base") or self.model
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        if "timed out" in first or isinstance(exc, LMTimeoutError):
+            # DSPy's own advice names its internals; ours names the setting a user has.
+            limit = self.kwargs.get("timeout")
+            within = f"within {limit:g} s" if isinstance(limit, int | float) else "in time"
+            first = f"no answer {within} (model.timeout_s / --request-timeout)"
+        return ServiceError(f"model endpoint {where} failed mid-run: {first}")
+
+    def with_cache(self, holder: Any) -> HarnessLM:
+        """A copy that keeps its responses in ``holder`` (``get()`` gives an object with diskcache's
+        ``get(key)``/``set(key, value)``; ``close()``) instead of a directory: the Ray executor's
+        cluster-wide cache. Keys are unchanged, so either cache replays the other's answers."""
+        lm = self.copy()
+        lm._store = holder
+        return lm
+
+    def close(self) -> None:
+        self._store.close()
+        super().close()
+
+
+class _SharedCache:
+    """The on-disk response cache of one LM and every copy of it: DSPy's ``copy()`` is shallow,
+    so copies (one per seed, per sample) share this holder, open one connection, and the
+    original's ``close()`` closes it — none is left for the garbage collector to close later."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self._cache: Any = None
+        self._lock = threading.Lock()  # two threads' first calls must not open two connections
+
+    def get(self) -> Any:
+        if self.directory is None:
+            return None
+        with self._lock:
+            if self._cache is None:
+                import diskcache
+
+                self._cache = diskcache.Cache(str(self.directory), size_limit=8 * 2**30)
+            return self._cache
+
+    def close(self) -> None:
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedCache:
+        return self  # a deep-copied program still talks to the same cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"directory": self.directory}  # a pickled LM reopens the cache where it lands
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["directory"])  # type: ignore[misc]
+
+
+def _text_of(output: Any) -> str:
+    """A completion's text (DSPy returns strings, or dicts with ``text`` for tool/reasoning replies)."""
+    if isinstance(output, dict):
+        return str(output.get("text") or "")
+    return str(output or "")

@@ -1,0 +1,120 @@
+"""Provision the LM an experiment names: the bundled local model (assembled, verified, served
+on 127.0.0.1 for the duration of a ``with`` block) or any LiteLLM model string."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import UserError
+from experiments.serving.lm import HarnessLM
+from experiments.serving.local_server import LocalModelServer, select_backend
+from experiments.serving.model_files import ensure_model_file, resolve_bundled
+from experiments.serving.server_build import find_built_server
+from experiments.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What a model name resolves to; logged with every run and part of every cache key."""
+
+    requested: str
+    resolved: str  # bundled model key, or the LiteLLM model string
+    file_sha256: str | None = None  # bundled models only
+    file_path: Path | None = None
+    api_base: str | None = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.file_path is not None
+
+    @property
+    def cache_identity(self) -> str:
+        if self.file_sha256:
+            return f"local:{self.file_sha256}"
+        return f"{self.resolved}@{self.api_base or 'default'}"
+
+
+def resolve_model(spec: ModelSpec) -> ModelIdentity:
+    """Identify the model; for a bundled one, assemble and verify its file (no server yet)."""
+    bundled = resolve_bundled(spec.id)
+    if bundled is not None:
+        path = ensure_model_file(bundled)
+        return ModelIdentity(spec.id, bundled.key, bundled.sha256, path)
+    if "/" not in spec.id:
+        raise UserError(
+            f"model '{spec.id}': use 'local', 'local-1.5b' or a LiteLLM string such as "
+            "'openai/gpt-4o-mini' (provider/model)"
+        )
+    return ModelIdentity(spec.id, spec.id, api_base=spec.api_base)
+
+
+def _api_key(spec: ModelSpec) -> str | None:
+    if spec.api_key_env:
+        value = os.environ.get(spec.api_key_env)
+        if not value:
+            raise UserError(
+                f"model.api_key_env names '{spec.api_key_env}', but that environment variable is not set"
+            )
+        return value
+    if spec.api_base and not os.environ.get("OPENAI_API_KEY"):
+        return "no-key"  # self-hosted OpenAI-compatible servers accept any key; LiteLLM needs one
+    return None
+
+
+def _preflight(lm: HarnessLM, where: str) -> None:
+    """One tiny uncached request, so an unreachable endpoint fails before any run is created."""
+    # A hung endpoint answers nothing: the probe waits at most a minute, not a full request's limit.
+    probe = lm.copy(num_retries=0, timeout=min(60.0, lm.kwargs.get("timeout") or 60.0))
+    try:
+        probe("Reply with OK.", max_tokens=1, cache=False)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise UserError(
+            f"model endpoint {where} is not usable: {first}; check --model/--api-base, that the "
+            "server is running, and the API key"
+        ) from exc
+
+
+@contextlib.contextmanager
+def serve_model(
+    identity: ModelIdentity, spec: ModelSpec, data_dir: Path, *, cache: bool = True
+) -> Iterator[HarnessLM]:
+    """Yield a ready LM; a bundled model's server is stopped when the block exits, however."""
+    cache_dir = data_dir / "lm_cache" if cache else None
+    common = {
+        "temperature": spec.temperature, "max_tokens": spec.max_tokens,
+        "num_retries": spec.num_retries, "timeout": spec.request_timeout_s, "cache_dir": cache_dir,
+        "identity": identity.cache_identity,
+    }
+    if identity.is_local:
+        assert identity.file_path is not None and identity.file_sha256 is not None
+        alias = f"{identity.resolved}@{identity.file_sha256[:12]}"
+        logs = data_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        backend = select_backend(spec.server, find_built_server())
+        with LocalModelServer(
+            identity.file_path, alias, backend=backend, n_ctx=spec.n_ctx, slots=spec.slots,
+            log_path=logs / "llama-server.log",
+        ) as server:
+            # The model name, like the cache key, is the same whichever server runs.
+            lm = HarnessLM(f"openai/{alias}", api_base=server.api_base, api_key="local", **common)
+            lm.served_by = server.params()
+            try:
+                yield lm
+            finally:
+                lm.close()
+        return
+    key = _api_key(spec)
+    extra = {"api_base": spec.api_base} if spec.api_base else {}
+    if key:
+        extra["api_key"] = key
+    lm = HarnessLM(identity.resolved, **extra, **common)
+    _preflight(lm, spec.api_base or identity.resolved)
+    try:
+        yield lm
+    finally:
+        lm.close()

@@ -1,0 +1,105 @@
+"""critic_loop: coder → critic → fixer until the critic approves or ``max_iterations``.
+
+Everything goes through the pool: the coder answers the task assignment, the critic reviews
+each new version (optionally after running it on the prompt's visible examples), an optional
+meta-critic reviews each critique, and the fixer answers reviews that ask for changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+from pydantic import Field, field_validator
+
+from pipelines.agents import Agent, TaskContext
+from pipelines.coder_agent import CoderAgent
+from pipelines.critic_loop.agents import CriticAgent, FixerAgent, MetaCriticAgent
+from pipelines.critic_loop.panel import PanelCriticAgent, critics_requesting_changes
+from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
+from pipelines.pool.context import current_pool
+from pipelines.pool.messages import Intent
+from pipelines.registry import register_pipeline
+from pipelines.threads import run_thread
+from signatures.coder import Coder
+from signatures.critic import Critic
+from signatures.fixer import Fixer
+from signatures.focused_critic import CriticFocus, FocusedCritic
+from signatures.meta_critic import MetaCritic
+
+
+class CriticLoopParams(PipelineParams):
+    """Parameters of ``critic_loop``."""
+
+    max_iterations: MaxIterations = Field(
+        description="Critic reviews before the loop stops without approval; each review that asks "
+        "for changes gets one fix.",
+    )
+    execution_feedback: bool = Field(
+        default=False,
+        description="Run each version on the examples visible in the prompt (never the hidden tests) "
+        "and show the critic the results.",
+    )
+    meta_critic: bool = Field(
+        default=False,
+        description="A meta-critic reviews each critique before the fixer sees it.",
+    )
+    feedback_timeout_s: FeedbackTimeout
+    critics: list[CriticFocus] = Field(
+        default_factory=list,
+        description="A panel of critics instead of the one critic, each with its focus; they review "
+        "each version concurrently and their reviews reach the fixer as one bundled critique "
+        "(empty: the single critic).",
+    )
+    parallel_agents: ParallelAgents = Field(
+        default=1,
+        description="Panel critics' model calls in flight at once (1: one after another). Requests "
+        "and results do not depend on this. Helps with an endpoint that serves requests in parallel.",
+    )
+
+    @field_validator("critics")
+    @classmethod
+    def _each_critic_once(cls, critics: list[str]) -> list[str]:
+        if len(set(critics)) != len(critics):
+            raise ValueError(f"each kind at most once (got {critics})")
+        return critics
+
+
+@register_pipeline("critic_loop", params=CriticLoopParams, roles=("coder", "critic", "fixer", "meta_critic"))
+class CriticLoop(dspy.Module):
+    """Coder → critic → fixer until the critic approves or max_iterations; optionally execution
+    feedback from the visible examples, a meta-critic reviewing each critique, and a panel of
+    critics with their own focuses whose reviews are bundled for the fixer.
+
+    Parameters: :class:`CriticLoopParams`, as keywords (``CriticLoop(max_iterations=2)``).
+    """
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__()
+        self.params = CriticLoopParams.validated("critic_loop", params)
+        self.coder = dspy.Predict(Coder)
+        self.critic = dspy.Predict(FocusedCritic) if self.params.critics else dspy.Predict(Critic)
+        self.fixer = dspy.Predict(Fixer)
+        self.meta_critic = dspy.Predict(MetaCritic) if self.params.meta_critic else None
+
+    def _agents(self, ctx: TaskContext) -> list[Agent]:
+        review = {"max_reviews": self.params.max_iterations, "run_examples": self.params.execution_feedback,
+                  "timeout_s": self.params.feedback_timeout_s}
+        critic = (
+            PanelCriticAgent(ctx, self.critic, critics=self.params.critics,
+                             parallel=self.params.parallel_agents, **review)
+            if self.params.critics else CriticAgent(ctx, self.critic, **review)
+        )
+        agents: list[Agent] = [CoderAgent(ctx, self.coder), critic]
+        if self.meta_critic is not None:
+            agents.append(MetaCriticAgent(ctx, self.meta_critic))
+        listen_to = Intent.META_CRITIQUE if self.meta_critic is not None else Intent.CRITIQUE
+        agents.append(FixerAgent(ctx, self.fixer, listen_to=listen_to))
+        return agents
+
+    def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
+        ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
+        prediction = run_thread(ctx, self._agents(ctx))
+        if self.params.critics:
+            prediction.metrics["changes_requested_by"] = critics_requesting_changes(ctx.history())
+        return prediction

@@ -1,0 +1,1 @@
+"""``debate``: N debaters over R rounds in a chosen topology, a judge decides; consensus measured."""

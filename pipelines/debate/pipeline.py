@@ -1,0 +1,117 @@
+"""debate: N debaters × R rounds through the pool, a judge decides; consensus is measured.
+
+Debaters draw independent initial proposals (sampling), then each round read their
+neighbours' solutions and arguments (topology full / ring / star) and publish an argument
+with a revised solution; the judge reads the final solutions and the transcript and picks or
+merges the answer. Agreement is measured by behaviour on the prompt's visible examples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+from pydantic import Field
+
+from eval.behaviour import behaviour_signatures, largest_group
+from pipelines.agents import Agent, TaskContext
+from pipelines.debate.agents import DebaterAgent, JudgeAgent, Topology
+from pipelines.params import ParallelAgents, PipelineParams, SamplingTemperature
+from pipelines.pool.context import current_pool
+from pipelines.pool.messages import Intent, Message
+from pipelines.registry import register_pipeline
+from pipelines.threads import converse
+from signatures.coder import Coder
+from signatures.debater import Debater
+from signatures.judge import Judge
+
+
+def debate_metrics(
+    prompt: str, entry_point: str, history: list[Message], count: int, rounds: int
+) -> tuple[str, list[list[str]], dict[str, Any]]:
+    """Final code, each debater's code per round, and the consensus metrics of one debate."""
+    by_round = [[""] * count for _ in range(rounds + 1)]
+    for message in history:
+        if message.intent in (Intent.PROPOSAL, Intent.ARGUMENT):
+            by_round[int(message.metadata["round"])][int(message.metadata["debater"])] = message.content
+    verdicts = [m for m in history if m.intent == Intent.VERDICT]
+    final = verdicts[-1].content if verdicts else by_round[-1][0]
+    fingerprints = [behaviour_signatures(prompt, entry_point, codes) for codes in by_round]
+    agreement = [len(largest_group(f)) / count for f in fingerprints]
+    majority = largest_group(fingerprints[-1])
+    consensus = len(majority) * 2 > count
+    final_print = behaviour_signatures(prompt, entry_point, [final])[0]
+    traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
+    metrics = {
+        "agreement": agreement,
+        "consensus": consensus,
+        "final_in_majority": consensus and final_print == fingerprints[-1][majority[0]],
+        "judge_decision": verdicts[-1].metadata.get("decision", "") if verdicts else "none",
+        "messages": len(history),
+        "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
+    }
+    return final, by_round, metrics
+
+
+class DebateParams(PipelineParams):
+    """Parameters of ``debate``."""
+
+    debaters: int = Field(default=3, ge=2, description="Agents that propose a solution and argue.")
+    rounds: int = Field(
+        default=2, ge=0,
+        description="Rounds of argument after the initial proposals (0: the judge decides on the proposals).",
+    )
+    topology: Topology = Field(
+        default="full",
+        description="Whose solutions a debater reads: everyone (full), its two neighbours (ring), or "
+        "the hub (star: debater 0 reads everyone, the others read debater 0).",
+    )
+    temperature: SamplingTemperature = Field(
+        default=0.7,
+        description="Sampling temperature of the debaters' proposals and arguments.",
+    )
+    parallel_agents: ParallelAgents = Field(
+        default=3,
+        description="Debaters' model calls in flight at once (1: one after another). The proposals, "
+        "and each round's arguments, are independent; requests and cached answers do not depend on "
+        "this, as every request is built in debater order. Helps with an endpoint that serves "
+        "requests in parallel (llama-server does).",
+    )
+
+
+@register_pipeline("debate", params=DebateParams, roles=("coder", "debater", "judge"))
+class Debate(dspy.Module):
+    """N debaters propose (sampling) and argue for R rounds with the neighbours their topology
+    shows them; a judge picks or merges the answer.
+
+    Parameters: :class:`DebateParams`, as keywords (``Debate(debaters=2, rounds=1)``).
+    """
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__()
+        self.params = DebateParams.validated("debate", params)
+        self.proposer = dspy.Predict(Coder)
+        self.debater = dspy.Predict(Debater)
+        self.judge = dspy.Predict(Judge)
+
+    def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
+        ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
+        count, rounds = self.params.debaters, self.params.rounds
+        agents: list[Agent] = [
+            DebaterAgent(
+                ctx, i, count, rounds=rounds, topology=self.params.topology,
+                proposer=self.proposer, debater=self.debater, temperature=self.params.temperature,
+            )
+            for i in range(count)
+        ]
+        agents.append(JudgeAgent(ctx, self.judge, count=count, rounds=rounds))
+        # Broadcast: every debater starts.
+        history = converse(ctx, agents, None, parallel=self.params.parallel_agents)
+        final, by_round, metrics = debate_metrics(prompt, entry_point, history, count, rounds)
+        return dspy.Prediction(
+            code=final, iterations=rounds, parsed=metrics["unparsed_steps"] == 0,
+            metrics=metrics, thread_id=ctx.thread_id,
+            # Scored on the hidden tests by the runner (never shown to a model): flips and
+            # consensus correctness need each debater's first and final solution judged.
+            scored_codes={"debaters_first": by_round[0], "debaters_final": by_round[-1]},
+        )

@@ -1,0 +1,2 @@
+"""``vote``: k samples, the answer chosen by agreement on the visible examples, by their expected
+values, or by CodeT's dual agreement with generated tests (:mod:`pipelines.vote.generated_tests`)."""

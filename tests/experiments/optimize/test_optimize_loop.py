@@ -1,0 +1,225 @@
+"""`critiquelab optimize`: split → baseline → compile → validate → gate → test, every step an
+MLflow run, and a re-run skips finished steps."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+from support.critic_scripts import critic_loop_scripts
+from support.fake_openai import FakeOpenAIServer
+from support.role_responder import role_of, role_responder
+
+from experiments.api import export, optimize
+from experiments.cli import main
+from experiments.tracking.store import tracking_uri
+
+
+def _spec(tmp_path, api_base):
+    spec = {
+        "name": "opt-test",
+        "pipeline": {"name": "critic_loop", "params": {"max_iterations": 2}},
+        "optimizer": {"name": "bootstrap", "params": {"max_bootstrapped_demos": 2}},
+        "split": {"seed": 1, "train": 3, "val": 2},
+        "dataset": {"source": "humaneval", "limit": 7},
+        "model": {"id": "openai/fake", "api_base": api_base, "num_retries": 0},
+    }
+    path = tmp_path / "opt.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_optimize_runs_every_step_logs_them_and_resumes(tmp_path, home, humaneval_problems):
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        path = _spec(tmp_path, fake.api_base)
+        result = optimize(path, home=home)
+        calls = fake.completions
+        again = optimize(path, home=home, cache=False)  # no cache: only skipped steps avoid LM calls
+        assert fake.completions == calls
+
+    split = result.split
+    assert (len(split["train"]), len(split["val"]), len(split["test"])) == (3, 2, 2)
+    assert not set(split["test"]) & (set(split["train"]) | set(split["val"]))
+    assert set(result.steps) == {"baseline_val", "compile", "compiled_val", "gate", "test"}
+    test = result.steps["test"]
+    assert set(test["scores"]) == set(split["test"])
+    # The held-out test is one experiment run pairing unoptimised and kept program, with compare's table.
+    test_children = {c.label: c for c in _children(home, test["experiment_run_id"])}
+    expected = {"critic_loop", f"critic_loop+{result.kept}"} if result.kept != "baseline" else {"critic_loop"}
+    assert set(test_children) == expected
+    for child in test_children.values():
+        assert {r.task_id for r in child.results} == set(split["test"])
+    if result.kept != "baseline":
+        assert "McNemar" in test["comparison"] and f"critic_loop+{result.kept}" in test["comparison"]
+    assert result.steps["compile"]["demos"] > 0
+    assert result.kept in ("compiled", "baseline")
+    assert again.parent_run_id == result.parent_run_id and again.steps == result.steps
+
+    client = MlflowClient(tracking_uri(home))
+    children = client.search_runs(
+        [client.get_experiment_by_name("opt-test").experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{result.parent_run_id}'",
+    )
+    assert sorted(r.info.run_name for r in children) == ["baseline_val", "compile", "compiled_val", "test"]
+    compile_run = result.steps["compile"]["run_id"]
+    assert client.get_run(compile_run).data.params["optimizer"] == "bootstrap"
+    history = client.get_metric_history(result.parent_run_id, "val_pass_at_1")
+    assert sorted(m.step for m in history) == [0, 1]
+    parent = client.get_run(result.parent_run_id)
+    assert parent.data.params["split.sizes"] == "3/2/2"
+
+    exported = export(compile_run, formats=["json", "md"], out=tmp_path / "exp", home=home)
+    assert Path(exported["files"][0]).name == "program.json"
+    state = json.loads((tmp_path / "exp" / "program.json").read_text())
+    # The fixer's good fixes are demos; the coder's first drafts all failed, so none of them is.
+    assert state["fixer"]["demos"] and not state["coder"]["demos"]
+    held_out = [p for p in humaneval_problems if p.task_id in split["test"]]
+    assert held_out and not any(json.dumps(p.prompt)[1:-1] in json.dumps(state) for p in held_out)
+
+
+def _children(home, parent_run_id):
+    from dataclasses import dataclass
+
+    import pandas as pd
+
+    @dataclass
+    class Child:
+        label: str
+        results: list
+
+    client = MlflowClient(tracking_uri(home))
+    parent = client.get_run(parent_run_id)
+    runs = client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'"
+    )
+    children = []
+    for run in runs:
+        frame = pd.read_parquet(client.download_artifacts(run.info.run_id, "problems.parquet"))
+        children.append(Child(run.data.params["pipeline.label"], list(frame.itertuples())))
+    return children
+
+
+# Each bad spec: (change to a good spec, what the one line must say). All are refused before
+# anything runs: the endpoint below does not exist, so any LM call would be a different error.
+BAD_SPECS = {
+    "misspelled optimiser parameter": (
+        {"optimizer": {"name": "bootstrap", "params": {"max_bootstraped_demos": 2}}},
+        "optimizer.params: 'max_bootstraped_demos' is not a bootstrap parameter; "
+        "allowed: max_bootstrapped_demos, max_rounds",
+    ),
+    "parameter of another optimiser": (
+        {"optimizer": {"name": "traces", "params": {"max_bootstrapped_demos": 2}}},
+        "'max_bootstrapped_demos' is not a traces parameter; allowed: k",
+    ),
+    "mipro budget set twice": (
+        {"optimizer": {"name": "mipro", "params": {"auto": "light", "num_trials": 9}}},
+        "mipro: num_trials only apply with auto: null",
+    ),
+    "gepa budget set twice": (
+        {"optimizer": {"name": "gepa", "params": {"auto": "light", "max_metric_calls": 9}}},
+        "gepa: set auto or max_metric_calls, not both",
+    ),
+    "wrong parameter type": (
+        {"optimizer": {"name": "bootstrap", "params": {"max_rounds": "many"}}},
+        "bootstrap parameter max_rounds: Input should be a valid integer",
+    ),
+    "unknown optimiser": ({"optimizer": {"name": "sgd"}}, "optimizer.name"),
+    "misspelled refine role": (
+        {"refine": {"role": "critc"}},
+        "refine.role: 'critc' is not a role of pipeline 'critic_loop'; its roles: coder, critic, fixer",
+    ),
+    "trace sources the optimiser ignores": (
+        {"traces": {"run_ids": ["abc"]}}, "traces: only the 'traces' optimizer reads pool traces",
+    ),
+    "teacher nothing uses": (
+        {"optimizer": {"name": "traces"}, "teacher": {"id": "local-1.5b"}}, "teacher: unused",
+    ),
+    "teacher that is no model": ({"teacher": {"id": "gpt4"}}, "teacher: model 'gpt4'"),
+    "no validation part": (
+        {"split": {"seed": 1, "train": 3, "val": 0}}, "split.val: Input should be greater than 0",
+    ),
+    "no test part": (
+        {"split": {"seed": 1, "train": 6, "val": 0.1}},
+        "split: 7 problems with train=6, val=0.1 give 6/1/0 train/validation/test problems; "
+        "test would be empty",
+    ),
+    "validation part empty after the dataset limit": (
+        {"split": {"seed": 1, "train": 3, "val": 2}, "dataset": {"source": "humaneval", "limit": 3}},
+        "give 3/0/0 train/validation/test problems; validation and test would be empty",
+    ),
+    "fraction leaving no validation problem": (
+        {"split": {"seed": 1, "train": 0.6, "val": 0.05}},
+        "give 4/0/3 train/validation/test problems; validation would be empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("change, expected", BAD_SPECS.values(), ids=BAD_SPECS.keys())
+def test_bad_optimize_specs_are_one_line_exit_2_before_anything_is_written(
+    tmp_path, home, capsys, change, expected
+):
+    spec = {**yaml.safe_load(_spec(tmp_path, "http://127.0.0.1:9/v1").read_text()), **change}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert main(["optimize", str(path)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"critiquelab: error: {path}: "), captured.err
+    assert expected in err[0]
+    assert not captured.out
+    # No MLflow store, no optimisation directory: at most the dataset cache of a split check.
+    written = {p.name for p in home.iterdir()} if home.exists() else set()
+    assert written <= {"datasets"}, written
+
+
+def _fixer_worse_with_demos(problems):
+    """The critic loop's scripts, except that a fixer shown demos writes wrong code: compiling
+    (BootstrapFewShot adds demos) makes the program worse on validation."""
+    scripted = role_responder(critic_loop_scripts(problems))
+
+    def respond(messages):
+        if role_of(messages) == "fixer" and len(messages) > 2:  # demos are extra user/assistant turns
+            problem = next(p for p in problems if p.prompt.strip() in messages[-1]["content"])
+            return f"```python\n{problem.prompt}    return None\n```"
+        return scripted(messages)
+
+    return respond
+
+
+def _runs_named(home, experiment, name):
+    client = MlflowClient(tracking_uri(home))
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id],
+                              filter_string=f"attributes.run_name = '{name}'")
+    return [r.info.run_id for r in runs]
+
+
+def test_export_hint_names_the_run_holding_the_kept_program(tmp_path, home, humaneval_problems, capsys):
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        assert main(["optimize", str(_spec(tmp_path, fake.api_base))]) == 0
+    out, err = capsys.readouterr()
+    (compile_run,) = _runs_named(home, "opt-test", "compile")
+    assert "kept compiled (validation pass@1 " in out
+    # the held-out test shows a progress bar per program on stderr, as `critiquelab run` does
+    assert "critic_loop seed=0:" in err and "critic_loop+compiled seed=0:" in err
+    assert f"export the kept (compiled) program with: critiquelab export {compile_run}" in out
+    assert main(["export", compile_run, "--out", str(tmp_path / "kept")]) == 0  # the hint works
+
+
+def test_when_the_gate_keeps_the_baseline_nothing_is_offered_as_optimised(
+    tmp_path, home, humaneval_problems, capsys
+):
+    with FakeOpenAIServer(_fixer_worse_with_demos(humaneval_problems)) as fake:
+        assert main(["optimize", str(_spec(tmp_path, fake.api_base))]) == 0
+    out = capsys.readouterr().out
+    (compile_run,) = _runs_named(home, "opt-test", "compile")
+    assert "kept baseline (validation pass@1 dropped: " in out
+    assert "export the kept" not in out
+    assert ("kept the unoptimised pipeline: nothing optimised to export (rejected candidates, should you "
+            f"want one anyway: compiled: critiquelab export {compile_run})") in out
+    client = MlflowClient(tracking_uri(home))
+    (parent,) = _runs_named(home, "opt-test", "opt-test")
+    tags = client.get_run(parent).data.tags
+    assert tags["critiquelab.kept"] == "baseline"
+    assert tags["critiquelab.gate"].startswith("validation pass@1 dropped")
+    assert "program" not in {a.path for a in client.list_artifacts(parent)}

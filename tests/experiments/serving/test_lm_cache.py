@@ -1,0 +1,65 @@
+"""HarnessLM: the cache key includes the endpoint identity; cached calls keep their usage."""
+
+import dspy
+import pytest
+from dspy.utils.exceptions import ContextWindowExceededError
+from support.fake_openai import FakeOpenAIServer, HttpError, llama_server_overflow
+
+from core.errors import ServiceError
+from core.usage import UsageMeter, acting_as, metering
+from experiments.serving.lm import HarnessLM
+
+
+def _lm(fake, tmp_path, identity):
+    return HarnessLM("openai/fake", identity=identity, cache_dir=tmp_path / "cache",
+                     api_base=fake.api_base, api_key="x", temperature=0.0, max_tokens=50)
+
+
+def test_cache_hit_reports_original_usage_and_makes_no_request(tmp_path):
+    with FakeOpenAIServer(lambda messages: "hello there") as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        first, second = UsageMeter(), UsageMeter()
+        with metering(first), acting_as("coder"):
+            assert lm("hi") == ["hello there"]
+        with metering(second), acting_as("coder"):
+            assert lm("hi") == ["hello there"]
+        assert fake.completions == 1
+    a, b = first.by_role["coder"], second.by_role["coder"]
+    assert (a.calls, a.cached_calls, b.calls, b.cached_calls) == (1, 0, 1, 1)
+    assert a.prompt_tokens > 0
+    assert (a.prompt_tokens, a.completion_tokens) == (b.prompt_tokens, b.completion_tokens)
+
+
+def test_other_endpoint_identity_does_not_share_entries(tmp_path):
+    with FakeOpenAIServer(lambda messages: "reply") as fake:
+        _lm(fake, tmp_path, "endpoint-a")("hi")
+        _lm(fake, tmp_path, "endpoint-b")("hi")
+        _lm(fake, tmp_path, "endpoint-a")("hi", temperature=0.7)  # other params: other entry
+        assert fake.completions == 3
+
+
+def test_cache_false_bypasses(tmp_path):
+    with FakeOpenAIServer(lambda messages: "reply") as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        lm("hi")
+        lm("hi", cache=False)
+        assert fake.completions == 2
+
+
+def test_works_inside_a_dspy_predict(tmp_path):
+    with FakeOpenAIServer(lambda m: "[[ ## answer ## ]]\n42\n\n[[ ## completed ## ]]") as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        with dspy.context(lm=lm):
+            assert dspy.Predict("question -> answer")(question="?").answer == "42"
+
+
+def test_llama_server_context_overflow_is_the_prompts_fault_not_the_endpoints(tmp_path):
+    """llama-server's overflow reply is a context error (the role records an unparsed step); any
+    other rejected request still stops the run as an endpoint failure."""
+    replies = iter([llama_server_overflow(), HttpError(400, "unsupported parameter: foo")])
+    with FakeOpenAIServer(lambda messages: next(replies)) as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        with pytest.raises(ContextWindowExceededError, match="exceeds the available context size"):
+            lm("a long prompt")
+        with pytest.raises(ServiceError, match="unsupported parameter"):
+            lm("another prompt")
