@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +45,7 @@ class UsageMeter:
     # What each call sent and got back, on this meter only (a role call's: the rendered prompt
     # and the raw reply for the viewer), not on its parent's.
     exchanges: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    _forgetters: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(
@@ -69,10 +70,22 @@ class UsageMeter:
                 latency_s=latency_s, cached=cached, reused_prompt_tokens=reused_prompt_tokens,
             )
 
-    def exchange(self, request: Any, replies: list[str]) -> None:
-        """Keep one call's request (chat messages or prompt text) and reply texts."""
+    def exchange(self, request: Any, replies: list[str], forget: Callable[[], None] | None = None) -> None:
+        """Keep one call's request (chat messages or prompt text) and reply texts. ``forget``
+        removes the reply from the LM's response cache, should the caller judge it unusable."""
         with self._lock:
             self.exchanges.append({"request": request, "replies": replies})
+            if forget is not None:
+                self._forgetters.append(forget)
+
+    def forget_replies(self) -> int:
+        """Remove every reply this meter saw from the LM cache (a role's reply that was
+        unparsable or held no code: a later run asks again instead of replaying it); how many."""
+        with self._lock:
+            forgetters, self._forgetters = self._forgetters, []
+        for forget in forgetters:
+            forget()
+        return len(forgetters)
 
     def total(self) -> RoleUsage:
         total = RoleUsage()

@@ -67,7 +67,8 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--request-timeout", type=float, metavar="S",
                      help="seconds one model request may take (default 600 local, 120 remote)")
     run.add_argument("--fresh", action="store_true", help="ignore earlier checkpoints")
-    run.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
+    run.add_argument("--no-cache", action="store_true",
+                     help="ask the model again for every request; its answers replace the cached ones")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
         "--compare", action=argparse.BooleanOptionalAction, default=None,
@@ -97,7 +98,8 @@ def _add_optimize(commands: Any) -> None:
     optimize = commands.add_parser("optimize", help="optimise a pipeline's prompts (YAML spec)")
     optimize.add_argument("spec", type=Path, help="e.g. experiments/optimize_critic_loop.yaml")
     optimize.add_argument("--fresh", action="store_true", help="ignore finished steps")
-    optimize.add_argument("--no-cache", action="store_true", help="bypass the LM response cache")
+    optimize.add_argument("--no-cache", action="store_true",
+                          help="ask the model again for every request; its answers replace the cached ones")
 
 
 def _add_export(commands: Any) -> None:

@@ -191,7 +191,8 @@ class _LazyLM:
     def get(self) -> Any:
         if self._lm is None:
             identity, model, home = self._args
-            self._lm = self._stack.enter_context(serve_model(identity, model, home, cache=self._cache))
+            use = "use" if self._cache else "refresh"
+            self._lm = self._stack.enter_context(serve_model(identity, model, home, cache=use))
         return self._lm
 
     def served_by(self) -> dict[str, str]:
@@ -226,7 +227,7 @@ def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> li
     return [
         f"{label} seed {seed}: {count} of {len(results)} problems got no code from the model (empty "
         "or prose-only replies); if the endpoint was at fault, fix it and run again with --fresh "
-        "(empty replies are never cached; prose is: add --no-cache)"
+        "(replies without code are not kept in the LM cache, so the model is asked again)"
     ]
 
 
@@ -336,7 +337,8 @@ def run_experiment(
     """Run ``spec`` and return its results; everything is also logged to MLflow under ``home``.
 
     Input is validated (dataset, pipelines, model) before any run is created. ``fresh`` ignores
-    earlier checkpoints of the same configuration; ``cache=False`` bypasses the LM cache.
+    earlier checkpoints of the same configuration; ``cache=False`` asks the model again for every
+    request and keeps its new answers in place of the cached ones.
     ``compare`` ends the run with :func:`experiments.compare.compare_runs` on its pipelines
     (default: when it has two or more). The parent run is finished only after that, so a run
     killed at any point — the comparison included — is resumed by the same call.
@@ -355,7 +357,7 @@ def run_experiment(
         contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm,
         contextlib.closing(role_models),
         _open_pool(spec, home) as pool,
-        contextlib.closing(open_executor(spec, home, cache)) as executor,
+        contextlib.closing(open_executor(spec, home)) as executor,
     ):
         wanted = {p.task_id for p in problems}
         if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):

@@ -12,8 +12,10 @@ from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 from pydantic import BaseModel
 
 from core.usage import UsageMeter, acting_as, current_meter, metering
+from eval.assembly import contains_code
 from pipelines.recall import recalled
 from pipelines.role_lms import role_lm
+from signatures.adapter import is_code_signature
 from signatures.memory import MEMORIES_FIELD, has_memories
 
 
@@ -61,6 +63,17 @@ class RoleResult:
         }
 
 
+def _usable(predictor: dspy.Module, outputs: dict[str, Any], parsed: bool) -> bool:
+    """Whether the role got what it asked for: a parsed reply, and code where only code was asked
+    for (a prose answer from a broken or misconfigured endpoint is no answer to keep)."""
+    if not parsed:
+        return False
+    if is_code_signature(predictor.signature):
+        (name,) = predictor.signature.output_fields
+        return contains_code(str(outputs.get(name) or ""))
+    return True
+
+
 def call_role(
     predictor: dspy.Module, role: str, *, config: dict[str, Any] | None = None, **inputs: Any
 ) -> RoleResult:
@@ -72,7 +85,8 @@ def call_role(
     settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples; they
     apply on top of the role's LM (:func:`pipelines.role_lms.role_lm`) where one is bound. A
     predictor whose signature has the ``memories`` field (memory on) gets what memory recalls for
-    ``role`` unless the caller gave it."""
+    ``role`` unless the caller gave it. A reply the role cannot use (unparsed, or no code from a
+    code-writing role) is dropped from the LM cache, so a later run asks the model again."""
     memory_ids: list[str] = []
     if has_memories(predictor.signature) and MEMORIES_FIELD not in inputs:
         inputs[MEMORIES_FIELD], memory_ids = recalled(role, inputs)
@@ -90,6 +104,8 @@ def call_role(
             # One problem's conversation outgrew the model (a long critique round, a big
             # debate): an unparsed step for this problem, not the end of the experiment.
             parsed, error = False, f"context window exceeded: {str(exc).splitlines()[0][:300]}"
+    if not _usable(predictor, outputs, parsed):
+        meter.forget_replies()  # not kept in the LM cache: a later run asks again, not replays it
     total = meter.total()
     usage = {
         "calls": total.calls, "cached_calls": total.cached_calls,

@@ -9,12 +9,12 @@ from experiments.executors.job import Executor
 from experiments.spec import ExperimentSpec
 
 
-def open_executor(spec: ExperimentSpec, home: Path, cache: bool) -> Executor:
+def open_executor(spec: ExperimentSpec, home: Path) -> Executor:
     """The executor the spec's ``execution.executor`` names (nothing is started yet)."""
     if spec.execution.executor == "ray":
         from experiments.executors.ray_cluster import RayExecutor  # imports Ray only when asked for
 
-        return RayExecutor(spec, home, cache)
+        return RayExecutor(spec, home)
     from experiments.executors.local import LocalExecutor
 
     return LocalExecutor(spec.concurrency)

@@ -98,7 +98,7 @@ class NodeModelServer:
         identity = resolve_model(model)
         # Its log apart from the driver's server's, should the node share the data directory.
         node_dir = Path(home) / "nodes" / ray.get_runtime_context().get_node_id()[:12]
-        lm = self._stack.enter_context(serve_model(identity, model, node_dir, cache=False))
+        lm = self._stack.enter_context(serve_model(identity, model, node_dir, cache="off"))
         self._api_base = str(lm.kwargs["api_base"])
 
     def api_base(self) -> str:
@@ -136,6 +136,9 @@ class LMCacheServer:
     def set(self, key: str, value: Any) -> None:
         self._cache.set(key, value)
 
+    def delete(self, key: str) -> None:
+        self._cache.delete(key)
+
     def close(self) -> None:
         self._cache.close()
 
@@ -158,7 +161,7 @@ class ClusterCache:
 
 
 class _RemoteStore:
-    """``get``/``set`` as diskcache has them, each one call to the cache server."""
+    """``get``/``set``/``delete`` as diskcache has them, each one call to the cache server."""
 
     def __init__(self, server: Any) -> None:
         self._server = server
@@ -172,3 +175,8 @@ class _RemoteStore:
         import ray
 
         ray.get(self._server.set.remote(key, value))
+
+    def delete(self, key: str) -> None:
+        import ray
+
+        ray.get(self._server.delete.remote(key))

@@ -87,14 +87,13 @@ def _on_node(node: str, action: str) -> Iterator[None]:
 
 
 class RayExecutor:
-    def __init__(self, spec: ExperimentSpec, home: Path, cache: bool) -> None:
+    def __init__(self, spec: ExperimentSpec, home: Path) -> None:
         self._spec = spec
         self._home = home
-        self._cache = cache
         self._workers: list[_Worker] = []
         self._servers: list[Any] = []  # NodeModelServer handles
         self._cache_server: Any = None
-        self._cache_holder: Any = None  # ClusterCache: the LMs' store on the workers, with cache on
+        self._cache_holder: Any = None  # ClusterCache: the LMs' store on the workers
         self._driver_node = ""
         self._known_nodes: set[str] = set()  # nodes given workers (or refused) so far
         self._started = False
@@ -130,11 +129,11 @@ class RayExecutor:
         from experiments.executors.ray_actors import ClusterCache, LMCacheServer
 
         self._driver_node = ray.get_runtime_context().get_node_id()
-        if self._cache:
-            cache_cls = ray.remote(num_cpus=0, max_concurrency=64, max_restarts=0)(LMCacheServer)
-            self._cache_server = cache_cls.options(scheduling_strategy=_on(self._driver_node)).remote(
-                str(self._home / "lm_cache"))
-            self._cache_holder = ClusterCache(self._cache_server)
+        # Always: with --no-cache the LMs still keep their new answers there (they only skip reading).
+        cache_cls = ray.remote(num_cpus=0, max_concurrency=64, max_restarts=0)(LMCacheServer)
+        self._cache_server = cache_cls.options(scheduling_strategy=_on(self._driver_node)).remote(
+            str(self._home / "lm_cache"))
+        self._cache_holder = ClusterCache(self._cache_server)
         self._add_nodes(ray, [n["NodeID"] for n in ray.nodes() if n.get("Alive")])
 
     def _add_nodes(self, ray: Any, nodes: list[str]) -> None:

@@ -169,7 +169,7 @@ def run_optimization(
                     model = spec.refine.model
                 servers[which] = stack.enter_context(contextlib.ExitStack())
                 lms[which] = servers[which].enter_context(
-                    serve_model(resolve_model(model), model, home, cache=cache)
+                    serve_model(resolve_model(model), model, home, cache="use" if cache else "refresh")
                 )
             return lms[which]
 

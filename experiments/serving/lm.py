@@ -6,10 +6,16 @@ the same model name would share entries) and a cache hit reports no token usage 
 run would report fewer tokens than an uninterrupted one). Here the key is a SHA-256 over the
 endpoint identity (for the bundled model: its file hash) and the full request, and each entry
 keeps the usage recorded when the call was first made.
+
+What the cache never keeps: a reply with no text (a protocol failure or a stalled model), and a
+reply the role that asked for it could not use — unparsable, or no code where code was asked
+for: :func:`pipelines.role_call.call_role` has it forgotten, so a later run asks again. With
+``refresh`` (``--no-cache``) nothing is read and every answer replaces the one cached before.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -55,14 +61,18 @@ class HarnessLM(dspy.LM):
     """``dspy.LM`` that caches responses on disk under ``cache_dir`` and reports usage.
 
     ``identity`` names the endpoint for the cache key: ``local:<model sha256>`` for the bundled
-    model (whose port changes every run), ``<model>@<api_base>`` otherwise.
+    model (whose port changes every run), ``<model>@<api_base>`` otherwise. ``refresh``: ask
+    the model every time and keep its answer in place of the cached one.
     """
 
-    def __init__(self, model: str, *, identity: str, cache_dir: Path | None, **kwargs: Any) -> None:
+    def __init__(
+        self, model: str, *, identity: str, cache_dir: Path | None, refresh: bool = False, **kwargs: Any
+    ) -> None:
         # DSPy's own response cache is off: this class is the cache (see module docstring).
         super().__init__(model, cache=False, **kwargs)
         self.identity = identity
         self.cache_dir = cache_dir
+        self.refresh = refresh
         # What served it, for the run's params (the local server's name, version, slots); empty
         # for an endpoint given by its URL.
         self.served_by: dict[str, str] = {}
@@ -90,8 +100,9 @@ class HarnessLM(dspy.LM):
             return super().__call__(prompt, messages=messages, **kwargs)
         store = self._store.get() if use_cache else None
         key = self._key(prompt, messages, kwargs) if store is not None else ""
-        entry = store.get(key) if store is not None else None
+        entry = store.get(key) if store is not None and not self.refresh else None
         meter = current_meter()
+        forget = functools.partial(store.delete, key) if store is not None else None
         if entry is not None:
             if meter is not None:  # usage as recorded when the call was made, as tokens are
                 meter.record(
@@ -99,7 +110,7 @@ class HarnessLM(dspy.LM):
                     latency_s=0.0, cached=True, reused_prompt_tokens=entry.get("reused_prompt_tokens"),
                 )
                 replies = [_text_of(o) for o in entry["outputs"]]
-                meter.exchange(messages if messages is not None else prompt, replies)
+                meter.exchange(messages if messages is not None else prompt, replies, forget)
             return list(entry["outputs"])
         start = time.monotonic()
         with track_usage() as tracker:
@@ -111,7 +122,8 @@ class HarnessLM(dspy.LM):
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                 latency_s=latency, cached=False, reused_prompt_tokens=reused,
             )
-            meter.exchange(messages if messages is not None else prompt, [_text_of(o) for o in outputs])
+            replies = [_text_of(o) for o in outputs]
+            meter.exchange(messages if messages is not None else prompt, replies, forget)
         # A reply with no text (no choices, null or empty content) broke the protocol or the model
         # stalled: it is scored as "no code", never cached, so a fixed endpoint gets asked again.
         if store is not None and any(_text_of(o).strip() for o in outputs):
@@ -148,8 +160,8 @@ class HarnessLM(dspy.LM):
 
     def with_cache(self, holder: Any) -> HarnessLM:
         """A copy that keeps its responses in ``holder`` (``get()`` gives an object with diskcache's
-        ``get(key)``/``set(key, value)``; ``close()``) instead of a directory: the Ray executor's
-        cluster-wide cache. Keys are unchanged, so either cache replays the other's answers."""
+        ``get(key)``/``set(key, value)``/``delete(key)``; ``close()``) instead of a directory: the Ray
+        executor's cluster-wide cache. Keys are unchanged, so either cache replays the other's answers."""
         lm = self.copy()
         lm._store = holder
         return lm

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from core.errors import UserError
 from experiments.serving.lm import HarnessLM
@@ -79,15 +80,21 @@ def _preflight(lm: HarnessLM, where: str) -> None:
         ) from exc
 
 
+CacheUse = Literal["use", "refresh", "off"]
+"""The LM response cache under the data directory: ``use`` it (replay, keep new answers),
+``refresh`` it (``--no-cache``: ask again and replace what was kept), or leave it ``off`` (a Ray
+node's own server, whose answers the driver's cache keeps)."""
+
+
 @contextlib.contextmanager
 def serve_model(
-    identity: ModelIdentity, spec: ModelSpec, data_dir: Path, *, cache: bool = True
+    identity: ModelIdentity, spec: ModelSpec, data_dir: Path, *, cache: CacheUse = "use"
 ) -> Iterator[HarnessLM]:
     """Yield a ready LM; a bundled model's server is stopped when the block exits, however."""
-    cache_dir = data_dir / "lm_cache" if cache else None
     common = {
         "temperature": spec.temperature, "max_tokens": spec.max_tokens,
-        "num_retries": spec.num_retries, "timeout": spec.request_timeout_s, "cache_dir": cache_dir,
+        "num_retries": spec.num_retries, "timeout": spec.request_timeout_s,
+        "cache_dir": None if cache == "off" else data_dir / "lm_cache", "refresh": cache == "refresh",
         "identity": identity.cache_identity,
     }
     if identity.is_local:

@@ -54,7 +54,7 @@ class RoleModels:
         if key not in self._served:
             identity, model = self._identities[key]
             self._served[key] = self._stack.enter_context(
-                serve_model(identity, model, self._home, cache=self._cache)
+                serve_model(identity, model, self._home, cache="use" if self._cache else "refresh")
             )
         return self._served[key]
 

@@ -1,7 +1,8 @@
 """A fault-injecting endpoint driven through `critiquelab run`: a service failing mid-run is one
-line and exit code 3, and the same command then resumes; empty replies are "no code", warned
-about and never cached; a hung request is bounded by the request timeout; SIGINT and SIGTERM
-end the process within 5 s whatever is in flight."""
+line and exit code 3, and the same command then resumes; empty and prose replies are "no code",
+warned about and never kept in the LM cache; --no-cache replaces what the cache kept; a hung
+request is bounded by the request timeout; SIGINT and SIGTERM end the process within 5 s whatever
+is in flight."""
 
 from __future__ import annotations
 
@@ -80,8 +81,8 @@ def test_fault_mid_run_then_same_command(fault, tmp_path, home, capsys, humaneva
             assert "got no code from the model" in err
             assert out.count("baseline") == 1 and " 0.25 " in out  # only the first problem passed
         script.fault = None  # the endpoint is fixed
-        # Empty replies were never cached, so --fresh alone asks again; prose is a real reply.
-        again_args = {0: ["--fresh"], 3: []}[expected] + (["--no-cache"] if "prose" in fault else [])
+        # Replies with no code (empty or prose) were never kept in the LM cache: --fresh alone asks again.
+        again_args = {0: ["--fresh"], 3: []}[expected]
         again = main([*args, *again_args])
         out, err = capsys.readouterr()
     assert again == 0, err
@@ -90,6 +91,25 @@ def test_fault_mid_run_then_same_command(fault, tmp_path, home, capsys, humaneva
     parents = [r for r in runs if PARENT_TAG not in r.data.tags]
     if expected == 3:  # resumed: the same parent and child runs, nothing duplicated
         assert len(parents) == 1 and len(runs) == 2
+
+
+def test_no_cache_asks_again_and_its_answers_replace_the_cached_ones(
+    tmp_path, home, capsys, humaneval_problems
+):
+    """A usable but wrong answer is kept; --no-cache asks again and keeps the new answer, which a
+    later run then replays without asking."""
+    wrong = humaneval_responder(humaneval_problems, wrong={p.task_id for p in humaneval_problems})
+    right = humaneval_responder(humaneval_problems)
+    script = {"reply": wrong}
+    with FakeOpenAIServer(lambda messages: script["reply"](messages)) as fake:
+        args = ["run", _spec(tmp_path, fake.api_base), "--no-progress"]
+        assert main(args) == 0 and " 0.0 " in capsys.readouterr().out
+        script["reply"] = right  # the endpoint is fixed
+        assert main([*args, "--fresh"]) == 0 and " 0.0 " in capsys.readouterr().out  # replayed
+        assert main([*args, "--fresh", "--no-cache"]) == 0 and " 1.0 " in capsys.readouterr().out
+        asked = fake.completions
+        assert main([*args, "--fresh"]) == 0 and " 1.0 " in capsys.readouterr().out
+        assert fake.completions == asked + 1  # only the start-up probe: the new answers were kept
 
 
 def test_slow_endpoint_within_the_timeout_is_no_fault(tmp_path, home, capsys, humaneval_problems):

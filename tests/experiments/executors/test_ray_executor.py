@@ -116,8 +116,8 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
         # Fewer places than the two nodes have (4): a node with a free place queues nothing.
         execution = _ray(ray_cluster.address)
         spec = load_experiment(fake_spec(fake.api_base, limit=8, concurrency=3, execution=execution))
-        executor = RayExecutor(spec, tmp_path, cache=False)
-        with serve_model(resolve_model(spec.model), spec.model, tmp_path, cache=False) as lm:
+        executor = RayExecutor(spec, tmp_path)
+        with serve_model(resolve_model(spec.model), spec.model, tmp_path, cache="off") as lm:
             try:
                 job = SolveJob(create_pipeline("baseline"), lm, "baseline", 0, 10.0, "run-1")
                 pool = MessagePool()
@@ -143,9 +143,9 @@ def test_a_node_that_joins_gets_workers_at_the_next_child_run(cluster, tmp_path,
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:
         execution = _ray(ray_cluster.address)
         spec = load_experiment(fake_spec(fake.api_base, limit=6, concurrency=6, execution=execution))
-        executor = RayExecutor(spec, tmp_path, cache=False)
+        executor = RayExecutor(spec, tmp_path)
         third = None
-        with serve_model(resolve_model(spec.model), spec.model, tmp_path, cache=False) as lm:
+        with serve_model(resolve_model(spec.model), spec.model, tmp_path, cache="off") as lm:
             try:
                 job = SolveJob(create_pipeline("baseline"), lm, "baseline", 0, 10.0, "run-1")
                 list(executor.solve(job, humaneval_problems[:6], MessagePool()))
@@ -233,7 +233,7 @@ def test_ray_settings_are_checked_before_anything_runs(tmp_path):
 
     start = time.monotonic()
     with pytest.raises(UserError, match=r"execution.address '127.0.0.1:1': nothing answers"):
-        RayExecutor(spec, tmp_path, cache=False).start()
+        RayExecutor(spec, tmp_path).start()
     assert time.monotonic() - start < 10
 
 

@@ -63,3 +63,27 @@ def test_llama_server_context_overflow_is_the_prompts_fault_not_the_endpoints(tm
             lm("a long prompt")
         with pytest.raises(ServiceError, match="unsupported parameter"):
             lm("another prompt")
+
+
+def test_refresh_asks_again_and_its_answer_replaces_the_cached_one(tmp_path):
+    replies = iter(["old answer", "new answer"])
+    with FakeOpenAIServer(lambda messages: next(replies)) as fake:
+        assert _lm(fake, tmp_path, "endpoint-a")("hi") == ["old answer"]
+        refreshing = HarnessLM("openai/fake", identity="endpoint-a", cache_dir=tmp_path / "cache",
+                               refresh=True, api_base=fake.api_base, api_key="x", temperature=0.0,
+                               max_tokens=50)
+        assert refreshing("hi") == ["new answer"]
+        assert _lm(fake, tmp_path, "endpoint-a")("hi") == ["new answer"]  # replayed, not asked
+        assert fake.completions == 2
+
+
+def test_a_reply_forgotten_by_its_caller_is_asked_for_again(tmp_path):
+    with FakeOpenAIServer(lambda messages: "prose, no code") as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        meter = UsageMeter()
+        with metering(meter):
+            lm("hi")
+            assert lm("hi") == ["prose, no code"] and fake.completions == 1  # cached so far
+            assert meter.forget_replies() == 2  # the asked and the replayed call alike
+        lm("hi")
+        assert fake.completions == 2
