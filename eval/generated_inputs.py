@@ -22,7 +22,7 @@ from eval.visible_examples import VisibleExample, run_examples
 
 Outcome = tuple[str, str]
 """What one call did, as :meth:`eval.execution.CallOutcome.signature` gives it: ``("returned",
-repr(value))``, ``("raised", error type)``, ``("timed_out", "")`` or ``("failed", reason)``."""
+repr(value))``, ``("raised", error type)``, ``("timed_out", reason)`` or ``("failed", reason)``."""
 
 
 @dataclass(frozen=True)
