@@ -116,16 +116,16 @@ class Distinguish(dspy.Module):
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
-        chosen = self.params
+        params = self.params
         sampler = SamplerAgent(
-            ctx, self.coder, k=chosen.k, temperature=chosen.temperature, token_budget=None,
-            max_samples=chosen.k, parallel=chosen.parallel_agents, greedy_first=True,
-            samples_after_passing_greedy=chosen.check_samples,
+            ctx, self.coder, k=params.k, temperature=params.temperature, token_budget=None,
+            max_samples=params.k, parallel=params.parallel_agents, greedy_first=True,
+            samples_after_passing_greedy=params.check_samples,
         )
         agents = [
             sampler,
-            SelectorAgent(ctx, selection=chosen.selection, timeout_s=chosen.feedback_timeout_s),
-            InputWriterAgent(ctx, self.input_writer, n_inputs=chosen.n_inputs),
+            SelectorAgent(ctx, selection=params.selection, timeout_s=params.feedback_timeout_s),
+            InputWriterAgent(ctx, self.input_writer, n_inputs=params.n_inputs),
             PairwiseJudgeAgent(ctx, self.pairwise_judge),
         ]
         history = converse(ctx, agents, sampler.name)
