@@ -44,6 +44,7 @@ def summarize(results: Sequence[ProblemResult]) -> dict[str, float]:
     metrics.update(consensus_metrics(results))
     metrics.update(sample_metrics(results))
     metrics.update(search_metrics(results))
+    metrics.update(distinguishing_metrics(results))
     metrics.update(generated_test_metrics(results))
     metrics.update(event_counts(results))
     for role, usage in _usage_by_role(results).items():
@@ -194,6 +195,35 @@ def search_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
         "passing_node_not_chosen": sum(not r.passed for r in held),
         "mean_nodes": sum(len(r.extra["nodes_passed"]) for r in scored) / len(scored),
     }
+
+
+def distinguishing_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """For selection among scored candidates with the greedy answer first (``distinguish``:
+    results carrying ``extra.candidates_passed``, candidate 0 the greedy answer, and
+    ``extra.greedy_replaced``): how often some candidate passed the hidden tests, the share of
+    those problems whose answer passed (``selection_accuracy``, absent when none had one), and
+    how often a greedy answer that passed the visible examples was replaced — rightly (the
+    replacement passes, the greedy answer did not) or wrongly (the reverse)."""
+    scored = [r for r in results if "candidates_passed" in r.extra and "greedy_replaced" in r.extra]
+    if not scored:
+        return {}
+    solvable = [r for r in scored if any(r.extra["candidates_passed"])]
+    replaced = [r for r in scored if r.extra["greedy_replaced"]]
+    outcomes = [(r.passed, bool(r.extra["candidates_passed"][0])) for r in replaced]  # (answer, greedy)
+    metrics: dict[str, float] = {
+        "candidates_have_passing_rate": len(solvable) / len(scored),
+        "greedy_replaced": len(replaced),
+        "greedy_replaced_right": sum(answer and not greedy for answer, greedy in outcomes),
+        "greedy_replaced_wrong": sum(greedy and not answer for answer, greedy in outcomes),
+        "inputs_kept": sum(r.extra.get("inputs_kept", 0) for r in scored),
+        "inputs_dropped": sum(r.extra.get("inputs_dropped", 0) for r in scored),
+        "judge_calls": sum(r.extra.get("judge_calls", 0) for r in scored),
+    }
+    if solvable:
+        metrics["selection_accuracy"] = sum(r.passed for r in solvable) / len(solvable)
+    return metrics
+
+
 # Per-problem counts that add up over a run: the SOP line's handoffs, role-play's failure modes.
 COUNTED = ("handoff_rejections", "unvalidated_handoffs", "role_flips", "repeated_instructions",
            "no_progress_turns")

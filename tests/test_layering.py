@@ -24,7 +24,8 @@ ALLOWED = {
     "optimizers": {"optimizers", "pipelines", "signatures", "eval", "core"},
     "experiments": set(PACKAGES),
 }
-PIPELINE_PACKAGES = ("critic_loop", "debate", "vote", "tree_search", "architect", "sop", "role_play")
+PIPELINE_PACKAGES = ("critic_loop", "debate", "vote", "tree_search", "architect", "sop", "role_play",
+                     "distinguish")
 SUBSYSTEMS = ("pool", "memory", "scratchpad")
 
 

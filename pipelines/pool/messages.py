@@ -37,6 +37,10 @@ class Intent:
     TASK_SPECIFIED = "task_specified"
     INSTRUCTION = "instruction"
     ANSWER = "answer"
+    INPUT_REQUEST = "input_request"
+    GENERATED_INPUTS = "generated_inputs"
+    JUDGEMENT_REQUEST = "judgement_request"
+    JUDGEMENT = "judgement"
 
 
 def _new_id() -> str:

@@ -125,3 +125,23 @@ def test_search_metrics_say_whether_the_tree_held_a_passing_node_and_it_was_miss
     ))
     assert metrics == {"tree_has_passing_node_rate": pytest.approx(2 / 3), "passing_node_not_chosen": 1,
                        "mean_nodes": 2.0}
+
+
+def test_distinguishing_metrics_count_selection_accuracy_and_replacements_of_the_greedy_answer():
+    # Candidate 0 is the greedy answer. T/0: replaced rightly; T/1: replaced wrongly; T/2: kept and
+    # right; T/3: nothing passes (not in selection accuracy); T/4: replaced, both fail.
+    results = _results(
+        [True, False, True, False, False],
+        candidates_passed=[[False, True], [True, False], [True, True], [False, False], [False, True]],
+        greedy_replaced=[True, True, False, False, True],
+        inputs_kept=[3, 2, 0, 1, 4], inputs_dropped=[1, 0, 0, 0, 2], judge_calls=[1, 1, 0, 0, 2],
+    )
+    metrics = summarize(results)
+    assert metrics["selection_accuracy"] == pytest.approx(2 / 4)  # T/0 and T/2 of the four solvable
+    assert metrics["candidates_have_passing_rate"] == pytest.approx(4 / 5)
+    replaced = ("greedy_replaced", "greedy_replaced_right", "greedy_replaced_wrong")
+    assert [metrics[name] for name in replaced] == [3, 1, 1]
+    assert (metrics["inputs_kept"], metrics["inputs_dropped"], metrics["judge_calls"]) == (10, 3, 4)
+    nothing = summarize(_results([False], candidates_passed=[[False]], greedy_replaced=[False]))
+    assert "selection_accuracy" not in nothing and nothing["greedy_replaced"] == 0
+    assert "selection_accuracy" not in summarize(_results([True]))  # another pipeline's results

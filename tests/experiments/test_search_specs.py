@@ -1,17 +1,19 @@
 """The issue #16 experiment specs against a scripted endpoint: search_vs_vote.yaml (all five
 pipelines run, the budgets chain: tree_search from critic_loop, vote from tree_search; compare at
 the end) ceiling.yaml (20 samples, their unbiased pass@k in the run and in compare's table),
-visible_selection.yaml (each selection rule answers what it should) and
+visible_selection.yaml (each selection rule answers what it should),
 optimize_tree_search.yaml (valid as shipped, as is its LM-value variant; every optimisation step
-runs, and only the roles it names take demos)."""
+runs, and only the roles it names take demos) and distinguishing_selection.yaml (each rule answers
+what it should, and no role reads a hidden test)."""
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer
-from support.leakage import assert_no_hidden_tests
+from support.leakage import assert_no_hidden_tests, assert_prompt_only
 from support.role_responder import ScriptedProblems, review, role_responder
 from support.tree_search_scripts import tree_search_responder
 
@@ -52,12 +54,14 @@ def test_search_vs_vote_runs_its_five_pipelines_at_chained_budgets(home, humanev
 
 
 
-def _run_on_two_problems(spec_path, coder):
+def _run_on_two_problems(spec_path, coder, **scripts):
     """A shipped spec on its first two problems against a scripted coder that sees each request's
-    body (temperature, seed); the run's result and the requests the endpoint received."""
+    body (temperature, seed), and other roles' ``scripts``; the run's result and the requests the
+    endpoint received."""
     data = yaml.safe_load(Path(spec_path).read_text())
     data["dataset"]["limit"] = 2
-    with FakeOpenAIServer(role_responder({"coder": coder}, with_body=True), pass_body=True) as fake:
+    responder = role_responder({"coder": coder, **scripts}, with_body=True)
+    with FakeOpenAIServer(responder, pass_body=True) as fake:
         data["model"] = {"id": "openai/fake", "num_retries": 0, "api_base": fake.api_base}
         return run(data, progress=False), list(fake.requests)
 
@@ -103,6 +107,48 @@ def test_visible_selection_spec_each_rule_answers_as_it_should(home, humaneval_p
     greedy_first = {c.pipeline: [r.lm_calls for r in c.results] for c in result.children}
     assert greedy_first["greedy_filter10"] == [11, 1] and greedy_first["greedy_filter20"] == [21, 1]
     assert result.children[-1].metrics["greedy_answer_rate"] == 0.5
+
+
+def test_distinguishing_selection_spec_each_rule_answers_as_it_should(home, humaneval_problems):
+    """HumanEval/0: the greedy answer and the even samples pass the prompt's two examples by
+    counting the numbers (weak examples), the odd samples are right; a written input tells them
+    apart, and a judge that picks the challenger replaces the greedy answer, where agreement follows
+    the counting majority and both needs the two to concur. HumanEval/1: every candidate is right
+    alike, so no input is written. No hidden-test line reaches any role."""
+    scripted = ScriptedProblems(humaneval_problems)
+    counting = humaneval_problems[0].prompt + "    return len(numbers) > 5\n"
+
+    def coder(text, body):
+        if scripted.problem_in(text).task_id == "HumanEval/1":
+            return {"code": scripted.solution(text)}
+        right = body.get("temperature", 0) > 0 and body["seed"] % 2 == 1
+        return {"code": scripted.solution(text) if right else counting}
+
+    written = ["has_close_elements([1.0, 1.05], 0.1)", "has_close_elements([1.0])"]  # the second: arity
+    result, requests = _run_on_two_problems(
+        "experiments/distinguishing_selection.yaml", coder,
+        input_writer=lambda text, body: {"inputs": json.dumps(written)},
+        pairwise_judge=lambda text, body: {"reason": "1.0 and 1.05 are closer than 0.1", "right_output": "B"},
+    )
+    assert assert_no_hidden_tests(humaneval_problems[:2], requests) > 0
+    assert assert_prompt_only(humaneval_problems[:2], requests, {"input_writer"}) >= 1
+    passed = {c.pipeline: [r.passed for r in c.results] for c in result.children}
+    assert passed == {"baseline": [False, True], "greedy_filter10": [False, True], "pairwise": [True, True],
+                      "agreement": [False, True], "both": [False, True]}
+    by_label = {c.pipeline: c for c in result.children}
+    first = {label: by_label[label].results[0].extra for label in ("pairwise", "agreement", "both")}
+    for extra in first.values():
+        assert (extra["inputs_kept"], extra["inputs_dropped"], extra["groups"]) == (1, 1, 2)
+        assert extra["candidates_passed"] == [False, False, True, False, True]  # greedy, samples 0-3
+    assert [first[label]["judge_calls"] for label in ("pairwise", "agreement", "both")] == [1, 0, 1]
+    assert by_label["pairwise"].metrics["greedy_replaced_right"] == 1
+    assert by_label["pairwise"].metrics["selection_accuracy"] == 1.0
+    assert by_label["agreement"].metrics["selection_accuracy"] == 0.5
+    assert by_label["both"].metrics["greedy_replaced"] == 0
+    # Each rule's samples are the same requests (vote's too): only the first to draw them reaches the
+    # endpoint, later ones are LM-cache hits.
+    assert [r.extra["samples"] for r in by_label["both"].results] == [4, 4]
+    assert all(r.cached_lm_calls >= 5 for r in by_label["both"].results)
 
 
 def test_optimize_tree_search_spec_is_valid_and_optimises_the_repairer_alone(

@@ -84,4 +84,12 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("role_play", {"execution_feedback": 1}, "params.execution_feedback: expected true or false, got 1"),
     ("role_play", {"turns": 3},
      "params.turns: unknown field; allowed: max_turns, execution_feedback, feedback_timeout_s"),
+    ("distinguish", {"check_samples": -1}, "params.check_samples: must be >= 0 (got -1)"),
+    ("distinguish", {"n_inputs": 0}, "params.n_inputs: must be >= 1 (got 0)"),
+    ("distinguish", {"selection": "judge"},
+     "params.selection: must be one of pairwise, agreement, both (got 'judge')"),
+    ("distinguish", {"feedback_timeout_s": 0}, "params.feedback_timeout_s: must be > 0.0 (got 0)"),
+    ("distinguish", {"tests": "generated"},
+     "params.tests: unknown field; allowed: check_samples, k, temperature, n_inputs, selection, "
+     "feedback_timeout_s, parallel_agents"),
 ]

@@ -55,6 +55,7 @@ def golden_responder(problems: list[Any]) -> Callable[..., str]:
 
     static: dict[str, dict[str, str]] = {
         "judge": {"choice": "1", "rationale": "the first is right", "merged_code": ""},
+        "pairwise_judge": {"reason": "the docstring asks for the second", "right_output": "B"},
         "meta_critic": {"wrong_findings": "[]", "missing_issues": "[]", "review_is_sound": "True"},
         "scorer": {"assessment": "plausible", "score": "5"},
         "path_reflector": {"reflection": "It returns None; compute the result."},
@@ -83,6 +84,7 @@ def golden_responder(problems: list[Any]) -> Callable[..., str]:
             "assistant": lambda t, b: {"solution_code": solution(t)},
             "qa_engineer": lambda t, b: {"acceptance_test_code": f"assert {_entry(t)} is not None"},
             "test_writer": lambda t, b: {"test_code": f"assert {_entry(t)}(1) == 1"},
+            "input_writer": lambda t, b: {"inputs": json.dumps([f"{scripted.problem_in(t).entry_point}()"])},
         }
         if role in by_role:
             return by_role[role]

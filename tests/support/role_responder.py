@@ -37,6 +37,8 @@ ROLE_MARKERS: tuple[tuple[str, str], ...] = (
     ("task_specifier", "`specified_task`"),
     ("instructor", "`task_done`"),
     ("assistant", "`solution_code`"),
+    ("input_writer", "`inputs`"),
+    ("pairwise_judge", "`right_output`"),
     ("coder", "`code`"),
 )
 
