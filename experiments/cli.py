@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from core.errors import ServiceError, UserError
+from experiments.cli_args import output_dir, port
 from experiments.memory_cli import add_memory_parser, cmd_memory
 
 # After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
@@ -84,7 +85,7 @@ def _add_run(commands: Any) -> None:
 def _add_compare(commands: Any) -> None:
     compare = commands.add_parser("compare", help="compare pipelines: table, paired tests, plots, report")
     compare.add_argument("runs", nargs="+", help="a parent run id (all its pipeline runs) or run ids")
-    compare.add_argument("--out", type=Path, help="report directory (default <data dir>/reports/<id>)")
+    compare.add_argument("--out", type=output_dir, help="report directory (default <data dir>/reports/<id>)")
     compare.add_argument("--bootstrap-seed", type=int, default=0,
                          help="seed of the paired bootstrap, 0 to 2**32-1 (default 0)")
     compare.add_argument("--resamples", type=int, default=9999,
@@ -109,7 +110,7 @@ def _add_export(commands: Any) -> None:
         "--format", dest="formats", type=_csv, default=["json", "md", "txt"],
         help="comma-separated: json, md, txt, mlflow (default json,md,txt)",
     )
-    export.add_argument("--out", type=Path, help="output directory (default <home>/exports/<name>)")
+    export.add_argument("--out", type=output_dir, help="output directory (default <home>/exports/<name>)")
     export.add_argument("--prefix", help="Prompt Registry name prefix (default critiquelab.<pipeline>)")
 
 
@@ -132,12 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export(commands)
     _add_optimize(commands)
     ui = commands.add_parser("ui", help="start the MLflow UI on the local store")
-    ui.add_argument("--host", default="127.0.0.1")
-    ui.add_argument("--port", type=int, default=5000)
+    ui.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1; 0.0.0.0 exposes the runs to the network)")
+    ui.add_argument("--port", type=port, default=5000, help="port, 1 to 65535 (default 5000)")
     view = commands.add_parser("view", help="per-problem transcripts in a browser (127.0.0.1, read-only)")
     view.add_argument("run_id", nargs="?", help="a pipeline run or parent run id (default: all runs)")
-    view.add_argument("--port", type=int, default=8470, help="port on 127.0.0.1 (default 8470)")
-    view.add_argument("--out", type=Path, help="write the pages as static files here instead of serving")
+    view.add_argument("--port", type=port, default=8470, help="port on 127.0.0.1, 1 to 65535 (default 8470)")
+    view.add_argument("--out", type=output_dir,
+                      help="write the pages as static files here instead of serving")
     models = commands.add_parser("models", help="bundled model files")
     models.add_argument("action", choices=["list", "fetch"])
     models.add_argument("name", nargs="?", default="local", help="'local', 'local-1.5b' or a key")

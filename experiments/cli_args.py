@@ -1,0 +1,34 @@
+"""Argument types of the command line that refuse a bad value before anything runs: argparse
+turns the ``ArgumentTypeError`` into one line and exit code 2 (see ``experiments.cli._Parser``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+def port(text: str) -> int:
+    """A TCP port, 1 to 65535 (a larger one overflowed deep in the socket layer)."""
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a port number, got '{text}'") from exc
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, got {value}")
+    return value
+
+
+def output_dir(text: str) -> Path:
+    """A directory to write into: an existing directory, or one that can be created (its nearest
+    existing ancestor is a writable directory). Checked here, so a bad one is refused before any
+    work is done, and nothing is created yet."""
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"'{text}' exists and is not a directory")
+    ancestor = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), None)
+    if ancestor is None or not ancestor.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot create '{text}': '{ancestor}' is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write into '{text}': '{ancestor}' is not writable")
+    return path
