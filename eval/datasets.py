@@ -31,6 +31,7 @@ from typing import Any
 from core.errors import UserError
 from eval.formats import FormatOptions, detect_format, get_format
 from eval.formats.rows import RowReader
+from eval.held_out import SPLIT_RULE, SplitName, select_split
 from eval.problems import Problem
 
 HUMANEVAL = "humaneval"
@@ -144,6 +145,7 @@ def load_problems(
     *,
     dataset_format: str | None = None,
     challenge_tests: bool = False,
+    split: SplitName = "all",
 ) -> list[Problem]:
     """Load problems: read the rows, validate every row in its format, then select a subset.
 
@@ -151,7 +153,9 @@ def load_problems(
     columns (and says so on one logged line). ``fields`` maps a field of that format to the
     dataset's column name, e.g. ``{"prompt": "question"}``; unmapped fields use their own name.
     ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
-    ``task_ids`` keeps those problems in dataset order; ``limit`` then keeps the first N.
+    ``split`` (``eval.held_out``: ``dev`` the even positions, ``test`` the odd ones, ``all``)
+    is applied first; ``task_ids`` then keeps those problems in dataset order, and ``limit``
+    the first N.
     """
     fields = dict(fields or {})
     rows = read_rows(source)
@@ -180,10 +184,16 @@ def load_problems(
         if problem.task_id in seen:
             raise UserError(f"dataset '{source}': duplicate task_id '{problem.task_id}'")
         seen.add(problem.task_id)
+    problems = select_split(problems, split)
     if task_ids:
         missing = [t for t in task_ids if t not in seen]
         if missing:
             raise UserError(f"task id(s) not in dataset '{source}': {missing[:5]}")
+        kept = {p.task_id for p in problems}
+        outside = [t for t in task_ids if t not in kept]
+        if outside:
+            raise UserError(f"task id(s) not in the {split} split of dataset '{source}' "
+                            f"({SPLIT_RULE}): {outside[:5]}")
         wanted = set(task_ids)
         problems = [p for p in problems if p.task_id in wanted]
     if limit is not None:

@@ -60,6 +60,9 @@ def _add_run(commands: Any) -> None:
                      help="the dataset's format (default: the spec's dataset.format, else detected)")
     run.add_argument("--limit", type=int, help="only the first N problems")
     run.add_argument("--task-ids", type=_csv, help="comma-separated task ids")
+    run.add_argument("--split", choices=["dev", "test", "all"],
+                     help="held-out half: dev = even positions in the dataset's order, test = odd "
+                     "(default: the spec's dataset.split, else all); applied before --task-ids and --limit")
     run.add_argument("--seeds", type=_int_csv, help="comma-separated seeds")
     run.add_argument("--concurrency", type=int, help="problems solved at once")
     run.add_argument("--ray", metavar="ADDRESS", dest="ray_address",
@@ -157,7 +160,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
         limit=args.limit,
         task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
-        request_timeout=args.request_timeout, ray_address=args.ray_address,
+        request_timeout=args.request_timeout, ray_address=args.ray_address, split=args.split,
     )
     print(result.summary().drop(columns=["run_id"]).to_string(index=False))
     for warning in result.warnings:
@@ -178,6 +181,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
         limit=args.limit, task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency,
         prompts=args.prompts, request_timeout=args.request_timeout, ray_address=args.ray_address,
+        split=args.split,
     )
     print(result.table())
     return 0

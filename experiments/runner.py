@@ -126,8 +126,8 @@ def make_pipeline(
 
 
 def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: str) -> str:
-    """What determines a problem's result; the subset (limit, task ids) and concurrency do not,
-    so a larger run reuses a smaller run's finished problems."""
+    """What determines a problem's result; the subset (split, limit, task ids) and concurrency do
+    not, so a larger run reuses a smaller run's finished problems."""
     material = {
         "name": spec.name,
         "dataset": {  # the format and challenge tests change the hidden tests, hence every result
@@ -170,6 +170,7 @@ def load_inputs(spec: ExperimentSpec, registry_uri: str) -> list[Problem]:
     problems = load_problems(
         spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
         dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
+        split=spec.dataset.split,
     )
     for pipeline_spec in spec.pipelines:
         # Names, params and BUDGET_FROM's label were checked with the spec; the budget is per run.
@@ -254,7 +255,7 @@ def _run_child(
         tracker.reopen(run_id)
     tracker.log_params(run_id, {
         "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
-        **flatten(pipeline_spec.params, "pipeline.params."),
+        "dataset.split": spec.dataset.split, **flatten(pipeline_spec.params, "pipeline.params."),
     })
     if params != pipeline_spec.params:
         tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
