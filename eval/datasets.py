@@ -19,6 +19,7 @@ row before anything runs.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.util
 import json
 import logging
@@ -115,6 +116,17 @@ def read_rows(source: str) -> list[dict[str, Any]]:
     if not rows:
         raise UserError(f"dataset '{source}' has no rows")
     return rows
+
+
+def dataset_fingerprint(source: str) -> str:
+    """What identifies a dataset's content: ``humaneval`` (the installed package's), a file's
+    SHA-256, or a directory's resolved path."""
+    if source == HUMANEVAL:
+        return HUMANEVAL
+    path = Path(source).expanduser()
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    return str(path.resolve())
 
 
 def _columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
