@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from core.errors import ServiceError, UserError
 from experiments.memory_cli import add_memory_parser, cmd_memory
+from experiments.rescore_cli import add_rescore_parser, cmd_rescore
 
 # After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
 # pool; whatever still hangs then (a model request in flight) must not keep the process alive.
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("name", nargs="?", default="local", help="'local', 'local-1.5b' or a key")
     commands.add_parser("pipelines", help="list registered pipelines and their typed params")
     add_memory_parser(commands)
+    add_rescore_parser(commands)
     for verb in commands.choices.values():
         _common_options(verb, argparse.SUPPRESS)
     return parser
@@ -346,7 +348,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 HANDLERS = {
     "run": _cmd_run, "compare": _cmd_compare, "export": _cmd_export, "optimize": _cmd_optimize,
     "ui": _cmd_ui, "view": _cmd_view, "models": _cmd_models,
-    "pipelines": _cmd_pipelines, "memory": cmd_memory,
+    "pipelines": _cmd_pipelines, "memory": cmd_memory, "rescore": cmd_rescore,
 }
 
 

@@ -112,7 +112,8 @@ def test_estimate_with_split_names_it_in_its_header_line(tmp_path, home, capsys)
     assert main(["--home", str(home), "run", str(path), "--estimate", "--split", "test",
                  "--limit", "5"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("Estimate for 'split-estimate' on ") and ", dataset split test (" in printed[0]
+    assert printed[0].startswith("Estimate for 'split-estimate' on ")
+    assert ", dataset split test (" in printed[0]
     assert printed[2].split()[:4] == ["baseline", "0", "5", "0"]
     assert main(["--home", str(home), "run", str(path), "--estimate", "--limit", "5"]) == 0
     assert "dataset split" not in capsys.readouterr().out  # all: the header as it always was
