@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from core.errors import UserError
 from eval.datasets import dataset_fingerprint, load_problems, read_rows
@@ -60,8 +60,6 @@ class RescoredRun(BaseModel):
 
 class RescoreResult(BaseModel):
     """What a rescore read, scored and logged."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     source_run_id: str = Field(description="The run given: a pipeline run or a parent run.")
     run_id: str = Field(description="The new run: the rescored pipeline run, or the parent of them.")
