@@ -19,6 +19,7 @@ row before anything runs.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.util
 import json
 import logging
@@ -31,6 +32,7 @@ from typing import Any
 from core.errors import UserError
 from eval.formats import FormatOptions, detect_format, get_format
 from eval.formats.rows import RowReader
+from eval.held_out import SPLIT_RULE, SplitName, select_split
 from eval.problems import Problem
 
 HUMANEVAL = "humaneval"
@@ -116,6 +118,17 @@ def read_rows(source: str) -> list[dict[str, Any]]:
     return rows
 
 
+def dataset_fingerprint(source: str) -> str:
+    """What identifies a dataset's content: ``humaneval`` (the installed package's), a file's
+    SHA-256, or a directory's resolved path."""
+    if source == HUMANEVAL:
+        return HUMANEVAL
+    path = Path(source).expanduser()
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    return str(path.resolve())
+
+
 def _columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(dict.fromkeys(column for row in rows for column in row))
 
@@ -144,6 +157,7 @@ def load_problems(
     *,
     dataset_format: str | None = None,
     challenge_tests: bool = False,
+    split: SplitName = "all",
 ) -> list[Problem]:
     """Load problems: read the rows, validate every row in its format, then select a subset.
 
@@ -151,7 +165,9 @@ def load_problems(
     columns (and says so on one logged line). ``fields`` maps a field of that format to the
     dataset's column name, e.g. ``{"prompt": "question"}``; unmapped fields use their own name.
     ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
-    ``task_ids`` keeps those problems in dataset order; ``limit`` then keeps the first N.
+    ``split`` (``eval.held_out``: ``dev`` the even positions, ``test`` the odd ones, ``all``)
+    is applied first; ``task_ids`` then keeps those problems in dataset order, and ``limit``
+    the first N.
     """
     fields = dict(fields or {})
     rows = read_rows(source)
@@ -180,10 +196,16 @@ def load_problems(
         if problem.task_id in seen:
             raise UserError(f"dataset '{source}': duplicate task_id '{problem.task_id}'")
         seen.add(problem.task_id)
+    problems = select_split(problems, split)
     if task_ids:
         missing = [t for t in task_ids if t not in seen]
         if missing:
             raise UserError(f"task id(s) not in dataset '{source}': {missing[:5]}")
+        kept = {p.task_id for p in problems}
+        outside = [t for t in task_ids if t not in kept]
+        if outside:
+            raise UserError(f"task id(s) not in the {split} split of dataset '{source}' "
+                            f"({SPLIT_RULE}): {outside[:5]}")
         wanted = set(task_ids)
         problems = [p for p in problems if p.task_id in wanted]
     if limit is not None:

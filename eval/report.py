@@ -223,15 +223,20 @@ def render_memory_html(memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | 
     return "".join(parts) + "</section>"
 
 
-def add_memory_section(
-    html_path: Path, memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None
-) -> None:
-    """Put the Memory section into a ``report.html`` that :func:`write_report` wrote, before the
-    method notes (the comparison finds memory metrics only after the report is written)."""
+def add_html_section(html_path: Path, section: str) -> None:
+    """Put a section into a ``report.html`` that :func:`write_report` wrote, before the method
+    notes (for what the comparison finds only after the report is written)."""
     page = html_path.read_text()
     at = page.find(_METHOD_HEADING)
     at = at if at >= 0 else page.rindex("</body>")
-    html_path.write_text(page[:at] + render_memory_html(memory, curves, plot) + page[at:])
+    html_path.write_text(page[:at] + section + page[at:])
+
+
+def add_memory_section(
+    html_path: Path, memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None
+) -> None:
+    """Put the Memory section into a ``report.html`` (see :func:`add_html_section`)."""
+    add_html_section(html_path, render_memory_html(memory, curves, plot))
 
 
 def write_report(

@@ -7,8 +7,10 @@ the optimisers' metrics are "does the hidden test pass", and ``optimizers`` must
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from eval.assembly import AssembledProgram, assemble_program, contains_code
-from eval.execution import run_program
+from eval.execution import ExecutionJob, run_many, run_program
 from eval.problems import Problem
 from eval.verdict import Status, Verdict
 
@@ -29,3 +31,15 @@ def score_code(problem: Problem, code: str, timeout_s: float) -> tuple[Assembled
         program.source, problem.test, problem.entry_point, timeout_s=timeout_s, prompt=problem.prompt
     )
     return program, verdict
+
+
+def score_programs(
+    scored: Sequence[tuple[Problem, str]], timeout_s: float, *, workers: int | None = None
+) -> list[Verdict]:
+    """Run already assembled programs (a finished run's ``final_code``) on the hidden tests of
+    the paired problems, over the sandbox's lanes at once; verdicts in order. The program runs
+    as it is, not re-assembled against the problem's prompt: it is what was scored before, and
+    the prompt (dataset text) still reaches the trusted side for helpers the tests use."""
+    jobs = [ExecutionJob(program, problem.test, problem.entry_point, timeout_s, problem.prompt)
+            for problem, program in scored]
+    return run_many(jobs, workers=workers) if jobs else []

@@ -45,6 +45,7 @@ def apply_overrides(
     dataset_format: str | None = None,
     limit: int | None = None,
     task_ids: Sequence[str] | None = None,
+    split: str | None = None,
     seeds: Sequence[int] | None = None,
     concurrency: int | None = None,
     prompts: str | Path | None = None,
@@ -67,6 +68,8 @@ def apply_overrides(
         dataset_data["source"] = dataset
     if dataset_format is not None:
         dataset_data["format"] = dataset_format
+    if split is not None:
+        dataset_data["split"] = split
     if limit is not None:
         dataset_data["limit"] = limit
     if task_ids is not None:

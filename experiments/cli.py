@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from core.errors import ServiceError, UserError
 from experiments.cli_args import output_dir, port
 from experiments.memory_cli import add_memory_parser, cmd_memory
+from experiments.rescore_cli import add_rescore_parser, cmd_rescore
 
 # After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
 # pool; whatever still hangs then (a model request in flight) must not keep the process alive.
@@ -61,6 +62,9 @@ def _add_run(commands: Any) -> None:
                      help="the dataset's format (default: the spec's dataset.format, else detected)")
     run.add_argument("--limit", type=int, help="only the first N problems")
     run.add_argument("--task-ids", type=_csv, help="comma-separated task ids")
+    run.add_argument("--split", choices=["dev", "test", "all"],
+                     help="held-out half: dev = even positions in the dataset's order, test = odd "
+                     "(default: the spec's dataset.split, else all); applied before --task-ids and --limit")
     run.add_argument("--seeds", type=_int_csv, help="comma-separated seeds")
     run.add_argument("--concurrency", type=int, help="problems solved at once")
     run.add_argument("--ray", metavar="ADDRESS", dest="ray_address",
@@ -146,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("name", nargs="?", default="local", help="'local', 'local-1.5b' or a key")
     commands.add_parser("pipelines", help="list registered pipelines and their typed params")
     add_memory_parser(commands)
+    add_rescore_parser(commands)
     for verb in commands.choices.values():
         _common_options(verb, argparse.SUPPRESS)
     return parser
@@ -162,7 +167,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
         limit=args.limit,
         task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
-        request_timeout=args.request_timeout, ray_address=args.ray_address,
+        request_timeout=args.request_timeout, ray_address=args.ray_address, split=args.split,
     )
     print(result.summary().drop(columns=["run_id"]).to_string(index=False))
     for warning in result.warnings:
@@ -183,6 +188,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
         limit=args.limit, task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency,
         prompts=args.prompts, request_timeout=args.request_timeout, ray_address=args.ray_address,
+        split=args.split,
     )
     print(result.table())
     return 0
@@ -347,7 +353,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 HANDLERS = {
     "run": _cmd_run, "compare": _cmd_compare, "export": _cmd_export, "optimize": _cmd_optimize,
     "ui": _cmd_ui, "view": _cmd_view, "models": _cmd_models,
-    "pipelines": _cmd_pipelines, "memory": cmd_memory,
+    "pipelines": _cmd_pipelines, "memory": cmd_memory, "rescore": cmd_rescore,
 }
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from core.errors import UserError
 from experiments.paths import data_dir as default_data_dir
+from experiments.rescore_pairs import lost_passes_section
 from experiments.tracking.compare_provenance import provenance_notices
 from experiments.tracking.store import (
     CHILD_TAG,
@@ -75,7 +76,8 @@ class ComparisonResult:
         return self.markdown
 
 
-def _client(home: Path, tracking: str | None) -> Any:
+def open_client(home: Path, tracking: str | None) -> Any:
+    """An MLflow client on the store runs are read from (a missing local store is bad input)."""
     # Per-file download progress bars are noise in a terminal report.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from mlflow.tracking import MlflowClient
@@ -355,7 +357,7 @@ def compare_runs(
     if not run_ids:
         raise UserError("compare needs a parent run id or one or more pipeline run ids")
     home = Path(home) if home else default_data_dir()
-    client = _client(home, tracking)
+    client = open_client(home, tracking)
     notices: list[str] = []
     resolved = resolve_runs(client, run_ids, notices)
     notices += provenance_notices(client, [r.parent_id for r in resolved])
@@ -371,9 +373,10 @@ def compare_runs(
         bootstrap_seed, n_resamples, confidence, tuple(notices), discordant_links(problems, viewer_url),
     )
     files, markdown = write_report(context, table, pairs, out)
-    learning = learning_section(client, resolved, problems, out, files)
-    if learning:
-        markdown += learning
+    added = learning_section(client, resolved, problems, out, files)
+    added += lost_passes_section(client, resolved, problems, out, files)
+    if added:
+        markdown += added
         files["markdown"].write_text(markdown)
     logged = None
     if log:

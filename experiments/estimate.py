@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from eval.datasets import HUMANEVAL
+from eval.held_out import SplitName
 from eval.results import ProblemResult
 from experiments.checkpoints import CheckpointStore
 from experiments.paths import data_dir as default_data_dir
@@ -81,6 +82,7 @@ class PipelineEstimate(BaseModel):
 class Estimate(BaseModel):
     experiment: str
     model: str
+    split: SplitName = Field(default="all", description="The dataset's held-out half the run would use.")
     parallel: int = Field(description="Problems assumed to run at once (the wall-time divisor).")
     parallel_reason: str
     pipelines: list[PipelineEstimate]
@@ -116,7 +118,10 @@ class Estimate(BaseModel):
         rows.append(["total", "", str(pending), str(done),
                      *(_format(self.total(f), f) + unknown for f in COST_FIGURES), ""])
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        lines = [f"Estimate for '{self.experiment}' on {self.model} (no model called, nothing written):"]
+        split = "" if self.split == "all" else f", dataset split {self.split}"
+        lines = [
+            f"Estimate for '{self.experiment}' on {self.model}{split} (no model called, nothing written):"
+        ]
         for row in [header, *rows]:  # names left-aligned, figures right-aligned
             pairs = enumerate(zip(row, widths, strict=True))
             cells = [cell.ljust(width) if i in (0, 8) else cell.rjust(width) for i, (cell, width) in pairs]
@@ -418,5 +423,6 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
             rows.append(row)
     model = identity.resolved + (f" at {identity.api_base}" if identity.api_base else "")
     return Estimate(
-        experiment=spec.name, model=model, parallel=parallel, parallel_reason=reason, pipelines=rows
+        experiment=spec.name, model=model, split=spec.dataset.split, parallel=parallel,
+        parallel_reason=reason, pipelines=rows,
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from eval.datasets import HUMANEVAL, load_problems
+from eval.datasets import dataset_fingerprint, load_problems
 from eval.problems import Problem
 from eval.results import ProblemResult, results_table
 from eval.scoring import NO_CODE
@@ -85,16 +85,6 @@ class ExperimentResult:
         return pd.DataFrame(rows)
 
 
-def _dataset_fingerprint(spec: ExperimentSpec) -> str:
-    source = spec.dataset.source
-    if source == HUMANEVAL:
-        return HUMANEVAL
-    path = Path(source).expanduser()
-    if path.is_file():
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    return str(path.resolve())
-
-
 def prompts_of(spec: ExperimentSpec, pipeline_spec: PipelineSpec) -> str | None:
     """The exported prompts a pipeline runs with: its own, else the experiment's."""
     return pipeline_spec.prompts or spec.prompts
@@ -126,12 +116,12 @@ def make_pipeline(
 
 
 def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: str) -> str:
-    """What determines a problem's result; the subset (limit, task ids) and concurrency do not,
-    so a larger run reuses a smaller run's finished problems."""
+    """What determines a problem's result; the subset (split, limit, task ids) and concurrency do
+    not, so a larger run reuses a smaller run's finished problems."""
     material = {
         "name": spec.name,
         "dataset": {  # the format and challenge tests change the hidden tests, hence every result
-            "source": _dataset_fingerprint(spec), "fields": spec.dataset.fields,
+            "source": dataset_fingerprint(spec.dataset.source), "fields": spec.dataset.fields,
             "format": spec.dataset.format, "challenge_tests": spec.dataset.challenge_tests,
         },
         # Transport and serving settings change no answer's cache key, so no checkpoint either.
@@ -160,7 +150,7 @@ def checkpoint_store(
     """Where the configuration ``key`` checkpoints its finished problems, with each pipeline's
     cost key in the store's manifest."""
     prompts = _prompts_fingerprint(spec, registry_uri) or {}
-    keys = cost_keys(spec, identity.cache_identity, _dataset_fingerprint(spec), prompts)
+    keys = cost_keys(spec, identity.cache_identity, dataset_fingerprint(spec.dataset.source), prompts)
     return CheckpointStore(home / "checkpoints" / f"{path_segment(spec.name)}-{key}", cost_keys=keys)
 
 
@@ -170,6 +160,7 @@ def load_inputs(spec: ExperimentSpec, registry_uri: str) -> list[Problem]:
     problems = load_problems(
         spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
         dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
+        split=spec.dataset.split,
     )
     for pipeline_spec in spec.pipelines:
         # Names, params and BUDGET_FROM's label were checked with the spec; the budget is per run.
@@ -255,7 +246,7 @@ def _run_child(
         tracker.reopen(run_id)
     tracker.log_params(run_id, {
         "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
-        **flatten(pipeline_spec.params, "pipeline.params."),
+        "dataset.split": spec.dataset.split, **flatten(pipeline_spec.params, "pipeline.params."),
     })
     if params != pipeline_spec.params:
         tracker.log_params(run_id, flatten(params, "pipeline.resolved."))

@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
 from eval.formats import FormatName
+from eval.held_out import SPLIT_RULE, SplitName
 from experiments.serving.local_server import ServerChoice
 from experiments.serving.model_files import resolve_bundled
 from experiments.spec_files import format_validation_error
@@ -59,6 +60,12 @@ class DatasetSpec(StrictModel):
     challenge_tests: bool = Field(
         default=False,
         description="mbpp only: add the rows' challenge_test_list to the hidden test.",
+    )
+    split: SplitName = Field(
+        default="all",
+        description=f"The held-out protocol's half: 'dev' or 'test' ({SPLIT_RULE}), or 'all'. "
+        "Applied before `task_ids` and `limit`; not part of the checkpoint key (it changes which "
+        "problems run, not their results).",
     )
     limit: int | None = Field(default=None, ge=1, description="Keep only the first N problems.")
     task_ids: list[str] = Field(default_factory=list, description="Keep only these problems.")

@@ -141,6 +141,7 @@ def run_optimization(
         problems = load_problems(
             spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
             dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
+            split=spec.dataset.split,
         )
         split = make_split([p.task_id for p in problems], spec.split)  # refuses a split with an empty part
     except UserError as exc:

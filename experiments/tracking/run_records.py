@@ -86,7 +86,8 @@ def open_parent_run(
         **flatten(spec.model_dump(mode="json"), "config."),
         "model.resolved": identity.resolved, "model.file_sha256": identity.file_sha256 or "n/a",
         "model.api_base": identity.api_base or local,
-        "isolation": isolation_level(), "problems": len(problems), **served_by,
+        "isolation": isolation_level(), "problems": len(problems), "dataset.split": spec.dataset.split,
+        **served_by,
         **{f"version.{k}": v for k, v in package_versions().items()},
     })
     tracker.set_tags(parent_id, {

@@ -1,0 +1,296 @@
+"""Score a finished run's final programs again, on another dataset's tests for the same task ids
+(``inspect score`` for critiquelab): how much of a HumanEval pass@1 survives HumanEval+'s tests?
+
+From a notebook::
+
+    from experiments.rescore import rescore_run
+    result = rescore_run("<run id>", "HumanEvalPlus.jsonl", dataset_format="evalplus")
+    print(result.table())          # per pipeline: passed before / after, lost, gained, pass@1
+    result.runs[0].change.lost     # task ids that passed the original tests and fail these
+
+What is rescored is each pipeline run's per-problem table (``problems.parquet``): its
+``final_code`` — the assembled program that was scored — runs as it is in the sandbox against
+the other dataset's hidden test. No model is called. The table keeps no code of the other
+candidates it scored (vote's samples, debaters' answers, tree-search nodes, a first version):
+only their pass flags, which are left out of the rescored table rather than kept from the old
+tests. RUN_ID may be a pipeline run (one new run) or a parent run (a new parent holding one new
+run per pipeline run). Each new run sits in the original's experiment, tagged
+``critiquelab.rescored_from`` with the run it rescored, its label ``<label>+rescored``, so
+``critiquelab compare`` of both shows the passes lost.
+
+Everything is read and scored before anything is written: an unknown run, a dataset that cannot
+be read or shares no task id with the run is one line (exit 2) and leaves no run behind.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.errors import UserError
+from eval.datasets import dataset_fingerprint, load_problems, read_rows
+from eval.execution import DEFAULT_TIMEOUT_S, isolation_level
+from eval.formats import detect_format
+from eval.pass_changes import PassChange, changes_markdown, listed, pass_change
+from eval.problems import Problem
+from eval.scoring import NO_CODE, score_programs
+from eval.verdict import Status
+from experiments.compare import ComparedRun, open_client, resolve_runs
+from experiments.paths import data_dir as default_data_dir
+from experiments.rescore_pairs import RESCORED_FROM_TAG
+from experiments.tracking.compare_provenance import MEASURING_PARAMS
+from experiments.tracking.provenance import code_fingerprint
+from experiments.tracking.store import CHILD_TAG, Tracker, tracking_uri
+
+LABEL_SUFFIX = "+rescored"
+
+
+class RescoredRun(BaseModel):
+    """One pipeline run and its rescore."""
+
+    original_run_id: str = Field(description="The pipeline run whose final programs were rescored.")
+    run_id: str = Field(description="The new pipeline run holding the rescored table.")
+    label: str = Field(description="The new run's pipeline label: the original's + '+rescored'.")
+    change: PassChange = Field(description="Passed before and after, lost and gained, on the common tasks.")
+
+
+class RescoreResult(BaseModel):
+    """What a rescore read, scored and logged."""
+
+    source_run_id: str = Field(description="The run given: a pipeline run or a parent run.")
+    run_id: str = Field(description="The new run: the rescored pipeline run, or the parent of them.")
+    experiment_id: str = Field(description="The MLflow experiment of both.")
+    dataset: str = Field(description="The dataset whose tests were used, as given.")
+    dataset_format: str = Field(description="Its format (given or detected).")
+    dataset_fingerprint: str = Field(description="Its SHA-256 ('humaneval' for the package's).")
+    runs: list[RescoredRun] = Field(description="One per pipeline run rescored.")
+    missing: list[str] = Field(description="The run's task ids the dataset lacks, left out.")
+    notices: list[str] = Field(default_factory=list, description="One line each: what was left out.")
+    out_dir: Path = Field(description="Where summary.md and changes.csv were written.")
+
+    def table(self) -> str:
+        """Per pipeline × seed: problems, passed before / after, lost, gained, pass@1 before / after."""
+        return changes_markdown([r.change for r in self.runs])
+
+
+def _problems_table(client: Any, run: ComparedRun, tmp: Path) -> Any:
+    import pandas as pd
+
+    target = tmp / run.run_id
+    target.mkdir()
+    try:
+        return pd.read_parquet(client.download_artifacts(run.run_id, "problems.parquet", str(target)))
+    except Exception as exc:  # MLflow raises several types for a missing artifact
+        raise UserError(f"run '{run.run_id}' has no problems.parquet artifact (not finished?)") from exc
+
+
+def _hidden_test_flags(table: Any) -> list[str]:
+    """Columns of pass flags on the old hidden tests for code the table does not keep: the first
+    version's (``extra.first_passed``) and every candidate list (``extra.<name>_passed``: vote
+    samples, debaters, tree-search nodes). Scalar flags such as ``qa_passed`` are on visible or
+    generated tests and stay."""
+    flags = []
+    for column in table.columns:
+        if column == "extra.first_passed":
+            flags.append(column)
+        elif column.startswith("extra.") and column.endswith("_passed"):
+            values = table[column].dropna()
+            if len(values) and hasattr(values.iloc[0], "__len__"):  # a list (an array from parquet)
+                flags.append(column)
+    return flags
+
+
+def _timeout(client: Any, run_id: str, parent_id: str) -> float:
+    """The original experiment's per-test limit, so a program is not failed by a shorter one."""
+    for candidate in (parent_id, run_id):
+        if candidate:
+            value = client.get_run(candidate).data.params.get("config.execution.timeout_s")
+            if value is not None:
+                return float(value)
+    return DEFAULT_TIMEOUT_S
+
+
+def _rescored_table(table: Any, by_id: dict[str, Problem], timeout_s: float) -> Any:
+    """The original table on the dataset's tasks, status / reason / detail / passed from the new
+    tests. A reply that held no code stays failed as it was: there is no program to run."""
+    kept = table[table["task_id"].isin(list(by_id))].copy().reset_index(drop=True)
+    runnable = [i for i in range(len(kept)) if kept.at[i, "reason"] != NO_CODE]
+    verdicts = score_programs(
+        [(by_id[kept.at[i, "task_id"]], str(kept.at[i, "final_code"])) for i in runnable], timeout_s
+    )
+    for i, verdict in zip(runnable, verdicts, strict=True):
+        kept.at[i, "status"], kept.at[i, "reason"] = verdict.status.value, verdict.reason
+        kept.at[i, "detail"], kept.at[i, "passed"] = verdict.detail, verdict.passed
+        if "extra.isolation" in kept:
+            kept.at[i, "extra.isolation"] = verdict.isolation
+    return kept.drop(columns=_hidden_test_flags(kept))
+
+
+def _metrics(table: Any, change: PassChange, missing: int) -> dict[str, float]:
+    """The figures a run logs that the rescore changes or keeps, and what it changed."""
+    problems = len(table)
+    tokens = float(table["total_tokens"].sum())
+    metrics = {
+        "problems": problems, "problems_passed": int(table["passed"].sum()),
+        "prompt_tokens": float(table["prompt_tokens"].sum()),
+        "completion_tokens": float(table["completion_tokens"].sum()),
+        "total_tokens": tokens, "lm_calls": float(table["lm_calls"].sum()),
+        "rescore.passed_before": change.passed_before, "rescore.lost": len(change.lost),
+        "rescore.gained": len(change.gained), "rescore.missing": missing,
+        **{f"status.{s.value}": int((table["status"] == s.value).sum()) for s in Status},
+    }
+    if problems:  # a mean over no problem is absent, never 0 (as eval.summary logs it)
+        metrics["pass_at_1"] = float(table["passed"].mean())
+        metrics["tokens_per_problem"] = tokens / problems
+    return metrics
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One pipeline run read and rescored; nothing written yet."""
+
+    run: ComparedRun
+    before: dict[str, bool]  # task id -> passed on the original tests (every task of the run)
+    table: Any  # the rescored per-problem table (the dataset's tasks only)
+    change: PassChange
+
+
+def _outcomes(table: Any) -> dict[str, bool]:
+    return dict(zip(table["task_id"].astype(str), table["passed"].astype(bool), strict=True))
+
+
+def _score(client: Any, runs: list[ComparedRun], source: str, chosen_format: str, run_id: str,
+           notices: list[str]) -> tuple[list[_Scored], list[str], int]:
+    """Every run's table rescored on the dataset (read first, written nowhere), the run's task
+    ids the dataset lacks, and the number of tasks rescored."""
+    with tempfile.TemporaryDirectory() as tmp:
+        originals = {r.run_id: _problems_table(client, r, Path(tmp)) for r in runs}
+    by_id = {p.task_id: p for p in load_problems(source, dataset_format=chosen_format)}
+    tasks = list(dict.fromkeys(str(t) for table in originals.values() for t in table["task_id"]))
+    missing = [t for t in tasks if t not in by_id]
+    if len(missing) == len(tasks):
+        raise UserError(f"dataset '{source}' has none of the {len(tasks)} task ids of run {run_id} "
+                        f"(e.g. {listed(tasks, 3)}): nothing to rescore")
+    if missing:
+        notices.append(f"{len(missing)} of {len(tasks)} task ids of run {run_id} are not in dataset "
+                       f"'{source}' and were left out: {listed(missing)}")
+    scored, dropped = [], set()
+    for run in runs:
+        original = originals[run.run_id]
+        table = _rescored_table(original, by_id, _timeout(client, run.run_id, run.parent_id))
+        # The first version's flag goes too (see _hidden_test_flags), without a notice: for most
+        # pipelines the first version is the final one.
+        dropped.update(c for c in _hidden_test_flags(original) if c != "extra.first_passed")
+        before = _outcomes(original)
+        scored.append(_Scored(run, before, table, pass_change(run.label, run.seed, before, _outcomes(table))))
+    if dropped:
+        notices.append(f"the runs' tables keep only pass flags, no code, for {', '.join(sorted(dropped))}: "
+                       "final programs only were rescored; those flags are left out of the rescored tables")
+    return scored, missing, len(tasks) - len(missing)
+
+
+def _log_runs(
+    tracker: Tracker, client: Any, source_run: Any, scored: list[_Scored], dataset_params: dict[str, str],
+    *, as_parent: bool, rescored_tasks: int, missing: int,
+) -> tuple[str | None, list[RescoredRun]]:
+    """The new parent (when a parent run was rescored) and one new pipeline run per rescored one."""
+    parent_id = None
+    if as_parent:
+        parent_id = tracker.start_run(f"{source_run.info.run_name}{LABEL_SUFFIX}", tags={
+            RESCORED_FROM_TAG: source_run.info.run_id, "critiquelab.code_fingerprint": code_fingerprint()})
+        # How the programs were made, as the original logged it; how they were scored, as now.
+        made = {k: v for k, v in source_run.data.params.items() if k in MEASURING_PARAMS}
+        tracker.log_params(parent_id, {
+            **made, "config.dataset.source": dataset_params["dataset.source"],
+            "config.dataset.format": dataset_params["dataset.format"],
+            "config.dataset.challenge_tests": "false", "isolation": isolation_level(),
+            "problems": rescored_tasks, **dataset_params,
+        })
+    done = []
+    for item in scored:
+        run, label = item.run, f"{item.run.label}{LABEL_SUFFIX}"
+        params = client.get_run(run.run_id).data.params
+        child = tracker.start_run(f"{label}-seed{run.seed}", parent_id=parent_id, tags={
+            CHILD_TAG: f"{label}/seed={run.seed}", RESCORED_FROM_TAG: run.run_id})
+        tracker.log_params(child, {
+            **{k: v for k, v in params.items() if k.startswith("pipeline.params.")},
+            "pipeline": params.get("pipeline", run.label), "pipeline.label": label, "seed": run.seed,
+            "rescore.original_label": run.label, **dataset_params,
+        })
+        table = item.table.assign(pipeline=label)
+        tracker.log_metrics(child, _metrics(table, item.change, missing))
+        tracker.log_frame(child, table, "problems")
+        tracker.finish(child)
+        done.append(RescoredRun(original_run_id=run.run_id, run_id=child, label=label, change=item.change))
+    return parent_id, done
+
+
+def _write_files(result: RescoreResult, scored: list[_Scored]) -> None:
+    """``summary.md`` (what the CLI prints) and ``changes.csv`` (a row per pipeline × seed × task)."""
+    import pandas as pd
+
+    notes = "".join(f"\nNote: {n}\n" for n in result.notices)
+    result.out_dir.mkdir(parents=True, exist_ok=True)
+    (result.out_dir / "summary.md").write_text(
+        f"# Rescore of {result.source_run_id} on {result.dataset} ({result.dataset_format})\n\n"
+        f"{result.table()}{notes}"
+    )
+    rows = [
+        {"pipeline": item.run.label, "seed": item.run.seed, "task_id": task,
+         "passed_before": item.before[task], "passed_after": bool(passed), "reason_after": reason}
+        for item in scored
+        for task, passed, reason in zip(item.table["task_id"].astype(str), item.table["passed"],
+                                        item.table["reason"], strict=True)
+    ]
+    pd.DataFrame(rows).to_csv(result.out_dir / "changes.csv", index=False)
+
+
+def rescore_run(
+    run_id: str,
+    dataset: str | Path,
+    *,
+    dataset_format: str | None = None,
+    home: Path | None = None,
+    out: Path | None = None,
+    tracking: str | None = None,
+) -> RescoreResult:
+    """Rescore ``run_id``'s final programs on ``dataset``'s tests (see the module docstring).
+    ``dataset_format``: humaneval, mbpp or evalplus (default: detected from the columns).
+    ``out``: where ``summary.md`` and ``changes.csv`` go (default
+    ``<data dir>/reports/rescore-<new run id>``); they are also artifacts of the new run."""
+    source = str(dataset)
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserError(f"{out}: exists and is not a directory (where the rescore's files would go)")
+    home = Path(home) if home else default_data_dir()
+    client = open_client(home, tracking)
+    notices: list[str] = []
+    runs = resolve_runs(client, [run_id], notices)
+    chosen_format = dataset_format or detect_format({c for row in read_rows(source) for c in row})[0]
+    scored, missing, rescored_tasks = _score(client, runs, source, chosen_format, run_id, notices)
+
+    # Everything read and scored: only now is anything written.
+    source_run = client.get_run(run_id)
+    experiment = client.get_experiment(source_run.info.experiment_id).name
+    tracker = Tracker(home, experiment, tracking_uri(home, tracking))
+    fingerprint = dataset_fingerprint(source)
+    dataset_params = {"dataset.source": source, "dataset.format": chosen_format,
+                      "dataset.fingerprint": fingerprint}
+    parent_id, done = _log_runs(
+        tracker, client, source_run, scored, dataset_params,
+        as_parent=[r.run_id for r in runs] != [run_id], rescored_tasks=rescored_tasks, missing=len(missing),
+    )
+    top = parent_id or done[0].run_id
+    result = RescoreResult(
+        source_run_id=run_id, run_id=top, experiment_id=tracker.experiment_id, dataset=source,
+        dataset_format=chosen_format, dataset_fingerprint=fingerprint, runs=done, missing=missing,
+        notices=notices, out_dir=Path(out) if out else home / "reports" / f"rescore-{top}",
+    )
+    _write_files(result, scored)
+    tracker.client.log_artifacts(top, str(result.out_dir), "rescore")
+    if parent_id:
+        tracker.finish(parent_id)
+    return result

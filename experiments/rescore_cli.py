@@ -1,0 +1,39 @@
+"""``critiquelab rescore RUN_ID --dataset FILE``: a thin layer over
+:func:`experiments.rescore.rescore_run`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_rescore_parser(commands: Any) -> None:
+    rescore = commands.add_parser(
+        "rescore", help="score a finished run's final programs on another dataset's tests (no model call)"
+    )
+    rescore.add_argument("run_id", help="a pipeline run id, or a parent run id (each pipeline run rescored)")
+    rescore.add_argument("--dataset", required=True,
+                         help="'humaneval' or a .jsonl/.parquet/saved-dataset path with the same task ids, "
+                         "e.g. HumanEval+ in EvalPlus format")
+    rescore.add_argument("--format", dest="dataset_format", choices=["humaneval", "mbpp", "evalplus"],
+                         help="the dataset's format (default: detected from its columns)")
+    rescore.add_argument("--out", type=Path,
+                         help="where summary.md and changes.csv go "
+                         "(default <data dir>/reports/rescore-<new run id>)")
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from experiments.rescore import rescore_run
+
+    result = rescore_run(args.run_id, args.dataset, dataset_format=args.dataset_format, home=args.home,
+                         out=args.out)
+    for notice in result.notices:
+        print(f"critiquelab: note: {notice}", file=sys.stderr)
+    print(f"Rescore of {result.source_run_id} on {result.dataset} ({result.dataset_format}):\n")
+    print(result.table())
+    print(f"MLflow run {result.run_id} (experiment {result.experiment_id}); files in {result.out_dir}")
+    print("see the passes lost next to the original: "
+          f"critiquelab compare {result.source_run_id} {result.run_id}")
+    return 0
