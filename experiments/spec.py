@@ -1,8 +1,9 @@
 """Experiment specs: the YAML a researcher writes, validated by pydantic.
 
-Every field is documented here; unknown keys are errors (a typo must not silently fall
-back to a default). ``parse_spec`` turns any problem into one :class:`UserError` line that
-names the file and the field; reading the YAML is :mod:`experiments.spec_files`.
+Every field is documented here (a pipeline entry's in :mod:`experiments.pipeline_spec`); unknown
+keys are errors (a typo must not silently fall back to a default). ``parse_spec`` turns any problem
+into one :class:`UserError` line that names the file and the field; reading the YAML is
+:mod:`experiments.spec_files`.
 """
 
 from __future__ import annotations
