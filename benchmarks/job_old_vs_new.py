@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from eval.datasets import load_problems
-from experiments.api import offline_defaults, run
+from experiments.api import RunOverrides, offline_defaults, run
 from experiments.spec_files import load_yaml
 from experiments.tracking.store import tracking_uri
 
@@ -100,7 +100,8 @@ def main() -> None:
                 home = Path(scratch) / name
                 loads.append(os.getloadavg()[0])
                 start = time.monotonic()
-                result = run(configs[name], home=home, task_ids=chunk, progress=False, compare=False)
+                result = run(configs[name], overrides=RunOverrides(task_ids=chunk), home=home, progress=False,
+                             compare=False)
                 total = time.monotonic() - start
                 for pipeline, seconds in _pipeline_walls(home, result).items():
                     wall[name][pipeline] += seconds

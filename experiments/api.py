@@ -1,7 +1,7 @@
 """The library API behind the CLI, usable from a notebook::
 
-    from experiments.api import run
-    result = run("experiments/baseline.yaml", limit=5)
+    from experiments.api import RunOverrides, run
+    result = run("experiments/baseline.yaml", overrides=RunOverrides(limit=5))
     result.summary()
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.estimate import Estimate, estimate_run
+from experiments.overrides import RunOverrides
 from experiments.runner import ExperimentResult, run_experiment
 from experiments.spec import ExperimentSpec, parse_spec
 from experiments.spec_files import load_yaml
@@ -35,84 +36,37 @@ def offline_defaults() -> None:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
 
 
-def apply_overrides(
-    data: dict[str, Any],
-    *,
-    model: str | None = None,
-    api_base: str | None = None,
-    api_key_env: str | None = None,
-    dataset: str | None = None,
-    dataset_format: str | None = None,
-    limit: int | None = None,
-    task_ids: Sequence[str] | None = None,
-    split: str | None = None,
-    seeds: Sequence[int] | None = None,
-    concurrency: int | None = None,
-    prompts: str | Path | None = None,
-    request_timeout: float | None = None,
-    ray_address: str | None = None,
-) -> dict[str, Any]:
-    """Command-line overrides onto raw spec data, before validation (so they are validated too)."""
-    data = {**data}
-    model_data = dict(data.get("model") or {})
-    dataset_data = dict(data.get("dataset") or {})
-    if model is not None:
-        model_data["id"] = model
-    if api_base is not None:
-        model_data["api_base"] = api_base
-    if api_key_env is not None:
-        model_data["api_key_env"] = api_key_env
-    if request_timeout is not None:
-        model_data["timeout_s"] = request_timeout
-    if dataset is not None:
-        dataset_data["source"] = dataset
-    if dataset_format is not None:
-        dataset_data["format"] = dataset_format
-    if split is not None:
-        dataset_data["split"] = split
-    if limit is not None:
-        dataset_data["limit"] = limit
-    if task_ids is not None:
-        dataset_data["task_ids"] = list(task_ids)
-    if seeds is not None:
-        data["seeds"] = list(seeds)
-    if concurrency is not None:
-        data["concurrency"] = concurrency
-    if prompts is not None:
-        data["prompts"] = str(prompts)
-    if ray_address is not None:
-        data["execution"] = {**(data.get("execution") or {}), "executor": "ray", "address": ray_address}
-    data["model"], data["dataset"] = model_data, dataset_data
-    return data
-
-
-def load_experiment(spec: str | Path | dict[str, Any], **overrides: Any) -> ExperimentSpec:
-    if isinstance(spec, dict):
-        return parse_spec(apply_overrides(spec, **overrides), "spec")
-    path = Path(spec)
-    raw = load_yaml(path)
-    if not isinstance(raw, dict):
-        return parse_spec(raw, str(path))
-    return parse_spec(apply_overrides(raw, **overrides), str(path))
+def load_experiment(
+    spec: str | Path | dict[str, Any], overrides: RunOverrides | None = None
+) -> ExperimentSpec:
+    """A spec (a YAML path, or its data as a dict) with ``overrides`` applied, validated once; any
+    problem is one :class:`core.errors.UserError` line, naming the option at fault if one is."""
+    overrides = overrides or RunOverrides()
+    source = "spec" if isinstance(spec, dict) else str(spec)
+    data = spec if isinstance(spec, dict) else load_yaml(Path(spec))
+    if isinstance(data, dict):  # else parse_spec says what the top level should be
+        data = overrides.apply(data)
+    return parse_spec(data, source, blame=overrides.blamed)
 
 
 def run(
     spec: str | Path | dict[str, Any],
     *,
+    overrides: RunOverrides | None = None,
     home: str | Path | None = None,
     fresh: bool = False,
     cache: bool = True,
     progress: bool = True,
     compare: bool | None = None,
-    **overrides: Any,
 ) -> ExperimentResult:
-    """Validate a spec (path or dict) with overrides, run it, return the results.
+    """Validate a spec (path or dict) with ``overrides`` (what ``critiquelab run``'s options
+    change), run it, return the results.
 
     ``compare`` ends the run with the paired comparison of its pipelines (``result.comparison``);
     by default when it has two or more.
     """
     offline_defaults()
-    experiment = load_experiment(spec, **overrides)
+    experiment = load_experiment(spec, overrides)
     return run_experiment(
         experiment, home=Path(home) if home is not None else None, fresh=fresh, cache=cache,
         progress=progress, compare=compare,
@@ -122,15 +76,15 @@ def run(
 def estimate(
     spec: str | Path | dict[str, Any],
     *,
+    overrides: RunOverrides | None = None,
     home: str | Path | None = None,
     fresh: bool = False,
-    **overrides: Any,
 ) -> Estimate:
     """What :func:`run` with the same arguments would cost, per pipeline × seed: an
     :class:`experiments.estimate.Estimate` (``.table()`` prints as ``run --estimate`` does). Calls
     no model and writes nothing; the spec is checked as ``run`` checks it."""
     offline_defaults()
-    experiment = load_experiment(spec, **overrides)
+    experiment = load_experiment(spec, overrides)
     return estimate_run(experiment, Path(home) if home is not None else None, fresh=fresh)
 
 

@@ -1,7 +1,8 @@
 """Per-problem checkpoints, so an interrupted experiment resumes without redoing or
 double-counting work.
 
-One append-only JSONL file per pipeline × seed. Each finished problem is one line, flushed
+A configuration's checkpoints live under its :func:`checkpoint_key`: what determines a problem's
+result. One append-only JSONL file per pipeline × seed. Each finished problem is one line, flushed
 and fsynced before the next problem is reported done. A line torn by a kill is dropped on
 the next open; a task recorded twice keeps its first record. A manifest beside them names each
 pipeline's cost key, so ``critiquelab run --estimate`` can use these problems' measured cost for
@@ -16,12 +17,17 @@ import os
 import re
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.datasets import dataset_fingerprint
 from eval.results import ProblemResult
-from experiments.spec import ExperimentSpec
-from pipelines.parallel_agents import PARALLEL_AGENTS
+from experiments.memory_run import memory_of
+from experiments.paths import path_segment
+from experiments.serving.provision import ModelIdentity
+from experiments.spec import SCHEDULING_FIELDS, ExperimentSpec
+from experiments.tracking.provenance import code_fingerprint
 
 MANIFEST = "manifest.json"
 # The model settings that change what the model answers (hence tokens and time); transport
@@ -52,8 +58,7 @@ def cost_keys(
     for pipeline in spec.pipelines:
         # As in the checkpoint key: parallel_agents changes when calls are made, not what they
         # ask, and one store holds problems run with any value of it.
-        params = {k: v for k, v in pipeline.params.items() if k != PARALLEL_AGENTS}
-        material = {**common, "pipeline": pipeline.name, "params": params,
+        material = {**common, "pipeline": pipeline.name, "params": pipeline.params.key_values(),
                     "prompts": prompts.get(pipeline.display_name)}
         if pipeline.roles:  # only then, so keys of pipelines without role settings stay as they were
             material["roles"] = {name: role.model_dump() for name, role in pipeline.roles.items()}
@@ -62,6 +67,65 @@ def cost_keys(
         blob = json.dumps(material, sort_keys=True, default=str)
         keys[pipeline.display_name] = hashlib.sha256(blob.encode()).hexdigest()[:16]
     return keys
+
+
+@dataclass(frozen=True)
+class InputFingerprints:
+    """What a run's inputs hash to, computed once per run: the checkpoint key and the cost keys
+    both use them, and a prompts fingerprint may read a Prompt Registry."""
+
+    dataset: str
+    prompts: dict[str, str]  # by pipeline label, for the pipelines that load exported prompts
+
+
+def input_fingerprints(spec: ExperimentSpec, registry_uri: str) -> InputFingerprints:
+    """Loaded prompts change every result, so their content is part of the keys (the
+    dataset's too); reading them checks each source is prompts at all."""
+    from optimizers.export import prompts_fingerprint
+
+    sources = {p.display_name: spec.prompts_of(p) for p in spec.pipelines}
+    prompts = {
+        label: prompts_fingerprint(source, registry_uri=registry_uri)
+        for label, source in sources.items() if source
+    }
+    return InputFingerprints(dataset_fingerprint(spec.dataset.source), prompts)
+
+
+def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, fingerprints: InputFingerprints) -> str:
+    """What determines a problem's result; the subset (split, limit, task ids) and concurrency do
+    not, so a larger run reuses a smaller run's finished problems."""
+    material = {
+        "name": spec.name,
+        "dataset": {  # the format and challenge tests change the hidden tests, hence every result
+            "source": fingerprints.dataset, "fields": spec.dataset.fields,
+            "format": spec.dataset.format, "challenge_tests": spec.dataset.challenge_tests,
+        },
+        # Transport and serving settings change no answer's cache key, so no checkpoint either.
+        "model": spec.model.model_dump(exclude={"num_retries", "timeout_s", "server", "slots"}),
+        "model_identity": identity.cache_identity,
+        # parallel_agents changes when role calls are made, never what they ask (tested): runs
+        # that differ only in it share their finished problems (PipelineParams.key_values).
+        # Memory left off leaves the key as it was before memory existed.
+        "pipelines": [
+            {**p.model_dump(exclude=set() if memory_of(p) else {"memory"}), "params": p.params.key_values()}
+            for p in spec.pipelines
+        ],
+        "execution": spec.execution.model_dump(exclude=set(SCHEDULING_FIELDS)),
+        "prompts": fingerprints.prompts or None,
+        "code": code_fingerprint(),
+        **({"order_seed": spec.order_seed} if spec.order_seed is not None else {}),
+    }
+    blob = json.dumps(material, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def checkpoint_store(
+    spec: ExperimentSpec, identity: ModelIdentity, key: str, home: Path, fingerprints: InputFingerprints
+) -> CheckpointStore:
+    """Where the configuration ``key`` checkpoints its finished problems, with each pipeline's
+    cost key in the store's manifest."""
+    keys = cost_keys(spec, identity.cache_identity, fingerprints.dataset, fingerprints.prompts)
+    return CheckpointStore(home / "checkpoints" / f"{path_segment(spec.name)}-{key}", cost_keys=keys)
 
 
 class CheckpointStore:

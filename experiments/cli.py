@@ -17,12 +17,15 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from core.errors import ServiceError, UserError
 from experiments.cli_args import output_dir, port
 from experiments.memory_cli import add_memory_parser, cmd_memory
 from experiments.rescore_cli import add_rescore_parser, cmd_rescore
+
+if TYPE_CHECKING:  # imported when a command needs it, so that `--help` stays quick
+    from experiments.overrides import RunOverrides
 
 # After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
 # pool; whatever still hangs then (a model request in flight) must not keep the process alive.
@@ -58,7 +61,7 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--api-base", help="endpoint URL for a LiteLLM model")
     run.add_argument("--api-key-env", help="environment variable that holds the API key")
     run.add_argument("--dataset", help="'humaneval' or a .jsonl/.parquet/saved-dataset path")
-    run.add_argument("--format", dest="dataset_format", choices=["humaneval", "mbpp", "evalplus"],
+    run.add_argument("--format", choices=["humaneval", "mbpp", "evalplus"],
                      help="the dataset's format (default: the spec's dataset.format, else detected)")
     run.add_argument("--limit", type=int, help="only the first N problems")
     run.add_argument("--task-ids", type=_csv, help="comma-separated task ids")
@@ -67,7 +70,7 @@ def _add_run(commands: Any) -> None:
                      "(default: the spec's dataset.split, else all); applied before --task-ids and --limit")
     run.add_argument("--seeds", type=_int_csv, help="comma-separated seeds")
     run.add_argument("--concurrency", type=int, help="problems solved at once")
-    run.add_argument("--ray", metavar="ADDRESS", dest="ray_address",
+    run.add_argument("--ray", metavar="ADDRESS",
                      help="solve on a Ray cluster: 'auto', host:6379 or ray://host:10001")
     run.add_argument("--request-timeout", type=float, metavar="S",
                      help="seconds one model request may take (default 600 local, 120 remote)")
@@ -156,18 +159,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _overrides(args: argparse.Namespace) -> RunOverrides:
+    """The run options that replace spec values (each is the option of the same name)."""
+    from experiments.overrides import RunOverrides
+
+    return RunOverrides(**{name: getattr(args, name) for name in RunOverrides.model_fields})
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.api import run
 
     if args.estimate:
         return _cmd_estimate(args)
     result = run(
-        args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
-        progress=not args.no_progress, compare=args.compare, model=args.model, api_base=args.api_base,
-        api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
-        limit=args.limit,
-        task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency, prompts=args.prompts,
-        request_timeout=args.request_timeout, ray_address=args.ray_address, split=args.split,
+        args.spec, overrides=_overrides(args), home=args.home, fresh=args.fresh, cache=not args.no_cache,
+        progress=not args.no_progress, compare=args.compare,
     )
     print(result.summary().drop(columns=["run_id"]).to_string(index=False))
     for warning in result.warnings:
@@ -183,13 +189,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_estimate(args: argparse.Namespace) -> int:
     from experiments.api import estimate
 
-    result = estimate(
-        args.spec, home=args.home, fresh=args.fresh, model=args.model, api_base=args.api_base,
-        api_key_env=args.api_key_env, dataset=args.dataset, dataset_format=args.dataset_format,
-        limit=args.limit, task_ids=args.task_ids, seeds=args.seeds, concurrency=args.concurrency,
-        prompts=args.prompts, request_timeout=args.request_timeout, ray_address=args.ray_address,
-        split=args.split,
-    )
+    result = estimate(args.spec, overrides=_overrides(args), home=args.home, fresh=args.fresh)
     print(result.table())
     return 0
 

@@ -6,8 +6,9 @@ Each pipeline's cost per problem comes from the first of:
 - ``measured``: every earlier problem checkpointed in this data directory under the same cost key
   (model and the settings that change its answers, dataset, pipeline, params, loaded prompts; see
   :func:`experiments.checkpoints.cost_keys`), from any experiment and seed;
-- ``default``: :data:`SHIPPED`, one documented run of the bundled 0.5B model on HumanEval, scaled
-  where the params fix the number of LM calls (debaters × rounds, vote samples);
+- ``default``: :data:`experiments.shipped_costs.SHIPPED`, one documented run of the bundled 0.5B
+  model on HumanEval, scaled where the params fix the number of LM calls (debaters × rounds, vote
+  samples);
 - ``unknown``: neither. No figure is invented.
 
 Problems this configuration has already checkpointed cost nothing and are not counted.
@@ -18,27 +19,28 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from eval.datasets import HUMANEVAL
 from eval.held_out import SplitName
 from eval.results import ProblemResult
-from experiments.checkpoints import CheckpointStore
+from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import model_cache_dir
-from experiments.runner import checkpoint_key, checkpoint_store, load_inputs, prompts_of
+from experiments.runner import load_inputs
 from experiments.serving.local_server import select_backend
 from experiments.serving.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
 from experiments.serving.provision import ModelIdentity, resolve_model
 from experiments.serving.server_build import find_built_server
+from experiments.shipped_costs import SERVED_RUN, SHIPPED, PerProblem
 from experiments.spec import ExperimentSpec, ModelSpec
 from experiments.tracking.store import tracking_uri
-from pipelines.budget import BUDGET_FROM
+from pipelines.budget import budget_source, token_budget
+from pipelines.params import PipelineParams
 
 Z_80 = 1.2816  # the normal distribution's two-sided 80 % quantile
 Source = Literal["measured", "default", "unknown"]
@@ -51,15 +53,6 @@ class Figure(BaseModel):
     expected: float
     low: float | None = Field(default=None, description="80 % range; None where no spread is known.")
     high: float | None = None
-
-
-class PerProblem(BaseModel):
-    """Mean cost of one problem."""
-
-    lm_calls: float
-    prompt_tokens: float
-    completion_tokens: float
-    seconds: float | None = Field(description="None: each measured problem replayed all calls from cache.")
 
 
 class PipelineEstimate(BaseModel):
@@ -140,87 +133,6 @@ class Estimate(BaseModel):
             "run counts them, LM-cache hits included (they cost no model time).",
         ]
         return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class ShippedCost:
-    """One pipeline's mean cost per problem on the bundled 0.5B model (HumanEval, temperature 0,
-    max_tokens 1024) in a documented run, and the LM calls per problem that given params make
-    (None: that run does not cover them, so the estimate says unknown)."""
-
-    lm_calls: float
-    prompt_tokens: float
-    completion_tokens: float
-    # Wall time per problem by local server: llama-cpp-python's one problem and one request at a
-    # time; llama-server's with the defaults' problems and agents in flight (so a run's wall time
-    # is problems × seconds / concurrency).
-    seconds: Mapping[str, float]
-    measured_with: str
-    calls_at: Callable[[Mapping[str, Any], float | None], float | None]  # (params, token budget)
-
-    def at(self, params: Mapping[str, Any], budget: float | None, server: str) -> PerProblem | None:
-        calls = self.calls_at(params, budget)
-        if calls is None:
-            return None
-        share = calls / self.lm_calls  # tokens and time scale with the calls
-        seconds = self.seconds.get(server)
-        return PerProblem(
-            lm_calls=calls, prompt_tokens=share * self.prompt_tokens,
-            completion_tokens=share * self.completion_tokens,
-            seconds=share * seconds if seconds is not None else None,
-        )
-
-
-def _vote_samples(params: Mapping[str, Any], budget: float | None) -> float | None:
-    """vote samples until the budget is spent (at least one, at most max_samples), else k. With
-    generated tests a test writer's call comes first, which no shipped run measured; with
-    greedy_first whether any sample is drawn depends on the greedy answer: not guessed either."""
-    if params["tests"] != "visible" or params.get("greedy_first"):
-        return None
-    if budget is None:
-        return float(params["k"])
-    return float(min(params["max_samples"], max(1, math.ceil(budget / _VOTE_SAMPLE_TOKENS))))
-
-
-def _critic_loop_calls(params: Mapping[str, Any], budget: float | None) -> float | None:
-    measured = params["max_iterations"] == 3 and params["execution_feedback"] and not params["meta_critic"]
-    return 2.75 if measured and not params["critics"] else None  # a panel makes more calls per review
-
-
-# The README's quick run (`critiquelab run experiments/debate_vs_critic.yaml --limit 20`, bundled
-# 0.5B on a 2-core machine, one request at a time, 2026-11): per problem prompt / completion
-# tokens 233.4 / 188.7 (baseline), 1,855.2 / 346.7 (critic loop with execution feedback),
-# 10,749.1 / 6,644.6 (debate, 3 debaters × 2 rounds: 10 calls), 4,669 / 3,836.6 (vote at debate's
-# budget: capped at 20 samples); wall time ~7 s, ~15 s, ~315 s (mean of 16), ~84 s (mean of 20).
-# The critic loop's 2.75 calls: its 5.2 messages per problem less the task, 1.3 execution-feedback
-# messages and 0.15 "max_iterations reached".
-_README_RUN = "the README's 20-problem run (bundled 0.5B, HumanEval, 2-core machine)"
-# Wall time with llama-server at the defaults (4 problems at once, debaters and 4 vote samples in
-# parallel), from the README's first command on a fresh clone (`--limit 6`, 2026-11-23): each
-# pipeline's wall time × 4 / 6 problems, so that problems × seconds / 4 gives it back — baseline
-# 81 s (model start-up included), critic loop 68 s, debate 608 s, vote 262 s.
-_SERVED_RUN = "llama-server, 4 problems at once, the README's 6-problem run"
-_VOTE_SAMPLE_TOKENS = (4669 + 3836.6) / 20
-
-
-def _seconds(one_at_a_time: float, served_wall: float) -> dict[str, float]:
-    return {"llama-cpp-python": one_at_a_time, "llama-server": served_wall * 4 / 6}
-
-
-SHIPPED: Mapping[str, ShippedCost] = {
-    "baseline": ShippedCost(1, 233.4, 188.7, _seconds(7.0, 81), _README_RUN, lambda params, budget: 1.0),
-    "critic_loop": ShippedCost(
-        2.75, 1855.2, 346.7, _seconds(15.0, 68), f"{_README_RUN}, max_iterations 3 with execution feedback",
-        _critic_loop_calls,
-    ),
-    "debate": ShippedCost(
-        10, 10749.1, 6644.6, _seconds(315.0, 608), f"{_README_RUN}, 3 debaters × 2 rounds, full topology",
-        lambda params, budget: (
-            params["debaters"] * (params["rounds"] + 1) + 1.0 if params["topology"] == "full" else None
-        ),
-    ),
-    "vote": ShippedCost(20, 4669.0, 3836.6, _seconds(84.0, 262), f"{_README_RUN}, 20 samples", _vote_samples),
-}
 
 
 _UNITS = (("s", 1.0, 90.0), ("min", 60.0, 5400.0), ("h", 3600.0, math.inf))
@@ -312,7 +224,7 @@ def _measured(row: PipelineEstimate, results: list[ProblemResult], parallel: int
 
 
 def _shipped(
-    row: PipelineEstimate, spec: ExperimentSpec, identity: ModelIdentity, params: Mapping[str, Any],
+    row: PipelineEstimate, spec: ExperimentSpec, identity: ModelIdentity, params: PipelineParams,
     budget: float | None, parallel: int, server: str,
 ) -> None:
     shipped = SHIPPED.get(row.pipeline)
@@ -338,7 +250,7 @@ def _shipped(
     )
     row.basis = f"shipped default: {shipped.measured_with}{scaled}"
     if server == "llama-server":
-        row.basis += f"; wall time: {_SERVED_RUN}"
+        row.basis += f"; wall time: {SERVED_RUN}"
 
 
 def _checkpointed(
@@ -372,7 +284,8 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     uri = tracking_uri(home, spec.tracking.uri)
     problems = load_inputs(spec, uri)
     identity = _identity(spec.model)
-    store = checkpoint_store(spec, identity, checkpoint_key(spec, identity, uri), home, uri)
+    fingerprints = input_fingerprints(spec, uri)
+    store = checkpoint_store(spec, identity, checkpoint_key(spec, identity, fingerprints), home, fingerprints)
     history = _history(home, store)
     wanted = {p.task_id for p in problems}
     server = select_backend(spec.model.server, find_built_server()).name if identity.is_local else ""
@@ -391,7 +304,7 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     for pipeline_spec in spec.pipelines:
         label = pipeline_spec.display_name
         results = history.get(store.pipeline_cost_keys[label], [])
-        source_label = pipeline_spec.params.get(BUDGET_FROM)
+        source_label = budget_source(pipeline_spec.params)
         for seed in spec.seeds:
             done_rows, measured_budget[(label, seed)] = _checkpointed(
                 store, label, seed, wanted, source_label, measured_budget
@@ -404,16 +317,17 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
             if results:
                 _measured(row, results, parallel)
             # Loaded prompts change every call's size, role models and temperatures its answers.
-            elif prompts_of(spec, pipeline_spec) is None and not pipeline_spec.roles:
-                params, budget = dict(pipeline_spec.params), pipeline_spec.params.get("token_budget")
-                source = params.pop(BUDGET_FROM, None)
-                if source is not None:
-                    known = per_problem.get((source, seed))
+            elif spec.prompts_of(pipeline_spec) is None and not pipeline_spec.roles:
+                budget = token_budget(pipeline_spec.params)
+                if source_label is not None:
+                    known = per_problem.get((source_label, seed))
                     budget = known.prompt_tokens + known.completion_tokens if known else None
-                if source is None or budget is not None:
-                    _shipped(row, spec, identity, params, budget, parallel, server)
+                if source_label is None or budget is not None:
+                    _shipped(row, spec, identity, pipeline_spec.params, budget, parallel, server)
                 else:
-                    row.basis = f"unknown: its token budget comes from '{source}', whose cost is unknown"
+                    row.basis = (
+                        f"unknown: its token budget comes from '{source_label}', whose cost is unknown"
+                    )
             if not row.basis:
                 what = "role settings" if pipeline_spec.roles else "prompts"
                 row.basis = (

@@ -4,7 +4,6 @@ parent run, every finished problem checkpointed so a killed run resumes where it
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -12,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from eval.datasets import dataset_fingerprint, load_problems
+from eval.datasets import load_problems
 from eval.problems import Problem
 from eval.results import ProblemResult, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
-from experiments.checkpoints import CheckpointStore, cost_keys
+from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
 from experiments.executors.factory import open_executor
 from experiments.executors.job import Executor, SolveJob
 from experiments.memory_run import (
@@ -29,19 +28,17 @@ from experiments.memory_run import (
     with_memory,
 )
 from experiments.paths import data_dir as default_data_dir
-from experiments.paths import path_segment
 from experiments.progress import ProgressBar
 from experiments.serving.provision import ModelIdentity, resolve_model, serve_model
 from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
-from experiments.spec import SCHEDULING_FIELDS, ExperimentSpec, PipelineSpec
-from experiments.tracking.provenance import code_fingerprint
+from experiments.spec import ExperimentSpec, PipelineSpec
 from experiments.tracking.run_records import child_run, open_parent_run, results_digest
 from experiments.tracking.store import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed
-from pipelines.budget import BUDGET_FROM
-from pipelines.parallel_agents import PARALLEL_AGENTS
+from pipelines.budget import TokenBudgetParams
+from pipelines.params import PipelineParams
 from pipelines.pool.message_pool import MessagePool
-from pipelines.registry import create_pipeline
+from pipelines.registry import build_pipeline
 
 
 @dataclass
@@ -85,29 +82,12 @@ class ExperimentResult:
         return pd.DataFrame(rows)
 
 
-def prompts_of(spec: ExperimentSpec, pipeline_spec: PipelineSpec) -> str | None:
-    """The exported prompts a pipeline runs with: its own, else the experiment's."""
-    return pipeline_spec.prompts or spec.prompts
-
-
-def _prompts_fingerprint(spec: ExperimentSpec, registry_uri: str) -> dict[str, str] | None:
-    """Loaded prompts change every result, so their content is part of the checkpoint key."""
-    from optimizers.export import prompts_fingerprint
-
-    sources = {p.display_name: prompts_of(spec, p) for p in spec.pipelines}
-    found = {
-        label: prompts_fingerprint(source, registry_uri=registry_uri)
-        for label, source in sources.items() if source
-    }
-    return found or None
-
-
 def make_pipeline(
-    name: str, params: dict[str, Any], prompts: str | None = None, registry_uri: str | None = None
+    name: str, params: PipelineParams, prompts: str | None = None, registry_uri: str | None = None
 ) -> Any:
-    """A registered pipeline, with exported prompts (a directory, ``program.json`` or
-    ``prompts:/`` registry URIs) loaded into it if ``prompts`` names any."""
-    pipeline = create_pipeline(name, **params)
+    """A registered pipeline built from its checked params, with exported prompts (a directory,
+    ``program.json`` or ``prompts:/`` registry URIs) loaded into it if ``prompts`` names any."""
+    pipeline = build_pipeline(name, params)
     if prompts:
         from optimizers.export import load_prompts_into
 
@@ -115,57 +95,22 @@ def make_pipeline(
     return pipeline
 
 
-def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, registry_uri: str) -> str:
-    """What determines a problem's result; the subset (split, limit, task ids) and concurrency do
-    not, so a larger run reuses a smaller run's finished problems."""
-    material = {
-        "name": spec.name,
-        "dataset": {  # the format and challenge tests change the hidden tests, hence every result
-            "source": dataset_fingerprint(spec.dataset.source), "fields": spec.dataset.fields,
-            "format": spec.dataset.format, "challenge_tests": spec.dataset.challenge_tests,
-        },
-        # Transport and serving settings change no answer's cache key, so no checkpoint either.
-        "model": spec.model.model_dump(exclude={"num_retries", "timeout_s", "server", "slots"}),
-        "model_identity": identity.cache_identity,
-        # parallel_agents changes when role calls are made, never what they ask (tested): runs
-        # that differ only in it share their finished problems.
-        # Memory left off leaves the key as it was before memory existed.
-        "pipelines": [
-            {**p.model_dump(exclude=set() if memory_of(p) else {"memory"}),
-             "params": {k: v for k, v in p.params.items() if k != PARALLEL_AGENTS}}
-            for p in spec.pipelines
-        ],
-        "execution": spec.execution.model_dump(exclude=set(SCHEDULING_FIELDS)),
-        "prompts": _prompts_fingerprint(spec, registry_uri),
-        "code": code_fingerprint(),
-        **({"order_seed": spec.order_seed} if spec.order_seed is not None else {}),
-    }
-    blob = json.dumps(material, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def checkpoint_store(
-    spec: ExperimentSpec, identity: ModelIdentity, key: str, home: Path, registry_uri: str
-) -> CheckpointStore:
-    """Where the configuration ``key`` checkpoints its finished problems, with each pipeline's
-    cost key in the store's manifest."""
-    prompts = _prompts_fingerprint(spec, registry_uri) or {}
-    keys = cost_keys(spec, identity.cache_identity, dataset_fingerprint(spec.dataset.source), prompts)
-    return CheckpointStore(home / "checkpoints" / f"{path_segment(spec.name)}-{key}", cost_keys=keys)
-
-
 def load_inputs(spec: ExperimentSpec, registry_uri: str) -> list[Problem]:
-    """The spec's problems, each pipeline built once with its prompts: bad input fails here,
-    before anything is written."""
+    """The spec's problems: bad input fails here, before anything is written. Names and params
+    were checked with the spec; what only a built pipeline can check is whether exported prompts
+    match its roles, so a pipeline that loads prompts is built for that (its runs build their own)."""
     problems = load_problems(
         spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
         dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
         split=spec.dataset.split,
     )
     for pipeline_spec in spec.pipelines:
-        # Names, params and BUDGET_FROM's label were checked with the spec; the budget is per run.
-        params = {k: v for k, v in pipeline_spec.params.items() if k != BUDGET_FROM}
-        make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), registry_uri)
+        prompts = spec.prompts_of(pipeline_spec)
+        if prompts:
+            params = pipeline_spec.params
+            if isinstance(params, TokenBudgetParams) and params.token_budget_from is not None:
+                params = params.with_measured_budget(0.0)  # resolved per run; roles do not depend on it
+            make_pipeline(pipeline_spec.name, params, prompts, registry_uri)
     return problems
 
 
@@ -194,19 +139,21 @@ class _LazyLM:
         self._stack.close()
 
 
-def _resolve_params(spec: PipelineSpec, seed: int, finished: list[ChildRun]) -> dict[str, Any]:
+def _resolve_params(
+    spec: PipelineSpec, seed: int, finished: list[ChildRun]
+) -> tuple[PipelineParams, dict[str, float]]:
     """``token_budget_from: LABEL`` becomes ``token_budget``: that pipeline's measured tokens per
-    problem under the same seed, so an equal-compute baseline spends what it is compared to."""
-    params = dict(spec.params)
-    source = params.get(BUDGET_FROM)
-    if source is None:
-        return params
-    del params[BUDGET_FROM]
+    problem under the same seed, so an equal-compute baseline spends what it is compared to.
+    Returns the params the pipeline runs with and what was resolved (empty: nothing)."""
+    params = spec.params
+    if not isinstance(params, TokenBudgetParams) or params.token_budget_from is None:
+        return params, {}
+    source = params.token_budget_from
     match = next((c for c in finished if c.pipeline == source and c.seed == seed), None)
     if match is None:
-        raise UserError(f"{BUDGET_FROM}: no finished run of '{source}' with seed {seed}")
-    params["token_budget"] = match.metrics["tokens_per_problem"]
-    return params
+        raise UserError(f"token_budget_from: no finished run of '{source}' with seed {seed}")
+    budget = match.metrics["tokens_per_problem"]
+    return params.with_measured_budget(budget), {"token_budget": budget}
 
 
 def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
@@ -222,17 +169,32 @@ def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> li
     ]
 
 
+@dataclass(frozen=True)
+class _ChildContext:
+    """What every child run (pipeline × seed) of one experiment shares."""
+
+    spec: ExperimentSpec
+    problems: list[Problem]  # in the dataset's order; each child puts them in its run order
+    home: Path
+    tracker: Tracker
+    store: CheckpointStore
+    parent_id: str
+    siblings: list[Any]  # the parent's child runs logged before (a resumed run reopens them)
+    lazy_lm: _LazyLM
+    role_models: RoleModels
+    pool: MessagePool
+    executor: Executor
+    show_progress: bool
+
+
 def _run_child(
-    tracker: Tracker, store: CheckpointStore, parent_id: str, siblings: list[Any],
-    spec: ExperimentSpec, pipeline_spec: PipelineSpec, seed: int, problems: list[Problem],
-    lazy_lm: _LazyLM, role_models: RoleModels, pool: MessagePool, executor: Executor,
-    show_progress: bool, finished: list[ChildRun], home: Path,
+    ctx: _ChildContext, pipeline_spec: PipelineSpec, seed: int, finished: list[ChildRun]
 ) -> ChildRun:
+    spec, tracker, store, pool = ctx.spec, ctx.tracker, ctx.store, ctx.pool
     label = pipeline_spec.display_name
-    problems = run_order(problems, spec.order_seed, seed)
-    run_id, logged = child_run(tracker, parent_id, siblings, label, seed)
-    params = _resolve_params(pipeline_spec, seed, finished)
-    resolved = {k: v for k, v in params.items() if pipeline_spec.params.get(k) != v}
+    problems = run_order(ctx.problems, spec.order_seed, seed)
+    run_id, logged = child_run(tracker, ctx.parent_id, ctx.siblings, label, seed)
+    params, resolved = _resolve_params(pipeline_spec, seed, finished)
     done = store.load(label, seed, resolved)
     pending = [p for p in problems if p.task_id not in done]
     pending_ids = {p.task_id for p in pending}
@@ -246,16 +208,17 @@ def _run_child(
         tracker.reopen(run_id)
     tracker.log_params(run_id, {
         "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
-        "dataset.split": spec.dataset.split, **flatten(pipeline_spec.params, "pipeline.params."),
+        "dataset.split": spec.dataset.split, **flatten(pipeline_spec.params.model_dump(), "pipeline.params."),
     })
-    if params != pipeline_spec.params:
-        tracker.log_params(run_id, flatten(params, "pipeline.resolved."))
-    pipeline = make_pipeline(pipeline_spec.name, params, prompts_of(spec, pipeline_spec), tracker.uri)
+    if resolved:  # the values the pipeline runs with, less the label its budget came from
+        values = params.model_dump(exclude={"token_budget_from"})
+        tracker.log_params(run_id, flatten(values, "pipeline.resolved."))
+    pipeline = make_pipeline(pipeline_spec.name, params, spec.prompts_of(pipeline_spec), tracker.uri)
     memory = memory_of(pipeline_spec)
-    bank = open_bank(home, memory, spec.pool.chroma_url) if memory else None
+    bank = open_bank(ctx.home, memory, spec.pool.chroma_url) if memory else None
     if memory and bank:
         pipeline = with_memory(pipeline, bank, memory, run_id)
-    bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=show_progress)
+    bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=ctx.show_progress)
     for task in problems:
         if task.task_id in done:
             bar.update(done[task.task_id])
@@ -263,15 +226,16 @@ def _run_child(
     tracer, traced = None, set()
     try:
         if pending:
-            lm = lazy_lm.get()
+            lm = ctx.lazy_lm.get()
             if spec.tracking.traces:
                 tracer = ProblemTracer(tracker.uri, tracker.experiment_id, run_id, str(lm.model))
                 traced = tracer.traced_tasks() if logged is not None else set()
             if spec.model.send_seed:
                 lm = lm.copy(seed=seed)
+            role_lms = ctx.role_models.lms_for(pipeline_spec, lm, seed)
             job = SolveJob(pipeline, lm, label, seed, spec.execution.timeout_s, run_id,
-                           role_lms=role_models.lms_for(pipeline_spec, lm, seed), in_order=memory is not None)
-            results = executor.solve(job, pending, pool)
+                           role_lms=role_lms, in_order=memory is not None)
+            results = ctx.executor.solve(job, pending, pool)
             with contextlib.closing(results):  # an error here stops the problems in flight too
                 for result in results:
                     if tracer is not None and result.task_id not in traced:  # queued; see close()
@@ -339,8 +303,9 @@ def run_experiment(
     problems = load_inputs(spec, uri)
     check_warm_starts(spec, problems, home)
     identity = resolve_model(spec.model)
-    key = checkpoint_key(spec, identity, uri)
-    store = checkpoint_store(spec, identity, key, home, uri)
+    fingerprints = input_fingerprints(spec, uri)
+    key = checkpoint_key(spec, identity, fingerprints)
+    store = checkpoint_store(spec, identity, key, home, fingerprints)
     if fresh and store.directory.exists():
         store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
     role_models = RoleModels(spec, home, cache)
@@ -360,14 +325,15 @@ def run_experiment(
             tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
         )
         result = ExperimentResult(tracker.experiment_id, parent_id)
-        siblings = tracker.runs_tagged({PARENT_TAG: parent_id})
+        ctx = _ChildContext(
+            spec=spec, problems=problems, home=home, tracker=tracker, store=store, parent_id=parent_id,
+            siblings=tracker.runs_tagged({PARENT_TAG: parent_id}), lazy_lm=lazy_lm, role_models=role_models,
+            pool=pool, executor=executor, show_progress=progress,
+        )
         try:
             for pipeline_spec in spec.pipelines:
                 for seed in spec.seeds:
-                    result.children.append(_run_child(
-                        tracker, store, parent_id, siblings, spec, pipeline_spec, seed, problems,
-                        lazy_lm, role_models, pool, executor, progress, result.children, home,
-                    ))
+                    result.children.append(_run_child(ctx, pipeline_spec, seed, result.children))
         except BaseException:
             tracker.finish(parent_id, "KILLED")
             raise

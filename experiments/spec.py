@@ -1,12 +1,14 @@
 """Experiment specs: the YAML a researcher writes, validated by pydantic.
 
-Every field is documented here; unknown keys are errors (a typo must not silently fall
-back to a default). ``parse_spec`` turns any problem into one :class:`UserError` line that
-names the file and the field; reading the YAML is :mod:`experiments.spec_files`.
+Every field is documented here (a pipeline entry's in :mod:`experiments.pipeline_spec`); unknown
+keys are errors (a typo must not silently fall back to a default). ``parse_spec`` turns any problem
+into one :class:`UserError` line that names the file and the field; reading the YAML is
+:mod:`experiments.spec_files`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -15,13 +17,11 @@ from pydantic_core import PydanticCustomError
 from core.errors import UserError
 from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
+from experiments.pipeline_spec import PipelineSpec
 from experiments.serving.local_server import ServerChoice
-from experiments.serving.model_files import resolve_bundled
 from experiments.spec_files import format_validation_error
-from pipelines.budget import BUDGET_FROM
-from pipelines.memory.config import MemoryConfig
-from pipelines.parallel_agents import PARALLEL_AGENTS
-from pipelines.registry import pipeline_roles, validate_params
+from pipelines.budget import budget_source
+from pipelines.params import agents_in_flight
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0
@@ -120,84 +120,6 @@ class ModelSpec(StrictModel):
         if self.timeout_s is not None:
             return self.timeout_s
         return LOCAL_REQUEST_TIMEOUT_S if self.id.startswith("local") else REMOTE_REQUEST_TIMEOUT_S
-
-
-class RoleSpec(StrictModel):
-    """One role's own model and sampling (``roles: {fixer: {temperature: 0.8}}``)."""
-
-    model: str | None = Field(
-        default=None,
-        description="'local', 'local-1.5b' or a LiteLLM model string (served with the experiment's "
-        "model settings); default: the experiment's model.",
-    )
-    api_base: str | None = Field(default=None, description="Endpoint URL of a LiteLLM `model`.")
-    temperature: float | None = Field(
-        default=None, ge=0.0, le=2.0,
-        description="This role's temperature; default: the model's. Calls a pipeline samples itself "
-        "(vote samples, debaters, tree search children) keep their own.",
-    )
-
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, model: str | None) -> str | None:
-        if model is not None and resolve_bundled(model) is None and "/" not in model:
-            message = (f"'{model}' is not a model: use 'local', 'local-1.5b' or a LiteLLM string "
-                       "such as 'openai/gpt-4o-mini' (provider/model)")
-            raise PydanticCustomError("role_model", "{message}", {"message": message})
-        return model
-
-    @model_validator(mode="after")
-    def _api_base_needs_model(self) -> RoleSpec:
-        if self.api_base is not None and self.model is None:
-            message = "api_base needs a model (the LiteLLM model string it serves)"
-            raise PydanticCustomError("role_api_base", "{message}", {"message": message})
-        return self
-
-
-class PipelineSpec(StrictModel):
-    name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
-    label: str | None = Field(
-        default=None, description="Name in results; defaults to `name`. Must be unique."
-    )
-    params: dict[str, Any] = Field(
-        default_factory=dict,
-        description="The pipeline's parameters (`critiquelab pipelines` lists them), checked against "
-        "its typed model when the spec is read and completed with the defaults, so a run records "
-        "every value and `{}` and the explicit defaults share checkpoints.",
-    )
-    prompts: str | None = Field(
-        default=None,
-        description="Exported prompts for this pipeline only (overrides the experiment's `prompts`), "
-        "so one experiment can pair a pipeline with and without optimised prompts.",
-    )
-    roles: dict[str, RoleSpec] = Field(
-        default_factory=dict,
-        description="Role name (as in the role.NAME metrics) -> its own model and/or temperature, "
-        "e.g. {fixer: {temperature: 0.8}, critic: {model: local-1.5b}}.",
-    )
-    memory: MemoryConfig | None = Field(
-        default=None,
-        description="Episodic memory, skills and sharing for this pipeline (`enabled: true` turns "
-        "it on); left out or disabled, prompts are exactly those of a run without memory.",
-    )
-
-    @model_validator(mode="after")
-    def _checked_params(self) -> PipelineSpec:
-        try:
-            self.params = validate_params(self.name, self.params).model_dump()
-        except UserError as exc:  # one line naming the pipeline, the field and what is allowed
-            raise PydanticCustomError("pipeline_params", "{message}", {"message": str(exc)}) from exc
-        known = pipeline_roles(self.name)
-        for role in self.roles:
-            if role not in known:
-                allowed = ", ".join(known) or "none (this pipeline declares no configurable roles)"
-                message = f"pipeline '{self.name}': roles.{role}: unknown role; roles: {allowed}"
-                raise PydanticCustomError("pipeline_roles", "{message}", {"message": message})
-        return self
-
-    @property
-    def display_name(self) -> str:
-        return self.label or self.name
 
 
 class PoolSpec(StrictModel):
@@ -328,11 +250,11 @@ class ExperimentSpec(StrictModel):
     @classmethod
     def _budget_from_earlier(cls, pipelines: list[PipelineSpec]) -> list[PipelineSpec]:
         for index, pipeline in enumerate(pipelines):
-            source = pipeline.params.get(BUDGET_FROM)
+            source = budget_source(pipeline.params)
             earlier = [p.display_name for p in pipelines[:index]]
             if source is not None and source not in earlier:
                 message = (
-                    f"pipeline '{pipeline.display_name}': params.{BUDGET_FROM}: '{source}' is not the "
+                    f"pipeline '{pipeline.display_name}': params.token_budget_from: '{source}' is not the "
                     f"label of a pipeline listed before it (those are: {', '.join(earlier) or 'none'})"
                 )
                 raise PydanticCustomError("budget_source", "{message}", {"message": message})
@@ -370,15 +292,19 @@ class ExperimentSpec(StrictModel):
     def _bounded_calls_in_flight(self) -> ExperimentSpec:
         """Each problem in flight may have its pipeline's ``parallel_agents`` calls in flight."""
         for pipeline in self.pipelines:
-            parallel = int(pipeline.params.get(PARALLEL_AGENTS, 1))
+            parallel = agents_in_flight(pipeline.params)
             if self.concurrency * parallel > MAX_CONCURRENCY:
                 message = (
                     f"concurrency {self.concurrency} × pipeline '{pipeline.display_name}' "
-                    f"params.{PARALLEL_AGENTS} {parallel} = {self.concurrency * parallel} model calls "
+                    f"params.parallel_agents {parallel} = {self.concurrency * parallel} model calls "
                     f"at once; at most {MAX_CONCURRENCY}"
                 )
                 raise PydanticCustomError("calls_in_flight", "{message}", {"message": message})
         return self
+
+    def prompts_of(self, pipeline: PipelineSpec) -> str | None:
+        """The exported prompts ``pipeline`` runs with: its own, else the experiment's."""
+        return pipeline.prompts or self.prompts
 
     @field_validator("seeds")
     @classmethod
@@ -390,10 +316,15 @@ class ExperimentSpec(StrictModel):
         return seeds
 
 
-def parse_spec(data: Any, source: str = "spec") -> ExperimentSpec:
+def parse_spec(
+    data: Any, source: str = "spec", blame: Callable[[ValidationError], str | None] | None = None
+) -> ExperimentSpec:
+    """``data`` validated into a spec; any problem is one :class:`UserError` line naming ``source``
+    and the field, or the line ``blame`` gives for it (an option that replaced the field's value:
+    :meth:`experiments.overrides.RunOverrides.blamed`)."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of fields at the top level")
     try:
         return ExperimentSpec.model_validate(data)
     except ValidationError as exc:
-        raise UserError(format_validation_error(exc, source)) from exc
+        raise UserError((blame and blame(exc)) or format_validation_error(exc, source)) from exc

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import dspy
 
 from pipelines.agents import TaskContext
@@ -27,9 +25,9 @@ class Baseline(dspy.Module):
     calls are traces like any other pipeline's.
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: BaselineParams | None = None) -> None:
         super().__init__()
-        self.params = BaselineParams.validated("baseline", params)
+        self.params = params if params is not None else BaselineParams()  # checked when it was made
         self.coder = dspy.Predict(Coder)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:

@@ -9,13 +9,12 @@ with it is refused (:func:`require_resolved`) rather than silently running witho
 
 from __future__ import annotations
 
+from typing import Self
+
 from pydantic import Field, model_validator
 
 from core.errors import UserError
 from pipelines.params import PipelineParams
-
-# The one parameter the experiment runner resolves: it names another pipeline of the experiment.
-BUDGET_FROM = "token_budget_from"
 
 
 class TokenBudgetParams(PipelineParams):
@@ -39,11 +38,26 @@ class TokenBudgetParams(PipelineParams):
             raise ValueError("give token_budget or token_budget_from, not both")
         return self
 
+    def with_measured_budget(self, tokens: float) -> Self:
+        """These params once the pipeline ``token_budget_from`` names has run: its measured
+        ``tokens`` per problem are the ``token_budget``, and no label is left to resolve."""
+        return self.model_copy(update={"token_budget": tokens, "token_budget_from": None})
+
+
+def budget_source(params: PipelineParams) -> str | None:
+    """The label ``token_budget_from`` names, for a pipeline that takes a budget and was given one."""
+    return params.token_budget_from if isinstance(params, TokenBudgetParams) else None
+
+
+def token_budget(params: PipelineParams) -> float | None:
+    """The pipeline's ``token_budget``; None when it has none or takes none."""
+    return params.token_budget if isinstance(params, TokenBudgetParams) else None
+
 
 def require_resolved(pipeline: str, params: TokenBudgetParams) -> None:
     """Refuse ``token_budget_from`` outside an experiment run: ignoring it would be silently wrong."""
     if params.token_budget_from is not None:
         raise UserError(
-            f"pipeline '{pipeline}': params.{BUDGET_FROM}: only an experiment run resolves it (from "
+            f"pipeline '{pipeline}': params.token_budget_from: only an experiment run resolves it (from "
             f"the pipelines listed before {pipeline}); built directly, {pipeline} takes token_budget"
         )

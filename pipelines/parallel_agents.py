@@ -27,9 +27,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# The pipeline param's name (the spec bounds it against the problems in flight) and its range:
-# more role calls of one problem than this at once would only queue at any endpoint.
-PARALLEL_AGENTS = "parallel_agents"
+# The most role calls of one problem at once a pipeline may ask for (``parallel_agents``): more
+# would only queue at any endpoint.
 MAX_PARALLEL_AGENTS = 16
 
 

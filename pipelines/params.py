@@ -1,16 +1,16 @@
 """Typed pipeline parameters: the pydantic model each pipeline declares for its ``params``.
 
-One model per pipeline is the single source of truth: it checks a spec's ``params`` before
-anything runs, checks the keyword arguments of a pipeline built directly in Python, and is what
-``critiquelab pipelines`` lists (name, type, default, allowed values, description). A bad value
-is one line naming the field and what is allowed.
+One model per pipeline is the single source of truth: it checks a spec's ``params`` once, when
+the spec is read, and the pipeline is then constructed from that instance (``Debate(params)``);
+it is what ``critiquelab pipelines`` lists (name, type, default, allowed values, description).
+A bad value is one line naming the field and what is allowed.
 """
 
 from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Protocol, Self, Union, get_args, get_origin, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -27,6 +27,14 @@ _EXPECTED = {
     "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
     "string_type": "a string", "list_type": "a list",
 }
+
+
+class _SchedulingOnly:
+    """Marks a parameter (in its ``Annotated`` type) that changes when calls are made, never what
+    they ask."""
+
+
+_SCHEDULING_ONLY = _SchedulingOnly()
 
 
 class PipelineParams(BaseModel):
@@ -49,6 +57,15 @@ class PipelineParams(BaseModel):
         except ValidationError as exc:
             raise UserError(f"pipeline '{pipeline}': {explain(cls, exc)}") from exc
 
+    def key_values(self) -> dict[str, Any]:
+        """What checkpoint and cost keys hash: :meth:`model_dump` without the fields declared
+        :data:`ParallelAgents`, which change when role calls are made, never what they ask (tested
+        for each pipeline), so runs that differ only in them share their finished problems."""
+        scheduling = {
+            name for name, field in type(self).model_fields.items() if _SCHEDULING_ONLY in field.metadata
+        }
+        return self.model_dump(exclude=scheduling)
+
 
 # Parameters several pipelines take, declared once so that their type, range and default mean
 # the same everywhere. A pipeline gives its own default where the shared one is not given or does
@@ -65,9 +82,24 @@ FeedbackTimeout = Annotated[float, Field(
 """Seconds one sandboxed run of the code on examples or tests may take (5 unless the pipeline
 says); the description is the common one, a pipeline that runs something else says what."""
 
-ParallelAgents = Annotated[int, Field(ge=1, le=MAX_PARALLEL_AGENTS)]
+ParallelAgents = Annotated[int, Field(ge=1, le=MAX_PARALLEL_AGENTS), _SCHEDULING_ONLY]
 """Role calls of one problem in flight at once (see :mod:`pipelines.parallel_agents`); no
-default, since how much of a pipeline can run at once is the pipeline's to say."""
+default, since how much of a pipeline can run at once is the pipeline's to say. A model that
+declares ``parallel_agents: ParallelAgents`` is a :class:`AgentsInParallel`."""
+
+
+@runtime_checkable
+class AgentsInParallel(Protocol):
+    """Params of a pipeline that makes some role calls of one problem at once: a protocol rather
+    than a base model, so that each pipeline lists ``parallel_agents`` where it documents it."""
+
+    parallel_agents: int
+
+
+def agents_in_flight(params: PipelineParams) -> int:
+    """Role calls of one problem the pipeline has in flight at once: its ``parallel_agents``, or 1
+    for a pipeline that makes its calls one after another."""
+    return params.parallel_agents if isinstance(params, AgentsInParallel) else 1
 
 SamplingTemperature = Annotated[float, Field(ge=0, le=2)]
 """The sampling temperature of the role calls a pipeline samples (debaters' proposals, vote's

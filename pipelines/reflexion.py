@@ -149,9 +149,9 @@ class Reflexion(dspy.Module):
     """Attempt, run on the visible examples, reflect on failures and retry with the reflections
     (up to max_trials); reflections go to episodic memory when memory is on."""
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: ReflexionParams | None = None) -> None:
         super().__init__()
-        self.params = ReflexionParams.validated("reflexion", params)
+        self.params = params if params is not None else ReflexionParams()  # checked when it was made
         self.coder = dspy.Predict(with_memories(Coder))
         self.reflector = dspy.Predict(Reflector)
 

@@ -14,15 +14,20 @@ pipeline copies this pattern (see :mod:`pipelines.critic_loop.pipeline`)::
     class Reflexion(dspy.Module):
         \"\"\"What it does, in a sentence: ``critiquelab pipelines`` shows this paragraph.\"\"\"
 
-        def __init__(self, **params: Any) -> None:
+        def __init__(self, params: ReflexionParams | None = None) -> None:
             super().__init__()
-            self.params = ReflexionParams.validated("reflexion", params)  # use self.params.max_trials
+            self.params = params if params is not None else ReflexionParams()  # self.params.max_trials
 
 Every field has a ``description`` and its range (``ge``/``le``/``gt``) or choices (``Literal``);
-defaults live only in the model. The model then checks a spec's ``params`` when the spec is
-parsed (before anything runs or is written), :func:`create_pipeline` passes the checked values,
-a pipeline built directly (``Reflexion(max_trials=0)``) fails the same way, and
-``critiquelab pipelines`` lists the fields with their types, defaults and descriptions.
+defaults live only in the model. The model checks a spec's ``params`` once, when the spec is
+parsed (before anything runs or is written), and the runner builds the pipeline from that instance
+(:func:`build_pipeline`); ``critiquelab pipelines`` lists the fields with their types, defaults and
+descriptions. A pipeline never validates again in ``__init__``.
+
+From Python (a notebook): ``Reflexion()`` runs with the defaults, ``Reflexion(ReflexionParams(
+max_trials=2))`` with the model pydantic checked (a bad value is its ``ValidationError``), and
+``create_pipeline("reflexion", max_trials=2)`` checks raw values once, a bad one being the same
+one line a spec gets.
 """
 
 from __future__ import annotations
@@ -94,10 +99,15 @@ def pipeline_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def validate_params(name: str, params: Mapping[str, Any]) -> PipelineParams:
-    """``params`` of pipeline ``name`` checked and completed with defaults, without building
+def params_model(name: str) -> type[PipelineParams]:
+    """The params model pipeline ``name`` declares; an unknown name is a one-line :class:`UserError`."""
+    return _registered(name).params
+
+
+def validate_params(name: str, values: Mapping[str, Any]) -> PipelineParams:
+    """``values`` of pipeline ``name`` checked and completed with defaults, without building
     the pipeline; an unknown name or a bad value is a one-line :class:`UserError`."""
-    return _registered(name).params.validated(name, params)
+    return params_model(name).validated(name, values)
 
 
 def pipeline_roles(name: str) -> tuple[str, ...]:
@@ -105,10 +115,19 @@ def pipeline_roles(name: str) -> tuple[str, ...]:
     return _registered(name).roles
 
 
-def create_pipeline(name: str, **params: Any) -> dspy.Module:
-    """Build a registered pipeline from checked params; unknown names and bad params are user errors."""
+def build_pipeline(name: str, params: PipelineParams) -> dspy.Module:
+    """Pipeline ``name`` constructed from its params model, already checked (a spec's): nothing
+    is validated again."""
     registered = _registered(name)
-    return registered.factory(**registered.params.validated(name, params).model_dump())
+    if type(params) is not registered.params:  # a caller's mistake, not a user's
+        raise TypeError(f"pipeline '{name}' takes {registered.params.__name__}, got {type(params).__name__}")
+    return registered.factory(params)
+
+
+def create_pipeline(name: str, **values: Any) -> dspy.Module:
+    """The convenience for raw values (a notebook, an export's manifest): checked once, then built;
+    an unknown name or a bad value is a one-line :class:`UserError`."""
+    return build_pipeline(name, validate_params(name, values))
 
 
 def describe_pipelines() -> list[dict[str, Any]]:

@@ -6,8 +6,6 @@ author gives itself free-text feedback and a stop flag, then revises, through th
 
 from __future__ import annotations
 
-from typing import Any
-
 import dspy
 from pydantic import Field
 
@@ -89,12 +87,12 @@ class SelfRefine(dspy.Module):
     """The author reviews its own code and refines it, until its review says correct or
     max_iterations.
 
-    Parameters: :class:`SelfRefineParams`, as keywords (``SelfRefine(max_iterations=2)``).
+    Parameters: :class:`SelfRefineParams` (``SelfRefine(SelfRefineParams(max_iterations=2))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: SelfRefineParams | None = None) -> None:
         super().__init__()
-        self.params = SelfRefineParams.validated("self_refine", params)
+        self.params = params if params is not None else SelfRefineParams()  # checked when it was made
         self.coder = dspy.Predict(Coder)
         self.feedback = dspy.Predict(SelfFeedback)
         self.refiner = dspy.Predict(Fixer)

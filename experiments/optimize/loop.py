@@ -133,7 +133,7 @@ def run_optimization(
     from optimizers.gate import gate as gate_decision
     from optimizers.optimizer_params import optimizer_params
     from optimizers.splits import make_split
-    from pipelines.registry import create_pipeline
+    from pipelines.registry import build_pipeline
 
     home = home or default_data_dir()
     try:
@@ -203,7 +203,7 @@ def run_optimization(
             def run(run_id: str) -> dict[str, Any]:
                 program = (
                     load_program(Path(program_dir))[0] if program_dir
-                    else create_pipeline(spec.pipeline.name, **spec.pipeline.params)
+                    else build_pipeline(spec.pipeline.name, spec.pipeline.params)
                 )
                 scores = evaluate(program, [by_id[i] for i in ids], lm=lm("task"), timeout_s=timeout)
                 tracker.log_text(run_id, json.dumps(scores, indent=2), "scores.json")
@@ -220,7 +220,7 @@ def run_optimization(
             config = CompileConfig(spec.optimizer.name, dict(spec.optimizer.params), timeout, spec.split.seed,
                                    log_dir=directory / "optimizer_state", roles=roles)
             metrics: dict[str, float] = {}
-            original = create_pipeline(spec.pipeline.name, **spec.pipeline.params)
+            original = build_pipeline(spec.pipeline.name, spec.pipeline.params)
             compiled = compile_program(
                 original, config,
                 train=[by_id[i] for i in split.train], val=[by_id[i] for i in split.val],
@@ -232,8 +232,8 @@ def run_optimization(
                     "be parsed from the prompt model's reply; the current instruction stood in for them "
                     "(metric failed_proposals on this run)")
             out = directory / "program"
-            export_program(compiled, out, pipeline=spec.pipeline.name, params=spec.pipeline.params,
-                           source=run_id)
+            export_program(compiled, out, pipeline=spec.pipeline.name,
+                           params=spec.pipeline.params.model_dump(), source=run_id)
             tracker.client.log_artifacts(run_id, str(out), "program")
             demos = sum(len(p.demos) for _, p in compiled.named_predictors())
             changed = changed_roles(original, compiled)
@@ -313,11 +313,11 @@ def _refine(
     from optimizers.export import export_program, load_program
     from optimizers.refine import refine_instruction
     from optimizers.textgrad_engine import engine_from_lm
-    from pipelines.registry import create_pipeline
+    from pipelines.registry import build_pipeline
 
     assert spec.refine is not None
     program = (load_program(Path(gate["program_dir"]))[0] if gate["program_dir"]
-               else create_pipeline(spec.pipeline.name, **spec.pipeline.params))
+               else build_pipeline(spec.pipeline.name, spec.pipeline.params))
     engine = engine_from_lm(lm("refine"), cache_dir=engine_cache)
     refined = refine_instruction(
         program, spec.refine.role, [by_id[i] for i in split.train], [by_id[i] for i in split.val],
@@ -337,7 +337,7 @@ def _refine(
     if refined.instruction_after != refined.instruction_before:  # a candidate exists, kept or not
         candidate = str(directory / "program-refined")
         export_program(refined.candidate, Path(candidate), pipeline=spec.pipeline.name,
-                       params=spec.pipeline.params, source=run_id)
+                       params=spec.pipeline.params.model_dump(), source=run_id)
         tracker.client.log_artifacts(run_id, candidate, "program")
     if refined.kept:
         tracker.client.log_artifacts(parent, candidate, "program")
@@ -358,7 +358,7 @@ def _paired_test(
     from experiments.runner import run_experiment
     from experiments.spec import ExperimentSpec, PipelineSpec
 
-    name, params = spec.pipeline.name, dict(spec.pipeline.params)
+    name, params = spec.pipeline.name, spec.pipeline.params
     unoptimised = spec.pipeline.display_name
     labels = {"baseline": unoptimised, **{c: f"{unoptimised}+{c}" for c in candidates}}
     pipelines = [PipelineSpec(name=name, label=unoptimised, params=params)] + [
@@ -393,7 +393,7 @@ def _traces(
     (teacher-free) pipeline on the train split now."""
     from optimizers.compile import evaluate
     from optimizers.training_examples import collect_from_home
-    from pipelines.registry import create_pipeline
+    from pipelines.registry import build_pipeline
 
     if spec.traces.run_ids or spec.traces.experiment:
         return collect_from_home(
@@ -402,7 +402,7 @@ def _traces(
             pipeline=spec.pipeline.name if spec.traces.experiment else None, task_ids=train,
         )
     traces: list[Any] = []
-    program = create_pipeline(spec.pipeline.name, **spec.pipeline.params)
+    program = build_pipeline(spec.pipeline.name, spec.pipeline.params)
     evaluate(program, [by_id[i] for i in train], lm=lm("task"), timeout_s=timeout, traces=traces)
     return traces
 

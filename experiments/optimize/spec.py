@@ -148,9 +148,9 @@ def check_spec(spec: OptimizeSpec) -> None:
     from experiments.serving.model_files import resolve_bundled
     from experiments.serving.provision import resolve_model
     from optimizers.refine import pipeline_roles
-    from pipelines.registry import create_pipeline
+    from pipelines.registry import build_pipeline
 
-    program = create_pipeline(spec.pipeline.name, **spec.pipeline.params)
+    program = build_pipeline(spec.pipeline.name, spec.pipeline.params)
     roles = pipeline_roles(program)
     for role in spec.optimizer.roles or ():
         if role not in roles:

@@ -265,12 +265,12 @@ class ArchitectTeam(dspy.Module):
     """An architect decomposes the problem into function tasks, developers write them in parallel
     under typed contracts, the architect integrates, a reviewer gates on the visible examples.
 
-    Parameters: :class:`ArchitectParams`, as keywords (``ArchitectTeam(developers=3)``).
+    Parameters: :class:`ArchitectParams` (``ArchitectTeam(ArchitectParams(developers=3))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: ArchitectParams | None = None) -> None:
         super().__init__()
-        self.params = ArchitectParams.validated("architect", params)
+        self.params = params if params is not None else ArchitectParams()  # checked when it was made
         self.architect = dspy.Predict(Architect)
         self.developer = dspy.Predict(Developer)
         self.reviewer = dspy.Predict(TeamReviewer)

@@ -7,8 +7,6 @@ meta-critic reviews each critique, and the fixer answers reviews that ask for ch
 
 from __future__ import annotations
 
-from typing import Any
-
 import dspy
 from pydantic import Field, field_validator
 
@@ -71,12 +69,12 @@ class CriticLoop(dspy.Module):
     feedback from the visible examples, a meta-critic reviewing each critique, and a panel of
     critics with their own focuses whose reviews are bundled for the fixer.
 
-    Parameters: :class:`CriticLoopParams`, as keywords (``CriticLoop(max_iterations=2)``).
+    Parameters: :class:`CriticLoopParams` (``CriticLoop(CriticLoopParams(max_iterations=2))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: CriticLoopParams | None = None) -> None:
         super().__init__()
-        self.params = CriticLoopParams.validated("critic_loop", params)
+        self.params = params if params is not None else CriticLoopParams()  # checked when it was made
         self.coder = dspy.Predict(Coder)
         self.critic = dspy.Predict(FocusedCritic) if self.params.critics else dspy.Predict(Critic)
         self.fixer = dspy.Predict(Fixer)

@@ -84,12 +84,12 @@ class Debate(dspy.Module):
     """N debaters propose (sampling) and argue for R rounds with the neighbours their topology
     shows them; a judge picks or merges the answer.
 
-    Parameters: :class:`DebateParams`, as keywords (``Debate(debaters=2, rounds=1)``).
+    Parameters: :class:`DebateParams` (``Debate(DebateParams(debaters=2, rounds=1))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: DebateParams | None = None) -> None:
         super().__init__()
-        self.params = DebateParams.validated("debate", params)
+        self.params = params if params is not None else DebateParams()  # checked when it was made
         self.proposer = dspy.Predict(Coder)
         self.debater = dspy.Predict(Debater)
         self.judge = dspy.Predict(Judge)

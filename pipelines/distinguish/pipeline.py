@@ -104,12 +104,12 @@ class Distinguish(dspy.Module):
     examples, k when not), on inputs a writer made up to tell programs apart, settled by a pairwise
     judge (S*), CodeT-style agreement or both.
 
-    Parameters: :class:`DistinguishParams`, as keywords (``Distinguish(selection="agreement")``).
+    Parameters: :class:`DistinguishParams` (``Distinguish(DistinguishParams(selection="agreement"))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: DistinguishParams | None = None) -> None:
         super().__init__()
-        self.params = DistinguishParams.validated("distinguish", params)
+        self.params = params if params is not None else DistinguishParams()  # checked when it was made
         self.coder = dspy.Predict(Coder)
         self.input_writer = dspy.Predict(InputWriter)
         self.pairwise_judge = dspy.Predict(PairwiseJudge)

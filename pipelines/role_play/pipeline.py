@@ -76,12 +76,12 @@ class RolePlay(dspy.Module):
     instruction at a time and an assistant answers with code, until done or max_turns; role
     flipping, repeated instructions and turns without progress are detected and stop it.
 
-    Parameters: :class:`RolePlayParams`, as keywords (``RolePlay(max_turns=3)``).
+    Parameters: :class:`RolePlayParams` (``RolePlay(RolePlayParams(max_turns=3))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: RolePlayParams | None = None) -> None:
         super().__init__()
-        self.params = RolePlayParams.validated("role_play", params)
+        self.params = params if params is not None else RolePlayParams()  # checked when it was made
         self.task_specifier = dspy.Predict(TaskSpecifier)
         self.instructor = dspy.Predict(Instructor)
         self.assistant = dspy.Predict(Assistant)

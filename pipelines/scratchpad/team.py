@@ -106,12 +106,12 @@ class ScratchpadTeam(dspy.Module):
     """Analyst, coder, tester and reviewer share a scratchpad (event-sourced channels with
     per-agent rights) instead of passing results; the coder revises until the reviewer approves.
 
-    Parameters: :class:`ScratchpadParams`, as keywords (``ScratchpadTeam(mode="parallel")``).
+    Parameters: :class:`ScratchpadParams` (``ScratchpadTeam(ScratchpadParams(mode="parallel"))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: ScratchpadParams | None = None) -> None:
         super().__init__()
-        self.params = ScratchpadParams.validated("scratchpad", params)
+        self.params = params if params is not None else ScratchpadParams()  # checked when it was made
         self.analyst = dspy.Predict(Analyst)
         self.coder = dspy.Predict(ScratchpadCoder)
         self.reviewer = dspy.Predict(ScratchpadReviewer)

@@ -102,12 +102,12 @@ class Sop(dspy.Module):
     from the spec and prompt, run in the sandbox) → engineer revises until QA passes; typed,
     validated handoffs; optional reviewer gate.
 
-    Parameters: :class:`SopParams`, as keywords (``Sop(max_iterations=2)``).
+    Parameters: :class:`SopParams` (``Sop(SopParams(max_iterations=2))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: SopParams | None = None) -> None:
         super().__init__()
-        self.params = SopParams.validated("sop", params)
+        self.params = params if params is not None else SopParams()  # checked when it was made
         self.product_manager = dspy.Predict(ProductManager)
         self.architect = dspy.Predict(SopArchitect)
         self.engineer = dspy.Predict(Engineer)

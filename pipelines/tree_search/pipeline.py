@@ -13,7 +13,7 @@ best node. Hidden tests are never run here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import dspy
 from pydantic import AliasChoices, Field
@@ -88,12 +88,12 @@ class TreeSearch(dspy.Module):
     repairer reading real execution feedback on the visible examples), value = λ·LM score +
     (1−λ)·visible pass rate, reflections on failed paths, backpropagation, a token budget.
 
-    Parameters: :class:`TreeSearchParams`, as keywords (``TreeSearch(n=3, max_expansions=4)``).
+    Parameters: :class:`TreeSearchParams` (``TreeSearch(TreeSearchParams(n=3, max_expansions=4))``).
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: TreeSearchParams | None = None) -> None:
         super().__init__()
-        self.params = TreeSearchParams.validated("tree_search", params)
+        self.params = params if params is not None else TreeSearchParams()  # checked when it was made
         require_resolved("tree_search", self.params)
         self.coder = dspy.Predict(Coder)
         self.repairer = dspy.Predict(Repairer)

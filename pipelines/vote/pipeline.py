@@ -16,7 +16,7 @@ greedy answer when it passes the visible examples and samples only when it does 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import dspy
 from pydantic import Field, model_validator
@@ -128,13 +128,13 @@ class Vote(dspy.Module):
     """k independent samples (or as many as a token budget buys); the answer is the largest group
     of samples that behave identically on the prompt's visible examples (CodeT-style).
 
-    Parameters: :class:`VoteParams`, as keywords (``Vote(k=5)``); ``token_budget_from`` is the
+    Parameters: :class:`VoteParams` (``Vote(VoteParams(k=5))``); ``token_budget_from`` is the
     experiment runner's to resolve into ``token_budget``.
     """
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, params: VoteParams | None = None) -> None:
         super().__init__()
-        self.params = VoteParams.validated("vote", params)
+        self.params = params if params is not None else VoteParams()  # checked when it was made
         require_resolved("vote", self.params)
         self.coder = dspy.Predict(Coder)
         self.test_writer = dspy.Predict(TestWriter) if self.params.tests != "visible" else None

@@ -11,7 +11,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from experiments.api import estimate, run
+from experiments.api import RunOverrides, estimate, run
 from experiments.cli import main
 from experiments.estimate import SHIPPED
 
@@ -50,7 +50,7 @@ def test_estimate_uses_measured_means_and_counts_only_problems_to_do(home, tmp_p
 
     code = main(["--home", str(home), "run", str(spec_file), "--limit", "8", "--estimate"])
     printed = capsys.readouterr().out
-    found = estimate(_spec(fake.api_base), home=home, limit=8)
+    found = estimate(_spec(fake.api_base), overrides=RunOverrides(limit=8), home=home)
 
     assert code == 0 and "measured (4)" in printed and "\ntotal " in printed
     assert fake.completions == calls  # no model call, not even the pre-flight probe
@@ -112,7 +112,7 @@ def test_a_store_from_before_manifests_still_counts_for_its_own_configuration(ho
     fake, _ = measured
     (manifest,) = (home / "checkpoints").glob("*/manifest.json")
     manifest.unlink()
-    same = estimate(_spec(fake.api_base), home=home, limit=8)
+    same = estimate(_spec(fake.api_base), overrides=RunOverrides(limit=8), home=home)
     assert [row.source for row in same.pipelines] == ["measured", "measured"]
     renamed = estimate(_spec(fake.api_base, name="renamed"), home=home)
     assert [row.source for row in renamed.pipelines] == ["unknown", "unknown"]
@@ -140,7 +140,7 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
         ],
         "seeds": [0, 1],
     }
-    found = estimate(spec, home=home, concurrency=4)
+    found = estimate(spec, overrides=RunOverrides(concurrency=4), home=home)
     assert not home.exists() and not cache.exists()
     rows = {(row.label, row.seed): row for row in found.pipelines}
     baseline, debate = rows[("baseline", 1)], rows[("debate", 0)]
@@ -161,7 +161,7 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
     # llama-server serves the concurrency's problems at once (the shipped times were measured so).
     monkeypatch.setattr("experiments.estimate.find_built_server", lambda: object())
     spec["model"]["server"] = "auto"
-    served = estimate(spec, home=home, concurrency=4)
+    served = estimate(spec, overrides=RunOverrides(concurrency=4), home=home)
     rows = {(row.label, row.seed): row for row in served.pipelines}
     assert served.parallel == 4
     served_s = SHIPPED["baseline"].seconds["llama-server"]
@@ -183,7 +183,7 @@ def test_remote_model_without_history_is_unknown_and_not_contacted(home, capsys,
         ("name: x\npipelines: [{name: debate, params: {rounds: -1}}]\n", [], "params.rounds"),
         ("name: x\npipelines: [{name: baseline}]\n", ["--dataset", "no/such.jsonl"], "no/such.jsonl"),
         ("name: x\npipelines: [{name: baseline}]\n", ["--model", "gpt-4o"], "model 'gpt-4o'"),
-        ("name: x\npipelines: [{name: baseline}]\n", ["--limit", "0"], "dataset.limit"),
+        ("name: x\npipelines: [{name: baseline}]\n", ["--limit", "0"], "--limit 0: must be >= 1"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, home, text, args, expected):

@@ -16,8 +16,9 @@ from core.errors import UserError
 from eval.datasets import load_problems
 from eval.held_out import select_split
 from experiments.api import load_experiment, run
+from experiments.checkpoints import checkpoint_key, input_fingerprints
 from experiments.cli import main
-from experiments.runner import checkpoint_key
+from experiments.overrides import RunOverrides
 from experiments.serving.provision import resolve_model
 from experiments.tracking.store import PARENT_TAG, tracking_uri
 
@@ -69,9 +70,10 @@ def test_split_is_not_part_of_the_checkpoint_key():
             "model": {"id": "openai/fake", "api_base": "http://127.0.0.1:9/v1"}}
     keys = set()
     for split in ("all", "dev", "test"):
-        spec = load_experiment(base, split=split)
+        spec = load_experiment(base, overrides=RunOverrides(split=split))
         assert spec.dataset.split == split
-        keys.add(checkpoint_key(spec, resolve_model(spec.model), "sqlite:///unused.db"))
+        fingerprints = input_fingerprints(spec, "sqlite:///unused.db")
+        keys.add(checkpoint_key(spec, resolve_model(spec.model), fingerprints))
     assert len(keys) == 1
 
 
@@ -86,7 +88,7 @@ def test_a_dev_run_then_an_all_run_reuses_the_dev_problems(tmp_path, home):
     with FakeOpenAIServer(humaneval_responder(problems)) as fake:
         spec = fake_spec(fake.api_base, limit=None, pool={"persist": False})
         spec["dataset"] = {"source": path, "format": "humaneval"}
-        dev = run(spec, progress=False, split="dev")
+        dev = run(spec, progress=False, overrides=RunOverrides(split="dev"))
         asked_by_dev = asked(fake.requests)
         everything = run(spec, progress=False)
         asked_by_all = asked(fake.requests)[len(asked_by_dev):]

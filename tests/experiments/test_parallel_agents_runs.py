@@ -149,16 +149,16 @@ def test_ctrl_c_with_parallel_agents_in_flight_stops_at_once(home, humaneval_pro
 
 def test_parallel_agents_does_not_split_checkpoints():
     """It changes when calls are made, never what they ask: the same finished problems serve both."""
-    from experiments.runner import checkpoint_key
+    from experiments.checkpoints import checkpoint_key, input_fingerprints
     from experiments.serving.provision import ModelIdentity
     from experiments.spec import parse_spec
 
     identity = ModelIdentity("openai/fake", "openai/fake", api_base="http://x")
-    keys = {
-        checkpoint_key(parse_spec({"name": "x", "pipelines": [
-            {"name": "debate", "params": {"parallel_agents": n}}]}), identity, "sqlite:///x")
-        for n in (1, 3)
-    }
-    other = checkpoint_key(parse_spec({"name": "x", "pipelines": [
-        {"name": "debate", "params": {"debaters": 2}}]}), identity, "sqlite:///x")
+
+    def key(params: dict) -> str:
+        spec = parse_spec({"name": "x", "pipelines": [{"name": "debate", "params": params}]})
+        return checkpoint_key(spec, identity, input_fingerprints(spec, "sqlite:///x"))
+
+    keys = {key({"parallel_agents": n}) for n in (1, 3)}
+    other = key({"debaters": 2})
     assert len(keys) == 1 and other not in keys

@@ -166,13 +166,14 @@ def test_optimize_tree_search_spec_is_valid_and_optimises_the_repairer_alone(
     # (the budget that run resolved from the critic loop, given as a number)
     measured_spec = parse_spec(yaml.safe_load(Path("experiments/search_vs_vote.yaml").read_text()))
     measured = next(p for p in measured_spec.pipelines if p.name == "tree_search")
-    differs = {k for k, v in measured.params.items() if shipped.pipeline.params.get(k) != v}
-    assert differs == {"token_budget_from", "token_budget"} and shipped.pipeline.params["value_weight"] == 0
+    shipped_params = shipped.pipeline.params.model_dump()
+    differs = {k for k, v in measured.params.model_dump().items() if shipped_params[k] != v}
+    assert differs == {"token_budget_from", "token_budget"} and shipped_params["value_weight"] == 0
     # Its LM-value variant: the same search but for lambda, and the scorer takes demos too.
     value = load_optimize_spec(Path("experiments/optimize_tree_search_value.yaml"))
     check_spec(value)
-    assert {**value.pipeline.params, "value_weight": 0.0} == shipped.pipeline.params
-    assert value.pipeline.params["value_weight"] == 0.5 and value.optimizer.roles == ["repairer", "scorer"]
+    assert value.pipeline.params.model_copy(update={"value_weight": 0.0}) == shipped.pipeline.params
+    assert value.pipeline.params.value_weight == 0.5 and value.optimizer.roles == ["repairer", "scorer"]
     assert value.split == shipped.split
     data = yaml.safe_load(path.read_text())
     assert (shipped.split.train, shipped.split.val) == (20, 20)  # counts: the rest of the set is test

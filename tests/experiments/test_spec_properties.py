@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from core.errors import UserError
 from experiments.spec import parse_spec
+from pipelines.registry import params_model
 
 FIELDS = ["name", "dataset", "model", "pipelines", "seeds", "execution", "pool", "tracking",
           "prompts", "concurrency", "source", "limit", "task_ids", "format", "id", "temperature",
@@ -49,6 +50,6 @@ def test_any_pipeline_list_is_checked_up_front(pipelines, seeds):
         spec = parse_spec({"name": "x", "pipelines": pipelines, "seeds": seeds}, "spec.yaml")
     except UserError as error:
         assert _one_line(error), str(error)
-    else:  # accepted: every pipeline's params are complete and typed
-        assert all(isinstance(p.params, dict) for p in spec.pipelines)
+    else:  # accepted: every pipeline's params are complete and typed: its own model
+        assert all(type(p.params) is params_model(p.name) for p in spec.pipelines)
         assert all(0 <= seed <= 2**31 - 1 for seed in spec.seeds)

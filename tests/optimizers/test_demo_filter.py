@@ -17,7 +17,7 @@ from optimizers.compile import CompileConfig, compile_program
 from optimizers.demo_filter import CodeDemoFilter, code_output_fields
 from optimizers.training_examples import RoleTrace
 from pipelines.registry import create_pipeline, pipeline_names
-from pipelines.tree_search.pipeline import TreeSearch
+from pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
 from signatures.developer import Developer
 
 # One role call at a time: which of a task's repairs DSPy picks as its demo is then reproducible.
@@ -83,7 +83,8 @@ def test_bootstrap_on_tree_search_keeps_only_repairs_that_pass(humaneval_problem
     flaky = {p.task_id for p in train[:2]}
     with FakeOpenAIServer(_flaky_repairs(humaneval_problems, flaky)) as fake:
         compiled = compile_program(
-            TreeSearch(**SEARCH), CompileConfig("bootstrap", {"max_bootstrapped_demos": 4}), train=train,
+            TreeSearch(TreeSearchParams(**SEARCH)), CompileConfig("bootstrap", {"max_bootstrapped_demos": 4}),
+            train=train,
             task_lm=make_lm(fake.api_base), progress=lambda name, value: measured.__setitem__(name, value),
         )
     demos = {name: [dict(d) for d in p.demos] for name, p in compiled.named_predictors()}

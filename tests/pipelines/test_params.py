@@ -1,15 +1,25 @@
 """Typed pipeline params: every registered pipeline checks its params through its model, whether
-built by name or directly, and describes them from the same model."""
+built by name or directly, is built from that model without checking it again, and describes
+them from the same model."""
 
 import pytest
+from pydantic import ValidationError
 from support.bad_params import BAD_PARAMS
 
 from core.errors import UserError
-from pipelines.critic_loop.pipeline import CriticLoop
-from pipelines.debate.pipeline import DebateParams
+from pipelines.critic_loop.pipeline import CriticLoop, CriticLoopParams
+from pipelines.debate.pipeline import Debate, DebateParams
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
-from pipelines.registry import create_pipeline, describe_pipelines, pipeline_names, validate_params
-from pipelines.vote.pipeline import Vote
+from pipelines.params import agents_in_flight, explain
+from pipelines.registry import (
+    build_pipeline,
+    create_pipeline,
+    describe_pipelines,
+    params_model,
+    pipeline_names,
+    validate_params,
+)
+from pipelines.vote.pipeline import Vote, VoteParams
 
 
 def test_every_registered_pipeline_has_bad_cases():
@@ -24,17 +34,19 @@ def test_bad_params_are_one_line_naming_pipeline_and_field(name, params, expecte
 
 
 @pytest.mark.parametrize(("name", "params", "expected"), BAD_PARAMS)
-def test_a_pipeline_built_directly_checks_the_same_way(name, params, expected):
-    pipeline_class = type(create_pipeline(name))
-    with pytest.raises(UserError) as error:
-        pipeline_class(**params)
-    assert str(error.value) == f"pipeline '{name}': {expected}"
+def test_a_params_model_built_directly_checks_the_same_way(name, params, expected):
+    model = params_model(name)
+    with pytest.raises(ValidationError) as error:
+        model(**params)  # how a notebook builds one: Debate(DebateParams(debaters=1))
+    assert explain(model, error.value) == expected
 
 
 def test_good_params_reach_the_module_with_defaults_filled_in():
     debate = create_pipeline("debate", debaters=2, topology="ring")
     assert debate.params == DebateParams(debaters=2, rounds=2, topology="ring", temperature=0.7)
-    assert CriticLoop(max_iterations=2).params.max_iterations == 2  # the Python API DSPy users use
+    # the Python API DSPy users use: the model, or nothing for the defaults
+    assert CriticLoop(CriticLoopParams(max_iterations=2)).params.max_iterations == 2
+    assert Debate().params == DebateParams()
     assert create_pipeline("critic_loop", meta_critic=True).meta_critic is not None
     assert create_pipeline("critic_loop").meta_critic is None
     assert create_pipeline("vote", temperature=1).params.temperature == 1.0  # an int is a number
@@ -47,10 +59,26 @@ def test_validate_params_completes_without_building():
         validate_params("nope", {})
 
 
+def test_a_pipeline_is_built_from_its_checked_model_as_it_is():
+    params = validate_params("debate", {"debaters": 2})
+    assert build_pipeline("debate", params).params is params  # not validated (copied) again
+    with pytest.raises(TypeError, match="pipeline 'debate' takes DebateParams, got VoteParams"):
+        build_pipeline("debate", VoteParams())
+
+
+def test_scheduling_params_are_read_as_attributes_and_left_out_of_keys():
+    debate = DebateParams(parallel_agents=2)
+    assert agents_in_flight(debate) == 2 and agents_in_flight(validate_params("baseline", {})) == 1
+    assert debate.key_values() == {k: v for k, v in debate.model_dump().items() if k != "parallel_agents"}
+    assert validate_params("self_refine", {}).key_values() == {"max_iterations": 3}
+
+
 def test_vote_built_directly_refuses_an_unresolved_budget_label():
     with pytest.raises(UserError, match="token_budget_from: only an experiment run resolves it"):
-        Vote(token_budget_from="debate")
-    assert Vote(token_budget=500.0).params.token_budget == 500.0
+        Vote(VoteParams(token_budget_from="debate"))
+    assert Vote(VoteParams(token_budget=500.0)).params.token_budget == 500.0
+    resolved = VoteParams(token_budget_from="debate").with_measured_budget(420.0)
+    assert (resolved.token_budget, resolved.token_budget_from) == (420.0, None)
 
 
 def test_every_pipeline_and_param_is_described():

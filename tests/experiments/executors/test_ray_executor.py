@@ -18,7 +18,7 @@ from support.role_responder import role_of, role_responder
 from support.specs import fake_spec
 
 from core.errors import UserError
-from experiments.api import load_experiment, run
+from experiments.api import RunOverrides, load_experiment, run
 from experiments.tracking.store import tracking_uri
 
 PIPELINES = [{"name": "baseline"}, {"name": "critic_loop", "params": {"max_iterations": 2}}]
@@ -227,7 +227,7 @@ def test_ray_settings_are_checked_before_anything_runs(tmp_path):
     with pytest.raises(UserError, match="in_flight_per_node 3 must be a multiple of workers_per_node 2"):
         load_experiment(fake_spec("http://127.0.0.1:9/v1", execution={
             "executor": "ray", "in_flight_per_node": 3, "workers_per_node": 2}))
-    spec = load_experiment(fake_spec("http://127.0.0.1:9/v1"), ray_address="127.0.0.1:1")
+    spec = load_experiment(fake_spec("http://127.0.0.1:9/v1"), RunOverrides(ray="127.0.0.1:1"))
     assert (spec.execution.executor, spec.execution.address) == ("ray", "127.0.0.1:1")
     from experiments.executors.ray_cluster import RayExecutor
 

@@ -7,8 +7,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from core.errors import UserError
+from experiments.checkpoints import checkpoint_key, input_fingerprints
 from experiments.cli import main
-from experiments.runner import checkpoint_key
 from experiments.serving.local_server import Backend, LocalModelServer, select_backend
 from experiments.serving.provision import ModelIdentity
 from experiments.serving.server_build import BuiltServer
@@ -100,7 +100,7 @@ def test_server_and_slots_share_checkpoints():
     def key(model: dict) -> str:
         spec = parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "model": model})
         identity = ModelIdentity("local", "local", "f" * 64, Path("/m.gguf"))
-        return checkpoint_key(spec, identity, "sqlite:///unused.db")
+        return checkpoint_key(spec, identity, input_fingerprints(spec, "sqlite:///unused.db"))
 
     assert key({}) == key({"server": "llama-cpp-python"}) == key({"server": "llama-server", "slots": 8})
     assert key({}) != key({"n_ctx": 2048})

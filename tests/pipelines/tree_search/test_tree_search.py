@@ -3,6 +3,7 @@ feedback in the repairer's prompt, evaluation, reflection, backpropagation, stop
 
 import dspy
 import pytest
+from pydantic import ValidationError
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
@@ -14,7 +15,7 @@ from pipelines.pool.message_pool import MessagePool
 from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
 from pipelines.tree_search.agents import VALUE
-from pipelines.tree_search.pipeline import TreeSearch
+from pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
 from signatures.adapter import CodeAdapter
 
 PROMPT = ('def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n'
@@ -208,8 +209,8 @@ def test_parallel_children_give_the_same_search():
 
 
 def test_direct_construction_checks_params_and_refuses_an_unresolved_budget_label():
-    with pytest.raises(UserError, match=r"params.n: must be >= 1"):
-        TreeSearch(n=0)
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        TreeSearchParams(n=0)
     with pytest.raises(UserError, match="only an experiment run resolves it"):
-        TreeSearch(token_budget_from="baseline")
-    assert TreeSearch(**{"lambda": 0.25}).params.value_weight == 0.25
+        TreeSearch(TreeSearchParams(token_budget_from="baseline"))
+    assert TreeSearch(TreeSearchParams.model_validate({"lambda": 0.25})).params.value_weight == 0.25

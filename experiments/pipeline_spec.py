@@ -1,0 +1,128 @@
+"""One pipeline entry of an experiment spec (``pipelines: [{name: debate, params: {...}}]``):
+which registered pipeline, under which label, with its typed params, prompts, per-role models and
+memory. Its ``params`` become the pipeline's own params model here, the one validation they get.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from core.errors import UserError
+from experiments.serving.model_files import resolve_bundled
+from pipelines.memory.config import MemoryConfig
+from pipelines.params import PipelineParams
+from pipelines.registry import params_model, pipeline_roles, validate_params
+
+
+class RoleSpec(BaseModel):
+    """One role's own model and sampling (``roles: {fixer: {temperature: 0.8}}``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(
+        default=None,
+        description="'local', 'local-1.5b' or a LiteLLM model string (served with the experiment's "
+        "model settings); default: the experiment's model.",
+    )
+    api_base: str | None = Field(default=None, description="Endpoint URL of a LiteLLM `model`.")
+    temperature: float | None = Field(
+        default=None, ge=0.0, le=2.0,
+        description="This role's temperature; default: the model's. Calls a pipeline samples itself "
+        "(vote samples, debaters, tree search children) keep their own.",
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, model: str | None) -> str | None:
+        if model is not None and resolve_bundled(model) is None and "/" not in model:
+            message = (f"'{model}' is not a model: use 'local', 'local-1.5b' or a LiteLLM string "
+                       "such as 'openai/gpt-4o-mini' (provider/model)")
+            raise PydanticCustomError("role_model", "{message}", {"message": message})
+        return model
+
+    @model_validator(mode="after")
+    def _api_base_needs_model(self) -> RoleSpec:
+        if self.api_base is not None and self.model is None:
+            message = "api_base needs a model (the LiteLLM model string it serves)"
+            raise PydanticCustomError("role_api_base", "{message}", {"message": message})
+        return self
+
+
+class PipelineSpec(BaseModel):
+    """One pipeline of an experiment: a registered pipeline, its params model and its settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
+    label: str | None = Field(
+        default=None, description="Name in results; defaults to `name`. Must be unique."
+    )
+    # Always given: the validator below puts the pipeline's own model here (its defaults if the
+    # spec has no params). SerializeAsAny: dumped as that model, every field, not as the empty base.
+    params: SerializeAsAny[PipelineParams] = Field(
+        description="The pipeline's parameters (`critiquelab pipelines` lists them): a mapping in a "
+        "spec, read into the pipeline's typed model when the spec is read (checked once, completed "
+        "with the defaults), so a run records every value and `{}` and the explicit defaults share "
+        "checkpoints. In Python, that model itself may be given (e.g. `DebateParams(debaters=2)`).",
+    )
+    prompts: str | None = Field(
+        default=None,
+        description="Exported prompts for this pipeline only (overrides the experiment's `prompts`), "
+        "so one experiment can pair a pipeline with and without optimised prompts.",
+    )
+    roles: dict[str, RoleSpec] = Field(
+        default_factory=dict,
+        description="Role name (as in the role.NAME metrics) -> its own model and/or temperature, "
+        "e.g. {fixer: {temperature: 0.8}, critic: {model: local-1.5b}}.",
+    )
+    memory: MemoryConfig | None = Field(
+        default=None,
+        description="Episodic memory, skills and sharing for this pipeline (`enabled: true` turns "
+        "it on); left out or disabled, prompts are exactly those of a run without memory.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_params(cls, data: Any) -> Any:
+        """``params`` become the model pipeline ``name`` declares: the one validation they get."""
+        if not isinstance(data, Mapping):
+            return data
+        name, params = data.get("name"), data.get("params", {})
+        if not isinstance(name, str):  # the name's error is the one to report: no model to check against
+            return {**data, "params": PipelineParams()} if isinstance(params, Mapping) else data
+        try:
+            if isinstance(params, Mapping):
+                return {**data, "params": validate_params(name, params)}
+            model = params_model(name)
+        except UserError as exc:  # one line naming the pipeline, the field and what is allowed
+            raise PydanticCustomError("pipeline_params", "{message}", {"message": str(exc)}) from exc
+        if isinstance(params, PipelineParams) and type(params) is not model:
+            message = f"pipeline '{name}': params: expected {model.__name__}, got {type(params).__name__}"
+            raise PydanticCustomError("pipeline_params", "{message}", {"message": message})
+        return data
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _params_mapping(cls, params: Any) -> Any:
+        """What is left unconverted here is no mapping (a spec's ``params: 3``): say what it should be."""
+        if not isinstance(params, PipelineParams):
+            raise PydanticCustomError("dict_type", "Input should be a valid dictionary")
+        return params
+
+    @model_validator(mode="after")
+    def _known_roles(self) -> PipelineSpec:
+        known = pipeline_roles(self.name)
+        for role in self.roles:
+            if role not in known:
+                allowed = ", ".join(known) or "none (this pipeline declares no configurable roles)"
+                message = f"pipeline '{self.name}': roles.{role}: unknown role; roles: {allowed}"
+                raise PydanticCustomError("pipeline_roles", "{message}", {"message": message})
+        return self
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
