@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from eval.results import ProblemResult
 
 G = TypeVar("G", bound="FigureGroup")
+# The type of a figure the scorer fills from ``codes_to_score``: each code passed the hidden tests?
+PASSED_FLAGS = list[bool] | None
 
 
 class Figures(BaseModel):
@@ -102,8 +104,8 @@ class Outcome(Figures):
     codes_to_score: dict[str, list[str]] = Field(
         default_factory=dict, exclude=True,
         description="Not a figure: intermediate codes (debaters' solutions, samples, tree nodes) by the "
-        "figure that holds their hidden-test results (a list of passed flags), scored after the "
-        "pipeline returned — hidden tests never reach a pipeline.",
+        "figure that holds their hidden-test results (declared ``list[bool] | None``), scored after "
+        "the pipeline returned — hidden tests never reach a pipeline.",
     )
     generated_test_code: str | None = Field(
         default=None, exclude=True,
@@ -122,8 +124,8 @@ class Outcome(Figures):
         """Whatever the scorer is to score must have a declared figure to go into."""
         fields = type(self).model_fields
         for name in self.codes_to_score:
-            if name not in fields or fields[name].exclude:
-                raise ValueError(f"codes_to_score: '{name}' is no figure of {type(self).__name__}")
+            if name not in fields or fields[name].exclude or fields[name].annotation != PASSED_FLAGS:
+                raise ValueError(f"codes_to_score: '{name}' is no list[bool] figure of {type(self).__name__}")
         if self.first_code is not None and "first_passed" not in fields:
             raise ValueError(f"first_code given, but {type(self).__name__} declares no first_passed")
         if self.generated_test_code is not None and "generated_tests" not in fields:
