@@ -6,7 +6,8 @@ From each distinguish run's per-problem table (every candidate scored on the hid
 the run, candidate 0 the greedy answer): pass@1, selection accuracy (the answer passes, over the
 problems where some candidate passes), and greedy answers that passed the visible examples but
 were replaced — rightly (the replacement passes, the greedy answer did not) or wrongly (the
-reverse), by :func:`eval.summary.distinguishing_metrics`, the run summary's own definition.
+reverse), by :class:`pipelines.distinguish.outcome.DistinguishOutcome`'s run metrics, the run
+summary's own definition.
 
 From its message log (each verdict records the groups, their outcomes on every input and the
 judgements), each rule is replayed over that run's candidates: ``greedy`` (candidate 0),
@@ -31,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from eval.results import ProblemResult
 from eval.statistics import mcnemar_exact
-from eval.summary import distinguishing_metrics
 from eval.verdict import Status
 from experiments.compare import load_problems_frame, resolve_runs
 from experiments.paths import data_dir
 from experiments.tracking.store import tracking_uri
+from pipelines.distinguish.outcome import DistinguishOutcome
 from pipelines.distinguish.selection import (
     GREEDY,
     Group,
@@ -88,7 +89,7 @@ def _as_result(row: dict[str, Any]) -> ProblemResult:
 
 
 def report(label: str, rows: list[dict[str, Any]], verdicts: dict[str, dict[str, Any]]) -> None:
-    figures = distinguishing_metrics([_as_result(row) for row in rows])
+    figures = DistinguishOutcome.run_metrics([_as_result(row) for row in rows])
     passed = sum(bool(row["passed"]) for row in rows)
     accuracy = figures.get("selection_accuracy")
     print(f"\n{label}: {len(rows)} problems, pass@1 {passed / len(rows):.4f}; selection accuracy "

@@ -6,6 +6,8 @@ package rather than re-derived, so our numbers are comparable with published one
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 # The k of pass@k reported over a pipeline's samples (vote): 20 samples at a sampling temperature
 # measure the ceiling no selection among them can beat at its k.
 SAMPLE_KS = (1, 5, 10, 20)
@@ -30,3 +32,17 @@ def mean_pass_at_k(samples: list[tuple[int, int]], k: int) -> float:
     if not values:
         raise ValueError(f"no problem has at least k={k} samples")
     return sum(values) / len(values)
+
+
+def rate(hits: Sequence[bool], among: Sequence[bool]) -> float | None:
+    """Share of the items ``among`` marks that ``hits`` marks too (pairwise); None — absent,
+    never 0 — when ``among`` marks none (the rule in :mod:`eval.summary`)."""
+    total = sum(bool(a) for a in among)
+    if not total:
+        return None
+    return sum(bool(h) and bool(a) for h, a in zip(hits, among, strict=True)) / total
+
+
+def applicable(metrics: Mapping[str, float | None]) -> dict[str, float]:
+    """The metrics that apply: one over no qualifying problem (None) is left out, never 0."""
+    return {name: value for name, value in metrics.items() if value is not None}

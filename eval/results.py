@@ -1,7 +1,15 @@
-"""The per-problem record every pipeline run produces, and the table built from them."""
+"""The per-problem record every pipeline run produces, and the table built from them.
+
+:class:`ProblemResult` is the one result schema: the runner checkpoints it (JSON lines), logs it
+as the per-problem table (:func:`results_table`, ``problems.parquet``) and in each problem's
+trace; compare and the viewer read the table back into it (:func:`results_from_table`).
+``extra`` holds the pipeline's figures flat, one key per figure, as its outcome model
+(``pipelines.outcomes``) declares them.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,7 +44,8 @@ class ProblemResult(BaseModel):
     thread_id: str = Field(default="", description="The pool thread holding this solve's messages.")
     usage_by_role: dict[str, dict[str, float]] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(
-        default_factory=dict, description="Pipeline-specific per-problem metrics."
+        default_factory=dict,
+        description="The pipeline's per-problem figures, flat (``pipelines.outcomes.Outcome.figures``).",
     )
     resolved_params: dict[str, Any] = Field(
         default_factory=dict,
@@ -73,3 +82,28 @@ def results_table(results: Sequence[ProblemResult]) -> Any:
             row[f"extra.{key}"] = value
         rows.append(row)
     return pd.DataFrame(rows, columns=None if rows else list(TABLE_COLUMNS))
+
+
+def _plain(value: Any) -> Any:
+    """A table cell (numpy arrays and scalars, NaN) as a JSON-like Python value; NaN is None."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def results_from_table(frame: Any) -> list[ProblemResult]:
+    """The results a per-problem table holds, :func:`results_table` read back: the table's
+    columns into their fields, ``extra.*`` into ``extra``. An empty cell (NaN: a figure that
+    problem did not record, or a column an older table lacks) is left out, so the field takes
+    its default; what the table does not keep (usage by role, token reuse, thread, resolved
+    params) has its default too. Other columns (compare's ``run_id``, ``messages``) are ignored."""
+    results = []
+    for row in frame.to_dict("records"):
+        cells = {column: _plain(value) for column, value in row.items()}
+        fields = {k: v for k, v in cells.items() if k in ProblemResult.model_fields and v is not None}
+        extra = {k.removeprefix("extra."): v for k, v in cells.items()
+                 if k.startswith("extra.") and v is not None}
+        results.append(ProblemResult.model_validate({**fields, "extra": extra}))
+    return results

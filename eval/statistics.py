@@ -9,13 +9,14 @@ Every interval lies inside the range its quantity can take and contains its own 
 every sample size and count (checked exhaustively and by property tests): library results are
 exact up to floating-point rounding, and the last ulps are clamped rather than trusted, so a
 plot's error bars are never negative. Metrics that do not apply to a pipeline are absent, by
-the rule stated in :mod:`eval.summary`.
+the rule stated in :mod:`eval.summary`; a pipeline's own metrics come from its outcome model
+(passed in by compare), never from which ``extra.*`` columns a table happens to have.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from numbers import Integral, Real
@@ -25,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from core.errors import UserError
+from eval.results import results_from_table
+from eval.summary import FigureMetrics
 
 CONFIDENCE = 0.95
 TOKENS_UNIT = 1000  # cost-normalised pass@1 is "problems solved per 1k tokens"
@@ -168,92 +171,8 @@ def paired_bootstrap(
     return BootstrapResult(difference, low, high, confidence, n_resamples, seed, method)
 
 
-def _rate(numerator: pd.Series, denominator: pd.Series) -> float | None:
-    """Share of ``denominator`` rows for which ``numerator`` holds; None (absent) when none qualify."""
-    total = int(denominator.sum())
-    return float((numerator & denominator).sum() / total) if total else None
-
-
-def _applicable(metrics: dict[str, float | None]) -> dict[str, float]:
-    """The metrics that apply: a rate over no qualifying problem is left out, never reported as 0."""
-    return {name: value for name, value in metrics.items() if value is not None}
-
-
 def _bools(frame: pd.DataFrame, column: str) -> pd.Series:
     return frame[column].fillna(False).astype(bool)
-
-
-def _list_column(frame: pd.DataFrame, column: str) -> list[np.ndarray]:
-    values = (v for v in frame[column] if isinstance(v, list | tuple | np.ndarray) and len(v))
-    return [np.asarray(v, dtype=float) for v in values]
-
-
-def _revision_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """Same definitions as :func:`eval.summary.revision_metrics`, pooled over seeds."""
-    if "extra.first_passed" not in frame or frame["extra.first_passed"].isna().all():
-        return {}
-    scored = frame[frame["extra.first_passed"].notna()]
-    first, passed = _bools(scored, "extra.first_passed"), _bools(scored, "passed")
-    asked = first & False
-    if "extra.changes_requested" in scored:
-        asked = _bools(scored, "extra.changes_requested")
-    return _applicable({
-        "first_pass@1": float(first.mean()),
-        "critique_success_rate": _rate(passed, ~first & asked),
-        "harmful_revision_rate": _rate(~passed, first),
-    })
-
-
-def _consensus_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """Debate and vote metrics, as far as the rows carry them. ``final_in_majority_rate`` is
-    rated only where a majority exists (consensus), flip rates only over debaters that started
-    correct (resp. wrong)."""
-    out: dict[str, float | None] = {}
-    if "extra.consensus" in frame and frame["extra.consensus"].notna().any():
-        scored = frame[frame["extra.consensus"].notna()]
-        consensus, passed = _bools(scored, "extra.consensus"), _bools(scored, "passed")
-        out["consensus_rate"] = float(consensus.mean())
-        out["consensus_correctness"] = float((consensus & passed).mean())
-        if "extra.final_in_majority" in scored:
-            out["final_in_majority_rate"] = _rate(_bools(scored, "extra.final_in_majority"), consensus)
-    if "extra.agreement" in frame:
-        rounds = _list_column(frame, "extra.agreement")
-        if rounds:
-            out["agreement_initial"] = float(np.mean([r[0] for r in rounds]))
-            out["agreement_final"] = float(np.mean([r[-1] for r in rounds]))
-    if {"extra.debaters_first_passed", "extra.debaters_final_passed"} <= set(frame):
-        pairs = frame[["extra.debaters_first_passed", "extra.debaters_final_passed"]].dropna()
-        first = np.concatenate([np.asarray(v, dtype=bool) for v in pairs.iloc[:, 0]] or [np.array([], bool)])
-        final = np.concatenate([np.asarray(v, dtype=bool) for v in pairs.iloc[:, 1]] or [np.array([], bool)])
-        if len(first) and len(first) == len(final):
-            out["flips_correct_to_wrong"] = int(np.sum(first & ~final))
-            out["flips_wrong_to_correct"] = int(np.sum(~first & final))
-            out["flip_c2w_rate"] = _rate(pd.Series(~final), pd.Series(first))
-            out["flip_w2c_rate"] = _rate(pd.Series(final), pd.Series(~first))
-    if {"extra.samples", "extra.largest_group"} <= set(frame):
-        votes = frame[["extra.samples", "extra.largest_group"]].dropna()
-        votes = votes[votes["extra.samples"] > 0]  # no sample drawn: no vote to agree with
-        if len(votes):
-            out["vote_agreement"] = float((votes["extra.largest_group"] / votes["extra.samples"]).mean())
-    return _applicable(out)
-
-
-def _sample_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """Unbiased pass@k over each attempt's samples (``samples_pass@k``), as
-    :func:`eval.summary.sample_metrics`: over the attempts that drew at least k samples, whose
-    number is ``samples_pass@k_attempts`` (see :func:`sample_coverage_notices`)."""
-    if "extra.samples_passed" not in frame:
-        return {}
-    from eval.metrics import SAMPLE_KS, pass_at_k
-
-    samples = _list_column(frame, "extra.samples_passed")
-    out: dict[str, float] = {}
-    for k in SAMPLE_KS:
-        eligible = [s for s in samples if len(s) >= k]
-        if eligible:
-            out[f"samples_pass@{k}"] = float(np.mean([pass_at_k(len(s), int(s.sum()), k) for s in eligible]))
-            out[f"samples_pass@{k}_attempts"] = len(eligible)
-    return out
 
 
 def sample_coverage_notices(summary: pd.DataFrame) -> list[str]:
@@ -274,28 +193,23 @@ def sample_coverage_notices(summary: pd.DataFrame) -> list[str]:
     return notices
 
 
-def _generated_test_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """Same definition as :func:`eval.summary.generated_test_metrics`, pooled over seeds."""
-    if "extra.generated_tests_correct" not in frame:
-        return {}
-    checked = frame[["extra.generated_tests", "extra.generated_tests_correct"]].dropna()
-    total = float(checked["extra.generated_tests"].sum())
-    if not total:
-        return {}
-    return {"generated_test_accuracy": float(checked["extra.generated_tests_correct"].sum()) / total}
-
-
-def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
+def pipeline_summary(
+    frame: pd.DataFrame, confidence: float = CONFIDENCE, figures: Mapping[str, FigureMetrics] | None = None,
+) -> pd.DataFrame:
     """One row per pipeline label: pass@1 with a Wilson CI, cost, and the pipeline's own metrics.
 
     Several seeds are pooled: every (problem, seed) row is one attempt, so pass@1 is the share of
     attempts passed (= the mean of per-seed pass@1 when seeds cover the same problems), the CI is
     Wilson on the pooled counts, and ``seed_sd`` is the spread of per-seed pass@1. Costs are means
     per attempt. ``pass@1_per_1k_tokens`` = pass@1 / (total tokens per problem / 1000), i.e.
-    problems solved per 1000 tokens spent. Metrics that do not apply to a pipeline (see
-    :mod:`eval.summary`) are missing from its row: NaN in the frame, "–" in the report.
+    problems solved per 1000 tokens spent. ``figures``: per label, the metrics of the
+    pipeline's own figures over its rows read back as results (compare passes each pipeline's
+    ``pipelines.outcomes.Outcome.table_metrics``); a label without one has only the common
+    columns. Metrics that do not apply to a pipeline (see :mod:`eval.summary`) are missing from
+    its row: NaN in the frame, "–" in the report.
     """
     check_confidence(confidence)
+    figures = figures or {}
     rows: list[dict[str, Any]] = []
     for label, group in frame.groupby("pipeline", sort=False):
         group = group.dropna(axis=1, how="all")  # other pipelines' extra.* columns
@@ -321,10 +235,8 @@ def pipeline_summary(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.
             "iterations": float(group["iterations"].mean()),
             "pass@1_per_1k_tokens": float(passed.mean()) / (tokens / TOKENS_UNIT) if tokens else float("nan"),
         }
-        row.update(_revision_metrics(group))
-        row.update(_consensus_metrics(group))
-        row.update(_sample_metrics(group))
-        row.update(_generated_test_metrics(group))
+        if label in figures:
+            row.update(figures[label](results_from_table(group)))
         rows.append(row)
     return pd.DataFrame(rows)
 

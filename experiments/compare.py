@@ -24,11 +24,12 @@ import math
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from eval.summary import FigureMetrics
 from experiments.paths import data_dir as default_data_dir
 from experiments.rescore_pairs import lost_passes_section
 from experiments.tracking.compare_provenance import provenance_notices
@@ -55,6 +56,7 @@ class ComparedRun:
     experiment_id: str
     label: str
     seed: int
+    pipeline: str = ""  # the registered pipeline the run ran (its outcome model summarises its figures)
 
 
 @dataclass
@@ -101,7 +103,7 @@ def _as_compared(run: Any) -> ComparedRun:
     params = run.data.params
     return ComparedRun(
         run.info.run_id, run.data.tags.get(PARENT_TAG, ""), run.info.experiment_id,
-        params["pipeline.label"], int(params.get("seed", 0)),
+        params["pipeline.label"], int(params.get("seed", 0)), params.get("pipeline", ""),
     )
 
 
@@ -166,11 +168,7 @@ def resolve_runs(
     for run in runs:
         parents_by_label.setdefault(run.label, set()).add(run.parent_id)
     clashes = {label for label, parents in parents_by_label.items() if len(parents) > 1}
-    runs = [
-        ComparedRun(r.run_id, r.parent_id, r.experiment_id, f"{r.label}@{r.parent_id[:8]}", r.seed)
-        if r.label in clashes else r
-        for r in runs
-    ]
+    runs = [replace(r, label=f"{r.label}@{r.parent_id[:8]}") if r.label in clashes else r for r in runs]
     seen: set[tuple[str, int]] = set()
     for run in runs:
         if (run.label, run.seed) in seen:
@@ -217,6 +215,24 @@ def load_problems_frame(client: Any, runs: Sequence[ComparedRun]) -> Any:
                 frame["messages"] = frame["extra.messages"]
             frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def figure_tables(runs: Sequence[ComparedRun], notices: list[str]) -> dict[str, FigureMetrics]:
+    """Per label, the table metrics of its pipeline's figures, as the pipeline's registered
+    outcome model summarises them. A run of a pipeline not registered here (renamed, or from
+    other code) gets only the columns every pipeline has, and a notice says so."""
+    from pipelines.registry import outcome_model, pipeline_names
+
+    registered = set(pipeline_names())
+    pipelines = {run.label: run.pipeline for run in runs}  # a label's runs are of one pipeline
+    tables: dict[str, FigureMetrics] = {}
+    for label, pipeline in pipelines.items():
+        if pipeline in registered:
+            tables[label] = outcome_model(pipeline).table_metrics
+        else:
+            notices.append(f"{label}: pipeline '{pipeline}' is not registered here; only the metrics "
+                           "every pipeline has are shown")
+    return tables
 
 
 def discordant_links(problems: Any, viewer_url: str) -> tuple[tuple[str, str], ...]:
@@ -363,7 +379,7 @@ def compare_runs(
     notices += provenance_notices(client, [r.parent_id for r in resolved])
     single_parent = len(run_ids) == 1 and all(r.parent_id == run_ids[0] for r in resolved)
     problems = load_problems_frame(client, resolved)
-    table = pipeline_summary(problems, confidence)
+    table = pipeline_summary(problems, confidence, figure_tables(resolved, notices))
     notices += sample_coverage_notices(table)
     pairs = pairwise_tests(problems, seed=bootstrap_seed, n_resamples=n_resamples, confidence=confidence)
     out = Path(out) if out else _default_out(home, run_ids, resolved, single_parent)

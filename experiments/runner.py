@@ -38,7 +38,7 @@ from experiments.tracking.traces import ProblemTracer, trace_checkpointed
 from pipelines.budget import TokenBudgetParams
 from pipelines.params import PipelineParams
 from pipelines.pool.message_pool import MessagePool
-from pipelines.registry import build_pipeline
+from pipelines.registry import build_pipeline, outcome_model
 
 
 @dataclass
@@ -201,7 +201,8 @@ def _run_child(
     if not pending and logged is not None and logged.info.status == "FINISHED":
         results = [done[p.task_id] for p in problems]
         if logged.data.tags.get(RESULTS_TAG) == results_digest(results):
-            metrics = {**summarize(results), "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
+            metrics = {**summarize(results, outcome_model(pipeline_spec.name).run_metrics),
+                       "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
             warnings = _no_code_warnings(label, seed, results)
             return ChildRun(label, seed, run_id, results, metrics, warnings)  # left as it was
     if logged is not None:
@@ -257,7 +258,7 @@ def _run_child(
     if tracer is not None and len(pending) < len(problems):  # resumed: some came from checkpoints
         trace_checkpointed(tracer, results, pool.history, traced | {r.task_id for r in results
                                                                      if r.task_id in pending_ids})
-    metrics = summarize(results)
+    metrics = summarize(results, outcome_model(pipeline_spec.name).run_metrics)
     metrics.update(usage_by_model(results, models_by_role(pipeline_spec), spec.model.id))
     metrics["wall_time_s"] = time.monotonic() - start
     if memory and bank:

@@ -1,4 +1,10 @@
-"""Solve one problem with one pipeline and score it on the hidden tests."""
+"""Solve one problem with one pipeline and score it on the hidden tests.
+
+The pipeline returns its code and its typed outcome (:mod:`pipelines.outcomes`); the hidden
+tests are used only after it returned: on the final code, and on whatever codes the outcome
+names for scoring (first version, samples, debaters' solutions, tree nodes) and the tests a role
+wrote. Those results are validated into the outcome's own figures and stored, flat, in
+``ProblemResult.extra``."""
 
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ from eval.generated_tests import canonical_passes, parse_asserts
 from eval.problems import Problem
 from eval.results import ProblemResult
 from eval.scoring import score_code
+from eval.verdict import Verdict
+from pipelines.outcomes import Outcome
 from pipelines.role_lms import using_role_lms
 from signatures.adapter import CodeAdapter
 
@@ -35,26 +43,13 @@ def solve_and_score(
         prediction = pipeline(
             prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
         )
+    outcome = getattr(prediction, "outcome", None)
+    if not isinstance(outcome, Outcome):
+        raise TypeError(f"{type(pipeline).__name__} returned no typed outcome (pipelines.outcomes.Outcome): "
+                        f"got {outcome!r}")
     program, verdict = score_code(problem, prediction.code, timeout_s)
     total = meter.total()
-    extra = dict(prediction.get("metrics", {}) or {})
-    if verdict.isolation:  # per verdict: a run spread over machines must not mix sandbox levels
-        extra["isolation"] = verdict.isolation
-    first_code = prediction.get("first_code")
-    if first_code is not None:
-        # Multi-step pipelines also score their first version: first-pass vs final pass@1,
-        # critique success and harmful revisions all need it.
-        if first_code == prediction.code:
-            extra["first_passed"] = verdict.passed
-        else:
-            extra["first_passed"] = score_code(problem, first_code, timeout_s)[1].passed
-    for name, codes in (prediction.get("scored_codes") or {}).items():
-        # Per-candidate hidden-test results (debaters' solutions, vote samples): for flips,
-        # consensus correctness and pass@k. Scored here, after the pipeline has returned.
-        extra[f"{name}_passed"] = [score_code(problem, code, timeout_s)[1].passed for code in codes]
-    generated = prediction.get("generated_tests")
-    if generated is not None:
-        extra.update(generated_test_accuracy(problem, generated, timeout_s))
+    outcome = outcome.with_scores(hidden_test_figures(problem, prediction.code, outcome, verdict, timeout_s))
     return ProblemResult(
         task_id=problem.task_id,
         pipeline=label,
@@ -62,7 +57,7 @@ def solve_and_score(
         status=verdict.status,
         reason=verdict.reason,
         detail=verdict.detail,
-        iterations=int(prediction.get("iterations", 1) or 1),
+        iterations=outcome.iterations,
         prompt_tokens=total.prompt_tokens,
         completion_tokens=total.completion_tokens,
         lm_calls=total.calls,
@@ -71,8 +66,8 @@ def solve_and_score(
         reuse_reported_prompt_tokens=total.reuse_reported_prompt_tokens,
         latency_s=time.monotonic() - start,
         final_code=program.source,
-        parsed=bool(prediction.get("parsed", True)),
-        thread_id=str(prediction.get("thread_id", "") or ""),
+        parsed=outcome.parsed,
+        thread_id=outcome.thread_id,
         usage_by_role={
             role: {
                 "calls": u.calls, "prompt_tokens": u.prompt_tokens,
@@ -80,8 +75,32 @@ def solve_and_score(
             }
             for role, u in meter.by_role.items()
         },
-        extra=extra,
+        extra=outcome.figures(),
     )
+
+
+def hidden_test_figures(
+    problem: Problem, code: str, outcome: Outcome, verdict: Verdict, timeout_s: float
+) -> dict[str, Any]:
+    """The figures only the hidden tests (or the reference solution) can give, measured after
+    the pipeline returned: ``verdict`` is the final ``code``'s."""
+    found: dict[str, Any] = {}
+    if verdict.isolation:  # per verdict: a run spread over machines must not mix sandbox levels
+        found["isolation"] = verdict.isolation
+    if outcome.first_code is not None:
+        # Multi-step pipelines also score their first version: first-pass vs final pass@1,
+        # critique success and harmful revisions all need it.
+        if outcome.first_code == code:
+            found["first_passed"] = verdict.passed
+        else:
+            found["first_passed"] = score_code(problem, outcome.first_code, timeout_s)[1].passed
+    for figure, codes in outcome.codes_to_score.items():
+        # Per-candidate hidden-test results (debaters' solutions, vote samples, tree nodes): for
+        # flips, consensus correctness and pass@k.
+        found[figure] = [score_code(problem, candidate, timeout_s)[1].passed for candidate in codes]
+    if outcome.generated_test_code is not None:
+        found.update(generated_test_accuracy(problem, outcome.generated_test_code, timeout_s))
+    return found
 
 
 def generated_test_accuracy(problem: Problem, generated: str, timeout_s: float) -> dict[str, int]:

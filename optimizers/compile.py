@@ -329,12 +329,13 @@ def evaluate(
             passed = score_code(problem, prediction.code, timeout_s)[1].passed
             results[problem.task_id] = passed
             if traces is not None:
-                first = prediction.get("first_code")
+                first = prediction.outcome.first_code
                 first_passed = (
                     None if first is None
                     else passed if first == prediction.code
                     else score_code(problem, first, timeout_s)[1].passed
                 )
-                history = pool.history(thread_id=prediction.get("thread_id") or None, task_id=problem.task_id)
+                thread_id = prediction.outcome.thread_id or None
+                history = pool.history(thread_id=thread_id, task_id=problem.task_id)
                 traces.extend(label_thread(history, TaskOutcome(passed, first_passed)))
     return results

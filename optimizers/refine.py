@@ -143,7 +143,7 @@ def run_and_explain(
                 prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
             )
             verdict = score_code(problem, prediction.code or "", timeout_s)[1]
-            history = pool.history(thread_id=prediction.get("thread_id") or None, task_id=problem.task_id)
+            history = pool.history(thread_id=prediction.outcome.thread_id or None, task_id=problem.task_id)
             calls = [t for t in label_thread(history, None) if t.role == role]
             reviews = [m for m in history if m.intent == Intent.CRITIQUE]
             parts = [f"Problem statement:\n{_clip(problem.prompt)}"]

@@ -1,7 +1,7 @@
 """Per-agent counts of one task's thread, from its messages alone: what each agent cost and did.
 
-A pipeline returns them in its metrics as flat numbers (:func:`flat_agent_counts`:
-``agent.ROLE.FIGURE``, ``agent.ROLE.verdict.VERDICT``), so the runner keeps them in the
+A pipeline's outcome holds them typed (:class:`AgentCountFigures`) and stores them as flat
+figures (``agent.ROLE.FIGURE``, ``agent.ROLE.verdict.VERDICT``), so the runner keeps them in the
 per-problem table with everything else (a later viewer reads them there; the table is parquet,
 which holds numbers in columns better than nested records).
 """
@@ -9,10 +9,45 @@ which holds numbers in columns better than nested records).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+from pipelines.outcomes import Figures
 from pipelines.pool.messages import Message
+
+
+class AgentCounts(BaseModel):
+    """What one agent cost and did on one task."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    calls: int = Field(description="LM requests of its role calls.")
+    cached_calls: int = Field(description="Of them, answered from the LM cache.")
+    prompt_tokens: int = Field(description="Prompt tokens of its role calls.")
+    completion_tokens: int = Field(description="Completion tokens of its role calls.")
+    wall_s: float = Field(description="Time in its role calls, in seconds.")
+    steps: int = Field(description="Role calls it made.")
+    tasks: int = Field(description="Distinct team tasks (team_task ids) its messages answered.")
+    verdicts: dict[str, int] = Field(description="How many times it gave each verdict.")
+
+
+class AgentCountFigures(Figures):
+    """Per-agent counts as figures: stored flat, ``agent.ROLE.FIGURE`` and ``agent.ROLE.verdict.V``."""
+
+    agents: dict[str, AgentCounts] = Field(description="By agent role (the name without its thread suffix).")
+
+    @model_serializer(mode="wrap")
+    def _flat(self, dump: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        figures = dump(self)
+        for agent, row in (figures.pop("agents", None) or {}).items():
+            for key, value in row.items():
+                if key == "verdicts":
+                    figures.update({f"agent.{agent}.verdict.{v}": n for v, n in value.items()})
+                else:
+                    figures[f"agent.{agent}.{key}"] = value
+        return figures
 
 
 def agent_role(sender: str) -> str:
@@ -51,15 +86,3 @@ def agent_counts(history: Sequence[Message]) -> dict[str, dict[str, Any]]:
         row["tasks"] = len(tasks.get(agent, ()))
         row["verdicts"] = dict(row["verdicts"])
     return figures
-
-
-def flat_agent_counts(history: Sequence[Message]) -> dict[str, float | int]:
-    """:func:`agent_counts` as ``agent.ROLE.FIGURE`` keys (verdicts: ``agent.ROLE.verdict.V``)."""
-    flat: dict[str, float | int] = {}
-    for agent, row in agent_counts(history).items():
-        for key, value in row.items():
-            if key == "verdicts":
-                flat.update({f"agent.{agent}.verdict.{v}": n for v, n in value.items()})
-            else:
-                flat[f"agent.{agent}.{key}"] = value
-    return flat

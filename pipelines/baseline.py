@@ -9,7 +9,7 @@ from pipelines.coder_agent import CoderAgent
 from pipelines.params import PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.registry import register_pipeline
-from pipelines.threads import run_thread
+from pipelines.threads import ThreadOutcome, run_thread
 from signatures.coder import Coder
 
 
@@ -17,7 +17,7 @@ class BaselineParams(PipelineParams):
     """``baseline`` takes no parameters (any name given is an error)."""
 
 
-@register_pipeline("baseline", params=BaselineParams, roles=("coder",))
+@register_pipeline("baseline", params=BaselineParams, outcome=ThreadOutcome, roles=("coder",))
 class Baseline(dspy.Module):
     """The coder answers once; no review. The reference point every other pipeline is compared to.
 

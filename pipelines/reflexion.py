@@ -25,7 +25,7 @@ from pipelines.pool.messages import Intent, Message
 from pipelines.recall import NO_MEMORIES
 from pipelines.registry import register_pipeline
 from pipelines.role_call import call_role
-from pipelines.threads import converse, thread_outcome
+from pipelines.threads import ThreadOutcome, converse, thread_outcome
 from signatures.coder import Coder
 from signatures.memory import with_memories
 from signatures.reflector import Reflector
@@ -144,7 +144,16 @@ class ReflectAgent(Agent):
         return [entry.id]
 
 
-@register_pipeline("reflexion", params=ReflexionParams, roles=("coder", "reflector"))
+class ReflexionOutcome(ThreadOutcome):
+    """Figures of ``reflexion``: the thread's, and its attempts and reflections."""
+
+    trials: int = Field(description="Attempts made (the first and one per reflection).")
+    reflections: int = Field(description="Reflections on a failed attempt.")
+
+
+@register_pipeline(
+    "reflexion", params=ReflexionParams, outcome=ReflexionOutcome, roles=("coder", "reflector")
+)
 class Reflexion(dspy.Module):
     """Attempt, run on the visible examples, reflect on failures and retry with the reflections
     (up to max_trials); reflections go to episodic memory when memory is on."""
@@ -161,11 +170,10 @@ class Reflexion(dspy.Module):
         agents = [attempt, VisibleRunAgent(ctx, self.params.feedback_timeout_s),
                   ReflectAgent(ctx, self.reflector, self.params.max_trials)]
         history = converse(ctx, agents, attempt.name)
-        outcome = thread_outcome(history)
+        found = thread_outcome(history)
         trials = sum(m.intent in (Intent.OUTPUT_COMPLETE, Intent.FIX) for m in history)
-        metrics = {**outcome["metrics"], "trials": trials,
-                   "reflections": sum(m.intent == Intent.REFLECTION for m in history)}
-        return dspy.Prediction(
-            code=outcome["final_code"], first_code=outcome["first_code"], iterations=trials,
-            parsed=outcome["parsed"], metrics=metrics, thread_id=ctx.thread_id,
-        )
+        return dspy.Prediction(code=found["final_code"], outcome=ReflexionOutcome(
+            first_code=found["first_code"], iterations=max(1, trials), parsed=found["parsed"],
+            thread_id=ctx.thread_id, **found["metrics"], trials=trials,
+            reflections=sum(m.intent == Intent.REFLECTION for m in history),
+        ))

@@ -1,7 +1,7 @@
 """Pipelines registered by name, so YAML specs, the CLI and MLflow params can name them.
 
-Every pipeline declares its parameters as a typed model beside it and registers both. A new
-pipeline copies this pattern (see :mod:`pipelines.critic_loop.pipeline`)::
+Every pipeline declares its parameters and its per-problem figures as typed models beside it
+and registers them. A new pipeline copies this pattern (see :mod:`pipelines.critic_loop.pipeline`)::
 
     class ReflexionParams(PipelineParams):
         \"\"\"Parameters of ``reflexion``.\"\"\"
@@ -10,13 +10,23 @@ pipeline copies this pattern (see :mod:`pipelines.critic_loop.pipeline`)::
         memory: Literal["episodic", "none"] = Field(default="episodic", description="...")
 
 
-    @register_pipeline("reflexion", params=ReflexionParams)
+    class ReflexionOutcome(ThreadOutcome):
+        \"\"\"Figures of ``reflexion``.\"\"\"
+
+        trials: int = Field(description="Attempts made.")
+
+
+    @register_pipeline("reflexion", params=ReflexionParams, outcome=ReflexionOutcome)
     class Reflexion(dspy.Module):
         \"\"\"What it does, in a sentence: ``critiquelab pipelines`` shows this paragraph.\"\"\"
 
         def __init__(self, params: ReflexionParams | None = None) -> None:
             super().__init__()
             self.params = params if params is not None else ReflexionParams()  # self.params.max_trials
+
+        def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
+            ...
+            return dspy.Prediction(code=final, outcome=ReflexionOutcome(trials=..., ...))
 
 Every field has a ``description`` and its range (``ge``/``le``/``gt``) or choices (``Literal``);
 defaults live only in the model. The model checks a spec's ``params`` once, when the spec is
@@ -28,6 +38,11 @@ From Python (a notebook): ``Reflexion()`` runs with the defaults, ``Reflexion(Re
 max_trials=2))`` with the model pydantic checked (a bad value is its ``ValidationError``), and
 ``create_pipeline("reflexion", max_trials=2)`` checks raw values once, a bad one being the same
 one line a spec gets.
+
+The outcome model (:mod:`pipelines.outcomes`) declares every figure ``forward`` reports: building
+it with an undeclared figure or a wrong type fails, and the figure groups it inherits say which
+run metrics (:meth:`~pipelines.outcomes.Outcome.run_metrics`) and comparison columns
+(:meth:`~pipelines.outcomes.Outcome.table_metrics`) its results summarise into.
 """
 
 from __future__ import annotations
@@ -41,6 +56,7 @@ from typing import Any, TypeVar
 import dspy
 
 from core.errors import UserError
+from pipelines.outcomes import Outcome
 from pipelines.params import PipelineParams, describe_params
 
 PipelineFactory = Callable[..., dspy.Module]
@@ -51,6 +67,7 @@ F = TypeVar("F", bound=PipelineFactory)
 class _Registered:
     factory: PipelineFactory
     params: type[PipelineParams]
+    outcome: type[Outcome]
     roles: tuple[str, ...]
 
 
@@ -65,18 +82,21 @@ _BUILTIN_MODULES = (
 
 
 def register_pipeline(
-    name: str, *, params: type[PipelineParams], roles: tuple[str, ...] = ()
+    name: str, *, params: type[PipelineParams], outcome: type[Outcome], roles: tuple[str, ...] = ()
 ) -> Callable[[F], F]:
     """Class decorator: make a ``dspy.Module`` subclass constructible by ``name``, its
-    parameters described and checked by the model ``params``. ``roles``: the role names its
-    calls are made and reported as (``role.NAME.*`` metrics), which an experiment may give their
-    own model or temperature."""
+    parameters described and checked by the model ``params``, its ``forward`` returning an
+    ``outcome`` (a :class:`~pipelines.outcomes.Outcome` subclass: its per-problem figures).
+    ``roles``: the role names its calls are made and reported as (``role.NAME.*`` metrics),
+    which an experiment may give their own model or temperature."""
+    if not (isinstance(outcome, type) and issubclass(outcome, Outcome)):
+        raise TypeError(f"pipeline '{name}': outcome must be an Outcome model, got {outcome!r}")
 
     def decorate(factory: F) -> F:
         known = _REGISTRY.get(name)
         if known is not None and known.factory is not factory:
             raise ValueError(f"pipeline name '{name}' is already registered")
-        _REGISTRY[name] = _Registered(factory, params, roles)
+        _REGISTRY[name] = _Registered(factory, params, outcome, roles)
         return factory
 
     return decorate
@@ -113,6 +133,11 @@ def validate_params(name: str, values: Mapping[str, Any]) -> PipelineParams:
 def pipeline_roles(name: str) -> tuple[str, ...]:
     """The roles of pipeline ``name`` that can be given their own model or temperature."""
     return _registered(name).roles
+
+
+def outcome_model(name: str) -> type[Outcome]:
+    """The model of pipeline ``name``'s per-problem figures, and how they summarise."""
+    return _registered(name).outcome
 
 
 def build_pipeline(name: str, params: PipelineParams) -> dspy.Module:

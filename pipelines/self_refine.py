@@ -16,7 +16,7 @@ from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.role_call import call_role
-from pipelines.threads import run_thread
+from pipelines.threads import ThreadOutcome, run_thread
 from signatures.coder import Coder
 from signatures.fixer import Fixer
 from signatures.self_refine import SelfFeedback
@@ -82,7 +82,10 @@ class SelfRefineParams(PipelineParams):
     )
 
 
-@register_pipeline("self_refine", params=SelfRefineParams, roles=("coder", "self_feedback", "self_refiner"))
+@register_pipeline(
+    "self_refine", params=SelfRefineParams, outcome=ThreadOutcome,
+    roles=("coder", "self_feedback", "self_refiner"),
+)
 class SelfRefine(dspy.Module):
     """The author reviews its own code and refines it, until its review says correct or
     max_iterations.

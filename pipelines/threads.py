@@ -6,10 +6,27 @@ from collections.abc import Sequence
 from typing import Any
 
 import dspy
+from pydantic import Field
 
 from pipelines.agents import MAX_ROUNDS, Agent, TaskContext, code_messages, run_until_quiet
+from pipelines.figure_groups import RevisionFigures
+from pipelines.outcomes import Outcome
 from pipelines.parallel_agents import run_agents_concurrently
 from pipelines.pool.messages import Intent, Message
+
+
+class ThreadOutcome(Outcome, RevisionFigures):
+    """Figures of a coder whose version is reviewed and revised on one thread (baseline,
+    self_refine, critic_loop, reflexion): its loop, from the thread's messages alone."""
+
+    reviews: int = Field(description="Reviews of a version (critiques).")
+    fixes: int = Field(description="Revised versions.")
+    first_verdict: str = Field(description="The first deciding review's verdict ('' without a review).")
+    final_verdict: str = Field(description="The last deciding review's verdict ('' without a review).")
+    changes_requested: bool = Field(description="Whether a deciding review asked for changes or rejected.")
+    stop_reason: str = Field(description="approved, unparsed_critique, max_iterations or no_review.")
+    messages: int = Field(description="Messages on the problem's thread.")
+    unparsed_steps: int = Field(description="Role calls whose reply could not be parsed.")
 
 
 def thread_outcome(history: list[Message]) -> dict[str, Any]:
@@ -62,12 +79,13 @@ def converse(
     return ctx.history()
 
 
-def run_thread(ctx: TaskContext, agents: Sequence[Agent]) -> dspy.Prediction:
+def run_thread(
+    ctx: TaskContext, agents: Sequence[Agent], outcome: type[ThreadOutcome] = ThreadOutcome
+) -> dspy.Prediction:
     """Assign the task to the first agent, let the agents react until quiet, and return the
-    final code (with the first version and loop metrics) as a Prediction."""
-    outcome = thread_outcome(converse(ctx, agents, agents[0].name))
-    return dspy.Prediction(
-        code=outcome["final_code"], first_code=outcome["first_code"],
-        iterations=max(1, outcome["metrics"]["reviews"]), parsed=outcome["parsed"],
-        metrics=outcome["metrics"], thread_id=ctx.thread_id,
-    )
+    final code with its ``outcome`` (the first version and the loop's figures)."""
+    found = thread_outcome(converse(ctx, agents, agents[0].name))
+    return dspy.Prediction(code=found["final_code"], outcome=outcome(
+        first_code=found["first_code"], iterations=max(1, found["metrics"]["reviews"]),
+        parsed=found["parsed"], thread_id=ctx.thread_id, **found["metrics"],
+    ))

@@ -3,13 +3,15 @@ and each problem's pool messages.
 
 A finished child run has ``problems.parquet`` and ``messages.jsonl``; a run still in progress
 has neither yet, so its problems and messages are read back from the per-problem traces the
-runner logs as each problem finishes (:mod:`experiments.tracking.traces`). Nothing is ever written.
+runner logs as each problem finishes (:mod:`experiments.tracking.traces`). Either way a problem
+is the runner's own :class:`~eval.results.ProblemResult` (the table read back by
+:func:`~eval.results.results_from_table`, the trace's copy validated as it is). Nothing is ever
+written.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import threading
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from eval.results import ProblemResult, results_from_table
 from experiments.tracking.store import CHILD_TAG, PARENT_TAG, child_key
 from experiments.tracking.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, run_traces
 from pipelines.pool.messages import Message
@@ -42,53 +45,6 @@ class RunInfo:
         return self.status == "RUNNING"
 
 
-@dataclass
-class Problem:
-    """One problem's result in one run (``extra``: the pipeline's own per-problem metrics)."""
-
-    task_id: str
-    status: str
-    reason: str = ""
-    detail: str = ""
-    tokens: int = 0
-    lm_calls: int = 0
-    latency_s: float = 0.0
-    iterations: int = 1
-    final_code: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _plain(value: Any) -> Any:
-    """Parquet cells (numpy arrays and scalars, NaN) as JSON-like Python values."""
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
-def _problem_from_row(row: dict[str, Any]) -> Problem:
-    extra = {k[len("extra."):]: _plain(v) for k, v in row.items() if k.startswith("extra.")}
-    return Problem(
-        task_id=str(row["task_id"]), status=str(row["status"]), reason=str(row.get("reason") or ""),
-        detail=str(row.get("detail") or ""),
-        tokens=int(row.get("prompt_tokens", 0) or 0) + int(row.get("completion_tokens", 0) or 0),
-        lm_calls=int(row.get("lm_calls", 0) or 0), latency_s=float(row.get("latency_s", 0.0) or 0.0),
-        iterations=int(row.get("iterations", 1) or 1), final_code=str(row.get("final_code") or ""),
-        extra={k: v for k, v in extra.items() if v is not None},
-    )
-
-
-def _problem_from_result(result: dict[str, Any]) -> Problem:
-    return Problem(
-        task_id=result["task_id"], status=result["status"], reason=result.get("reason", ""),
-        tokens=int(result.get("prompt_tokens", 0)) + int(result.get("completion_tokens", 0)),
-        lm_calls=int(result.get("lm_calls", 0)), latency_s=float(result.get("latency_s", 0.0)),
-        iterations=int(result.get("iterations", 1)), final_code=result.get("final_code", ""),
-        extra=dict(result.get("extra") or {}),
-    )
-
-
 class ViewerData:
     """Read-only access to one tracking store. Finished runs' artifacts are read once and kept;
     runs in progress are read again on every request, so a refresh shows new problems."""
@@ -102,7 +58,7 @@ class ViewerData:
         self.uri = uri
         self._client = MlflowClient(tracking_uri=uri)
         self._traces = TracingClient(uri)
-        self._cache: dict[str, tuple[list[Problem], dict[str, list[Message]]]] = {}
+        self._cache: dict[str, tuple[list[ProblemResult], dict[str, list[Message]]]] = {}
         self._lock = threading.Lock()
 
     def _info(self, run: Any, experiment: str) -> RunInfo:
@@ -141,7 +97,7 @@ class ViewerData:
             raise UserError(f"run '{run_id}': no such run in {self.uri}") from exc
         return self._info(run, self._client.get_experiment(run.info.experiment_id).name)
 
-    def _load(self, run_id: str) -> tuple[list[Problem], dict[str, list[Message]]]:
+    def _load(self, run_id: str) -> tuple[list[ProblemResult], dict[str, list[Message]]]:
         import pandas as pd
 
         with self._lock:
@@ -155,7 +111,7 @@ class ViewerData:
                 table = self._client.download_artifacts(run_id, "problems.parquet", tmp)
             except Exception:  # killed before its artifacts: what its traces hold
                 return self._from_traces(run_id)
-            problems = [_problem_from_row(row) for row in pd.read_parquet(table).to_dict("records")]
+            problems = results_from_table(pd.read_parquet(table))
             messages: dict[str, list[Message]] = {}
             try:
                 log = Path(self._client.download_artifacts(run_id, "messages.jsonl", tmp))
@@ -170,13 +126,13 @@ class ViewerData:
             self._cache[run_id] = loaded
         return loaded
 
-    def _from_traces(self, run_id: str) -> tuple[list[Problem], dict[str, list[Message]]]:
-        problems: list[Problem] = []
+    def _from_traces(self, run_id: str) -> tuple[list[ProblemResult], dict[str, list[Message]]]:
+        problems: list[ProblemResult] = []
         messages: dict[str, list[Message]] = {}
         for trace in run_traces(self._traces, run_id):
             for span in trace.data.spans:
                 if span.parent_id is None and span.get_attribute(RESULT_ATTRIBUTE):
-                    problems.append(_problem_from_result(span.get_attribute(RESULT_ATTRIBUTE)))
+                    problems.append(ProblemResult.model_validate(span.get_attribute(RESULT_ATTRIBUTE)))
                 elif span.get_attribute(MESSAGE_ATTRIBUTE):
                     message = Message.model_validate(span.get_attribute(MESSAGE_ATTRIBUTE))
                     messages.setdefault(message.task_id, []).append(message)
@@ -184,10 +140,10 @@ class ViewerData:
             found.sort(key=lambda m: m.created_at)
         return problems, messages
 
-    def problems(self, run_id: str) -> list[Problem]:
+    def problems(self, run_id: str) -> list[ProblemResult]:
         return self._load(run_id)[0]
 
-    def problem(self, run_id: str, task_id: str) -> tuple[Problem, list[Message]]:
+    def problem(self, run_id: str, task_id: str) -> tuple[ProblemResult, list[Message]]:
         problems, messages = self._load(run_id)
         match = next((p for p in problems if p.task_id == task_id), None)
         if match is None:

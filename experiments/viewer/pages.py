@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from html import escape
 from importlib import resources
 
-from experiments.viewer.data import Problem, RunInfo, ViewerData
+from eval.results import ProblemResult
+from experiments.viewer.data import RunInfo, ViewerData
 from experiments.viewer.problem_page import problem_sections
 
 REFRESH_S = 5  # how often a page of a run in progress reloads itself
@@ -73,7 +74,7 @@ def index_page(runs: Sequence[RunInfo]) -> str:
     return layout("Runs", body, 0, refresh=any(r.running for r in runs))
 
 
-def run_page(run: RunInfo, problems: Sequence[Problem]) -> str:
+def run_page(run: RunInfo, problems: Sequence[ProblemResult]) -> str:
     """A pipeline run's problems, filterable by status and failure reason, searchable by task id."""
     statuses = sorted({p.status for p in problems})
     reasons = sorted({p.reason for p in problems if p.reason})
@@ -86,10 +87,10 @@ def run_page(run: RunInfo, problems: Sequence[Problem]) -> str:
         f'data-task="{escape(p.task_id)}">'
         f'<td><a href="../problems/{escape(run.run_id)}/{slug(p.task_id)}.html">{escape(p.task_id)}</a></td>'
         f'<td class="status-{escape(p.status)}">{escape(p.status)}</td><td>{escape(p.reason)}</td>'
-        f"<td>{p.tokens:,}</td><td>{p.lm_calls}</td><td>{p.iterations}</td><td>{p.latency_s:.1f}</td></tr>"
+        f"<td>{p.total_tokens:,}</td><td>{p.lm_calls}</td><td>{p.iterations}</td><td>{p.latency_s:.1f}</td></tr>"
         for p in problems
     )
-    passed = sum(p.status == "passed" for p in problems)
+    passed = sum(p.passed for p in problems)
     body = (
         f"<p>{escape(run.label)} seed {escape(run.seed)} · {escape(run.status)} · "
         f"{passed}/{len(problems)} passed"

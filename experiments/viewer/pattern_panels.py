@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from experiments.viewer.data import Problem, agent_label, json_text, message_trace
+from eval.results import ProblemResult
+from experiments.viewer.data import agent_label, json_text, message_trace
 from experiments.viewer.search_tree_panel import search_tree_panel
 from pipelines.architect.session_tree import export_session_tree
+from pipelines.debate.outcome import ConsensusFigures
 from pipelines.pool.messages import Intent, Message
 from pipelines.pool.store import seq_of
 from pipelines.scratchpad.channels import size_bytes
@@ -27,7 +29,7 @@ from pipelines.scratchpad.replay import replay_steps
 _CHANNEL_EVENTS = (ScratchpadIntent.UPDATE, ScratchpadIntent.CONFLICT, ScratchpadIntent.REFUSED)
 
 
-def debate_panel(messages: Sequence[Message], problem: Problem) -> str:
+def debate_panel(messages: Sequence[Message], problem: ProblemResult) -> str:
     """Rounds × debaters, the agreement per round and the judge's decision; empty if no debate."""
     cells: dict[tuple[int, int], Message] = {}
     for message in messages:
@@ -37,7 +39,7 @@ def debate_panel(messages: Sequence[Message], problem: Problem) -> str:
         return ""
     rounds = sorted({r for r, _ in cells})
     debaters = sorted({d for _, d in cells})
-    agreement = problem.extra.get("agreement") or []
+    agreement = ConsensusFigures.read(problem.extra).agreement or []
     head = "".join(f"<th>debater {d + 1}</th>" for d in debaters)
     rows = []
     for round_ in rounds:
@@ -189,7 +191,7 @@ def architect_panel(messages: Sequence[Message]) -> str:
             f"{_session(tree['root'], triggers)}</ul></section>")
 
 
-def pattern_panels(messages: Sequence[Message], problem: Problem) -> str:
+def pattern_panels(messages: Sequence[Message], problem: ProblemResult) -> str:
     """The panels whose data the problem's messages hold, in a fixed order."""
     return "".join([
         debate_panel(messages, problem), vote_panel(messages), scratchpad_panel(messages),

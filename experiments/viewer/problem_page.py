@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from experiments.viewer.data import Problem, agent_label, json_text, message_trace
+from eval.results import ProblemResult
+from experiments.viewer.data import agent_label, json_text, message_trace
 from experiments.viewer.pattern_panels import pattern_panels
 from pipelines.pool.messages import Intent, Message
 
@@ -119,7 +120,7 @@ def _diff(before: str, after: str) -> str:
     return "\n".join(rows) if rows else '<span class="ctx">(unchanged)</span>'
 
 
-def versions_panel(messages: Sequence[Message], problem: Problem) -> str:
+def versions_panel(messages: Sequence[Message], problem: ProblemResult) -> str:
     """Each version with its verdicts and its diff against the same agent's previous version
     (else the previous version of anyone)."""
     versions = code_versions(messages)
@@ -194,12 +195,12 @@ def message_list(messages: Sequence[Message]) -> str:
     return "".join(items) or "<p>No messages were logged for this problem.</p>"
 
 
-def problem_sections(problem: Problem, messages: Sequence[Message]) -> str:
+def problem_sections(problem: ProblemResult, messages: Sequence[Message]) -> str:
     """The body of a problem page (also one column of a paired view)."""
     detail = f"<pre>{escape(problem.detail)}</pre>" if problem.detail else ""
     return "".join([
         f'<p class="status-{escape(problem.status)}"><b>{escape(problem.status)}</b> '
-        f"{escape(problem.reason)} · {problem.tokens:,} tokens · {problem.lm_calls} LM calls · "
+        f"{escape(problem.reason)} · {problem.total_tokens:,} tokens · {problem.lm_calls} LM calls · "
         f"{problem.latency_s:.1f} s</p>{detail}",
         f"<h2>Swimlanes</h2>{swimlanes(messages)}", f"<h2>Agents</h2>{agent_cards(messages)}",
         pattern_panels(messages, problem),

@@ -19,7 +19,7 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from pipelines.agent_counts import flat_agent_counts
+from pipelines.agent_counts import agent_counts
 from pipelines.agents import Agent, TaskContext
 from pipelines.architect.agents import (
     Attempt,
@@ -28,6 +28,7 @@ from pipelines.architect.agents import (
     SessionRef,
     publish_in,
 )
+from pipelines.architect.outcome import ArchitectOutcome
 from pipelines.architect.plan import Plan, integrate, make_plan
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
 from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
@@ -256,11 +257,14 @@ def team_metrics(history: list[Message]) -> dict[str, Any]:
         "sessions": len({m.metadata.get("session") for m in history if m.metadata.get("session")}),
         "messages": len(history),
         "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
-        **flat_agent_counts(history),
+        "agents": agent_counts(history),
     }
 
 
-@register_pipeline("architect", params=ArchitectParams, roles=("architect", "developer", "team_reviewer"))
+@register_pipeline(
+    "architect", params=ArchitectParams, outcome=ArchitectOutcome,
+    roles=("architect", "developer", "team_reviewer"),
+)
 class ArchitectTeam(dspy.Module):
     """An architect decomposes the problem into function tasks, developers write them in parallel
     under typed contracts, the architect integrates, a reviewer gates on the visible examples.
@@ -282,8 +286,7 @@ class ArchitectTeam(dspy.Module):
         codes = [m.content for m in history if m.sender == architect.name
                  and m.intent in (Intent.OUTPUT_COMPLETE, Intent.FIX)]
         metrics = team_metrics(history)
-        return dspy.Prediction(
-            code=codes[-1] if codes else "", first_code=codes[0] if codes else "",
-            iterations=max(1, metrics["reviews"]), parsed=metrics["unparsed_steps"] == 0,
-            metrics=metrics, thread_id=ctx.thread_id,
-        )
+        return dspy.Prediction(code=codes[-1] if codes else "", outcome=ArchitectOutcome(
+            first_code=codes[0] if codes else "", iterations=max(1, metrics["reviews"]),
+            parsed=metrics["unparsed_steps"] == 0, thread_id=ctx.thread_id, **metrics,
+        ))

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 from pipelines.agents import Agent, TaskContext
 from pipelines.coder_agent import CoderAgent
 from pipelines.critic_loop.agents import CriticAgent, FixerAgent, MetaCriticAgent
+from pipelines.critic_loop.outcome import CriticLoopOutcome
 from pipelines.critic_loop.panel import PanelCriticAgent, critics_requesting_changes
 from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
 from pipelines.pool.context import current_pool
@@ -63,7 +64,10 @@ class CriticLoopParams(PipelineParams):
         return critics
 
 
-@register_pipeline("critic_loop", params=CriticLoopParams, roles=("coder", "critic", "fixer", "meta_critic"))
+@register_pipeline(
+    "critic_loop", params=CriticLoopParams, outcome=CriticLoopOutcome,
+    roles=("coder", "critic", "fixer", "meta_critic"),
+)
 class CriticLoop(dspy.Module):
     """Coder → critic → fixer until the critic approves or max_iterations; optionally execution
     feedback from the visible examples, a meta-critic reviewing each critique, and a panel of
@@ -97,7 +101,7 @@ class CriticLoop(dspy.Module):
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
-        prediction = run_thread(ctx, self._agents(ctx))
+        prediction = run_thread(ctx, self._agents(ctx), CriticLoopOutcome)
         if self.params.critics:
-            prediction.metrics["changes_requested_by"] = critics_requesting_changes(ctx.history())
+            prediction.outcome.changes_requested_by = critics_requesting_changes(ctx.history())
         return prediction

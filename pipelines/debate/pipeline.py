@@ -16,6 +16,7 @@ from pydantic import Field
 from eval.behaviour import behaviour_signatures, largest_group
 from pipelines.agents import Agent, TaskContext
 from pipelines.debate.agents import DebaterAgent, JudgeAgent, Topology
+from pipelines.debate.outcome import DebateOutcome
 from pipelines.params import ParallelAgents, PipelineParams, SamplingTemperature
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
@@ -79,7 +80,7 @@ class DebateParams(PipelineParams):
     )
 
 
-@register_pipeline("debate", params=DebateParams, roles=("coder", "debater", "judge"))
+@register_pipeline("debate", params=DebateParams, outcome=DebateOutcome, roles=("coder", "debater", "judge"))
 class Debate(dspy.Module):
     """N debaters propose (sampling) and argue for R rounds with the neighbours their topology
     shows them; a judge picks or merges the answer.
@@ -108,10 +109,10 @@ class Debate(dspy.Module):
         # Broadcast: every debater starts.
         history = converse(ctx, agents, None, parallel=self.params.parallel_agents)
         final, by_round, metrics = debate_metrics(prompt, entry_point, history, count, rounds)
-        return dspy.Prediction(
-            code=final, iterations=rounds, parsed=metrics["unparsed_steps"] == 0,
-            metrics=metrics, thread_id=ctx.thread_id,
+        return dspy.Prediction(code=final, outcome=DebateOutcome(
+            iterations=max(1, rounds), parsed=metrics["unparsed_steps"] == 0, thread_id=ctx.thread_id,
             # Scored on the hidden tests by the runner (never shown to a model): flips and
             # consensus correctness need each debater's first and final solution judged.
-            scored_codes={"debaters_first": by_round[0], "debaters_final": by_round[-1]},
-        )
+            codes_to_score={"debaters_first_passed": by_round[0], "debaters_final_passed": by_round[-1]},
+            **metrics,
+        ))

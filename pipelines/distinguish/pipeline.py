@@ -20,13 +20,12 @@ one call). Hidden tests never reach a prompt; every candidate is scored on them 
 
 from __future__ import annotations
 
-from typing import Any
-
 import dspy
 from pydantic import Field
 
 from pipelines.agents import TaskContext
 from pipelines.distinguish.agents import InputWriterAgent, PairwiseJudgeAgent, SelectorAgent
+from pipelines.distinguish.outcome import DistinguishOutcome
 from pipelines.distinguish.selection import GREEDY, Selection
 from pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
 from pipelines.pool.context import current_pool
@@ -76,29 +75,36 @@ class DistinguishParams(PipelineParams):
     )
 
 
-def _metrics(history: list[Message], verdict: Message, samples: int) -> dict[str, Any]:
-    """The per-problem figures, from the thread's messages alone."""
+def _outcome(history: list[Message], verdict: Message, samples: list[Message], greedy: Message,
+             thread_id: str) -> DistinguishOutcome:
+    """The per-problem figures, from the thread's messages alone; every candidate (0: the greedy
+    answer) is scored on the hidden tests by the runner after the run, so selection accuracy and
+    right or wrong replacements of the greedy answer can be counted."""
     written = next((m for m in history if m.intent == Intent.GENERATED_INPUTS), None)
     found = verdict.metadata
     passed_visible = bool(found["greedy_passed_visible"])
-    return {
-        "samples": samples,
-        "greedy_passed_visible": passed_visible,
-        "visible_passing": found["visible_passing"],
-        "inputs_written": written.metadata["written"] if written else 0,
-        "inputs_kept": written.metadata["kept"] if written else 0,
-        "inputs_dropped": written.metadata["dropped"] if written else 0,
-        "groups": found["group_count"],
-        "disagreements": found["disagreements"],
-        "judge_calls": sum(m.intent == Intent.JUDGEMENT for m in history),
-        "selection": found["selection"],
-        "chosen": found["chosen"],
-        "greedy_replaced": passed_visible and found["chosen"] != GREEDY,
-        "messages": len(history),
-    }
+    traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
+    return DistinguishOutcome(
+        parsed=all(t.get("parsed", True) for t in traces), thread_id=thread_id,
+        codes_to_score={"candidates_passed": [greedy.content, *(m.content for m in samples)]},
+        samples=len(samples),
+        greedy_passed_visible=passed_visible,
+        visible_passing=found["visible_passing"],
+        inputs_written=written.metadata["written"] if written else 0,
+        inputs_kept=written.metadata["kept"] if written else 0,
+        inputs_dropped=written.metadata["dropped"] if written else 0,
+        groups=found["group_count"],
+        disagreements=found["disagreements"],
+        judge_calls=sum(m.intent == Intent.JUDGEMENT for m in history),
+        selection=found["selection"],
+        chosen=found["chosen"],
+        greedy_replaced=passed_visible and found["chosen"] != GREEDY,
+        messages=len(history),
+    )
 
 
-@register_pipeline("distinguish", params=DistinguishParams, roles=("coder", "input_writer", "pairwise_judge"))
+@register_pipeline("distinguish", params=DistinguishParams, outcome=DistinguishOutcome,
+                   roles=("coder", "input_writer", "pairwise_judge"))
 class Distinguish(dspy.Module):
     """The greedy answer checked, not trusted: with samples (check_samples when it passes the visible
     examples, k when not), on inputs a writer made up to tell programs apart, settled by a pairwise
@@ -134,11 +140,6 @@ class Distinguish(dspy.Module):
         greedy = next(m for m in proposals if m.metadata.get("greedy"))
         samples = sorted((m for m in proposals if not m.metadata.get("greedy")),
                          key=lambda m: int(m.metadata["sample"]))
-        traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
         return dspy.Prediction(
-            code=verdict.content, iterations=1, parsed=all(t.get("parsed", True) for t in traces),
-            thread_id=ctx.thread_id, metrics=_metrics(history, verdict, len(samples)),
-            # Scored on the hidden tests by the runner after the run (candidate 0: the greedy answer),
-            # so selection accuracy and right or wrong replacements of the greedy answer can be counted.
-            scored_codes={"candidates": [greedy.content, *(m.content for m in samples)]},
+            code=verdict.content, outcome=_outcome(history, verdict, samples, greedy, ctx.thread_id)
         )

@@ -10,6 +10,7 @@ from typing import Any
 from eval.results import ProblemResult
 from pipelines.memory.consolidation import redundancy
 from pipelines.memory.episodic import EpisodicStore
+from pipelines.memory.outcome import MemoryFigures
 
 
 def reuse(results: Sequence[ProblemResult]) -> dict[str, float]:
@@ -17,10 +18,10 @@ def reuse(results: Sequence[ProblemResult]) -> dict[str, float]:
     about another role (``reuse_rate``), and share whose output used an injected text
     (``used_rate``, see :func:`pipelines.memory.injection.used_memory`)."""
     total = Counter[str]()
-    for result in results:
+    for row in MemoryFigures.rows(results):
         for key in ("memory_role_calls", "memory_injected_calls", "memory_foreign_calls", "memory_used_calls",
                     "memory_entries_written", "memory_skills_promoted"):
-            total[key] += int(result.extra.get(key, 0) or 0)
+            total[key] += int(getattr(row.figures, key) or 0)
     calls = total["memory_role_calls"]
     return {
         "memory.role_calls": calls, "memory.injected_calls": total["memory_injected_calls"],

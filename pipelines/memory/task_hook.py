@@ -20,6 +20,7 @@ from pipelines.memory.config import MemoryConfig
 from pipelines.memory.decisions import decision_outcomes
 from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.injection import Injection, RunMemory, TaskMemory, used_memory, using_task_memory
+from pipelines.memory.outcome import with_memory_figures
 from pipelines.memory.reflection import (
     VisibleOutcome,
     author_of,
@@ -80,7 +81,7 @@ class WithMemory:
         with using_task_memory(task):
             prediction = self.pipeline(prompt=prompt, entry_point=entry_point, task_id=task_id)
         pool = current_pool()
-        thread_id = str(prediction.get("thread_id") or "")
+        thread_id = prediction.outcome.thread_id
         history = pool.history(thread_id=thread_id) if thread_id else []
         outcome = visible_outcome(prompt, entry_point, prediction.code)
         config, bank, written = self.run.config, self.run.bank, []
@@ -104,7 +105,6 @@ class WithMemory:
             bank.skills.record_use(skill_ids, succeeded=outcome.passed)
         injected, used = _usage(history, task.injections, prompt)
         metrics: dict[str, Any] = {
-            **dict(prediction.get("metrics") or {}),
             "memory_role_calls": len(task.injections),
             "memory_injected_calls": injected,
             "memory_foreign_calls": sum(i.foreign for i in task.injections),
@@ -114,4 +114,6 @@ class WithMemory:
         }
         if outcome.passed is not None:  # unknown when the prompt shows no runnable example
             metrics["memory_visible_passed"] = outcome.passed
-        return dspy.Prediction(**{**dict(prediction.items()), "metrics": metrics})
+        return dspy.Prediction(
+            code=prediction.code, outcome=with_memory_figures(prediction.outcome, **metrics)
+        )

@@ -27,6 +27,7 @@ from pipelines.role_play.agents import (
     InstructorAgent,
     TaskSpecifierAgent,
 )
+from pipelines.role_play.outcome import RolePlayOutcome
 from pipelines.threads import converse
 from signatures.assistant import Assistant
 from signatures.instructor import Instructor
@@ -70,7 +71,10 @@ def role_play_outcome(history: list[Message]) -> dict[str, Any]:
     }
 
 
-@register_pipeline("role_play", params=RolePlayParams, roles=("task_specifier", "instructor", "assistant"))
+@register_pipeline(
+    "role_play", params=RolePlayParams, outcome=RolePlayOutcome,
+    roles=("task_specifier", "instructor", "assistant"),
+)
 class RolePlay(dspy.Module):
     """CAMEL role-play: a task specifier sharpens the task, then an instructor gives one
     instruction at a time and an assistant answers with code, until done or max_turns; role
@@ -94,10 +98,9 @@ class RolePlay(dspy.Module):
             run_examples=self.params.execution_feedback, timeout_s=self.params.feedback_timeout_s,
         )
         history = converse(ctx, [specifier, instructor, AssistantAgent(ctx, self.assistant)], specifier.name)
-        outcome = role_play_outcome(history)
-        metrics = outcome["metrics"]
-        return dspy.Prediction(
-            code=outcome["final_code"], first_code=outcome["first_code"],
-            iterations=max(1, metrics["turns"]), parsed=metrics["unparsed_steps"] == 0,
-            metrics=metrics, thread_id=ctx.thread_id,
-        )
+        found = role_play_outcome(history)
+        metrics = found["metrics"]
+        return dspy.Prediction(code=found["final_code"], outcome=RolePlayOutcome(
+            first_code=found["first_code"], iterations=max(1, metrics["turns"]),
+            parsed=metrics["unparsed_steps"] == 0, thread_id=ctx.thread_id, **metrics,
+        ))

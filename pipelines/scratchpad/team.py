@@ -15,7 +15,7 @@ from typing import Any, Literal
 import dspy
 from pydantic import Field
 
-from pipelines.agent_counts import flat_agent_counts
+from pipelines.agent_counts import agent_counts
 from pipelines.agents import Agent, TaskContext
 from pipelines.params import FeedbackTimeout, MaxIterations, PipelineParams
 from pipelines.pool.context import current_pool
@@ -32,6 +32,7 @@ from pipelines.scratchpad.team_agents import (
     TesterAgent,
     team_access,
 )
+from pipelines.scratchpad.team_outcome import ScratchpadOutcome
 from pipelines.threads import converse
 from signatures.analyst import Analyst
 from signatures.scratchpad_coder import ScratchpadCoder
@@ -96,12 +97,14 @@ def _team_outcome(history: list[Message], max_reviews: int) -> dict[str, Any]:
             "scratchpad_conflicts": sum(m.intent == ScratchpadIntent.CONFLICT for m in history),
             "scratchpad_refused": sum(m.intent == ScratchpadIntent.REFUSED for m in history),
             "scratchpad_bytes": updates[-1][1].size_bytes if updates else 0,
-            **flat_agent_counts(history),
+            "agents": agent_counts(history),
         },
     }
 
 
-@register_pipeline("scratchpad", params=ScratchpadParams, roles=("analyst", "coder", "reviewer"))
+@register_pipeline(
+    "scratchpad", params=ScratchpadParams, outcome=ScratchpadOutcome, roles=("analyst", "coder", "reviewer")
+)
 class ScratchpadTeam(dspy.Module):
     """Analyst, coder, tester and reviewer share a scratchpad (event-sourced channels with
     per-agent rights) instead of passing results; the coder revises until the reviewer approves.
@@ -132,9 +135,8 @@ class ScratchpadTeam(dspy.Module):
         # Sequential: the task goes to the analyst; parallel: broadcast, analyst and coder start.
         history = converse(ctx, agents, None if parallel else agents[0].name,
                            parallel=len(agents) if parallel else 1)
-        outcome = _team_outcome(history, self.params.max_iterations)
-        return dspy.Prediction(
-            code=outcome["final_code"], first_code=outcome["first_code"],
-            iterations=max(1, outcome["metrics"]["reviews"]), parsed=outcome["parsed"],
-            metrics=outcome["metrics"], thread_id=ctx.thread_id,
-        )
+        found = _team_outcome(history, self.params.max_iterations)
+        return dspy.Prediction(code=found["final_code"], outcome=ScratchpadOutcome(
+            first_code=found["first_code"], iterations=max(1, found["metrics"]["reviews"]),
+            parsed=found["parsed"], thread_id=ctx.thread_id, **found["metrics"],
+        ))

@@ -29,6 +29,7 @@ from pipelines.sop.agents import (
     ReviewerAgent,
     SopArchitectAgent,
 )
+from pipelines.sop.outcome import SopOutcome
 from pipelines.threads import converse
 from signatures.critic import Critic
 from signatures.engineer import Engineer
@@ -95,7 +96,8 @@ def sop_outcome(history: list[Message]) -> dict[str, Any]:
 
 
 @register_pipeline(
-    "sop", params=SopParams, roles=("product_manager", "architect", "engineer", "qa_engineer", "reviewer")
+    "sop", params=SopParams, outcome=SopOutcome,
+    roles=("product_manager", "architect", "engineer", "qa_engineer", "reviewer"),
 )
 class Sop(dspy.Module):
     """MetaGPT-style assembly line: product manager → architect → engineer → QA engineer (tests
@@ -132,12 +134,11 @@ class Sop(dspy.Module):
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
         agents = self._agents(ctx)
-        outcome = sop_outcome(converse(ctx, agents, agents[0].name))
-        metrics = outcome["metrics"]
-        return dspy.Prediction(
-            code=outcome["final_code"], first_code=outcome["first_code"],
-            iterations=max(1, metrics["versions"]), parsed=metrics["unparsed_steps"] == 0,
-            metrics=metrics, thread_id=ctx.thread_id,
+        found = sop_outcome(converse(ctx, agents, agents[0].name))
+        metrics = found["metrics"]
+        return dspy.Prediction(code=found["final_code"], outcome=SopOutcome(
+            first_code=found["first_code"], iterations=max(1, metrics["versions"]),
+            parsed=metrics["unparsed_steps"] == 0, thread_id=ctx.thread_id, **metrics,
             # Scored against the reference solution by the runner, after the run (their accuracy).
-            generated_tests=outcome["generated_tests"],
-        )
+            generated_test_code=found["generated_tests"],
+        ))

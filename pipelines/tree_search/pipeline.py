@@ -26,6 +26,7 @@ from pipelines.pool.messages import Intent
 from pipelines.registry import register_pipeline
 from pipelines.threads import converse
 from pipelines.tree_search.agents import SearchAgent, SearchRoles, SearchSettings
+from pipelines.tree_search.outcome import TreeSearchOutcome
 from signatures.code_scorer import CodeScorer
 from signatures.coder import Coder
 from signatures.path_reflector import PathReflector
@@ -81,7 +82,8 @@ class TreeSearchParams(TokenBudgetParams):
 
 
 @register_pipeline(
-    "tree_search", params=TreeSearchParams, roles=("coder", "repairer", "scorer", "path_reflector")
+    "tree_search", params=TreeSearchParams, outcome=TreeSearchOutcome,
+    roles=("coder", "repairer", "scorer", "path_reflector"),
 )
 class TreeSearch(dspy.Module):
     """Language Agent Tree Search over programs: UCT selection, n sampled children (coder, then a
@@ -117,16 +119,12 @@ class TreeSearch(dspy.Module):
         verdict = next(m for m in reversed(history) if m.intent == Intent.VERDICT)
         nodes = [m.content for m in history if m.intent == Intent.PROPOSAL]
         solved = [node["solved"] for node in verdict.metadata["tree"][1:]]
-        return dspy.Prediction(
-            code=verdict.content, iterations=max(1, verdict.metadata["expansions"]), parsed=True,
-            thread_id=ctx.thread_id,
-            metrics={
-                "nodes": len(nodes), "expansions": verdict.metadata["expansions"],
-                "max_depth": max((node["depth"] for node in verdict.metadata["tree"]), default=0),
-                "visible_solved": any(solved), "stop_reason": verdict.metadata["stop_reason"],
-                "reflections": sum(m.intent == Intent.REFLECTION for m in history),
-                "messages": len(history),
-            },
+        return dspy.Prediction(code=verdict.content, outcome=TreeSearchOutcome(
+            iterations=max(1, verdict.metadata["expansions"]), thread_id=ctx.thread_id,
+            nodes=len(nodes), expansions=verdict.metadata["expansions"],
+            max_depth=max((node["depth"] for node in verdict.metadata["tree"]), default=0),
+            visible_solved=any(solved), stop_reason=verdict.metadata["stop_reason"],
+            reflections=sum(m.intent == Intent.REFLECTION for m in history), messages=len(history),
             # Every node scored on the hidden tests after the search: was a right node in the tree?
-            scored_codes={"nodes": nodes},
-        )
+            codes_to_score={"nodes_passed": nodes},
+        ))

@@ -31,6 +31,7 @@ from pipelines.registry import register_pipeline
 from pipelines.sampling import SamplerAgent
 from pipelines.threads import converse
 from pipelines.vote.generated_tests import DualAgreementVoterAgent, TestSource, TestWriterAgent
+from pipelines.vote.outcome import VoteOutcome
 from signatures.coder import Coder
 from signatures.test_writer import TestWriter
 
@@ -123,7 +124,7 @@ class VoteParams(TokenBudgetParams):
         return self
 
 
-@register_pipeline("vote", params=VoteParams, roles=("coder",))
+@register_pipeline("vote", params=VoteParams, outcome=VoteOutcome, roles=("coder",))
 class Vote(dspy.Module):
     """k independent samples (or as many as a token budget buys); the answer is the largest group
     of samples that behave identically on the prompt's visible examples (CodeT-style).
@@ -155,22 +156,20 @@ class Vote(dspy.Module):
             history = converse(ctx, [writer, sampler, voter], writer.name)
         verdict = next(m for m in reversed(history) if m.intent == Intent.VERDICT)
         samples = [m.content for m in history if m.intent == Intent.PROPOSAL and not m.metadata.get("greedy")]
-        metrics = {"samples": len(samples), "largest_group": verdict.metadata["largest_group"],
-                   "messages": len(history)}
-        if self.params.greedy_first:
-            metrics["greedy_answer"] = float(verdict.metadata["chosen"] == -1)
-        if self.params.select == "visible_filter":
-            metrics["visible_passing_samples"] = verdict.metadata["visible_passing"]
-        if self.test_writer is None:
-            return dspy.Prediction(
-                code=verdict.content, iterations=1, parsed=True, thread_id=ctx.thread_id,
-                metrics=metrics, scored_codes={"samples": samples},
-            )
-        written = next(m for m in history if m.intent == Intent.GENERATED_TESTS)
-        metrics.update({key: verdict.metadata[key] for key in ("tests", "consensus_score", "selection")})
-        return dspy.Prediction(
-            code=verdict.content, iterations=1, parsed=written.metadata["trace"]["parsed"],
-            thread_id=ctx.thread_id, metrics=metrics, scored_codes={"samples": samples},
-            # Scored against the reference solution by the runner, after the run (their accuracy).
-            generated_tests=written.content,
+        outcome = VoteOutcome(
+            thread_id=ctx.thread_id, samples=len(samples), largest_group=verdict.metadata["largest_group"],
+            messages=len(history), codes_to_score={"samples_passed": samples},
         )
+        if self.params.greedy_first:
+            outcome.greedy_answer = float(verdict.metadata["chosen"] == -1)
+        if self.params.select == "visible_filter":
+            outcome.visible_passing_samples = verdict.metadata["visible_passing"]
+        if self.test_writer is None:
+            return dspy.Prediction(code=verdict.content, outcome=outcome)
+        written = next(m for m in history if m.intent == Intent.GENERATED_TESTS)
+        for key in ("tests", "consensus_score", "selection"):
+            setattr(outcome, key, verdict.metadata[key])
+        outcome.parsed = written.metadata["trace"]["parsed"]
+        # Scored against the reference solution by the runner, after the run (their accuracy).
+        outcome.generated_test_code = written.content
+        return dspy.Prediction(code=verdict.content, outcome=outcome)

@@ -12,8 +12,14 @@ from hypothesis import strategies as st
 
 from eval.report import ReportContext, add_memory_section, write_report
 from eval.statistics import MIN_RESAMPLES, pairwise_tests, pipeline_summary
+from pipelines.debate.outcome import DebateOutcome
+from pipelines.threads import ThreadOutcome
+from pipelines.vote.outcome import VoteOutcome
 
 KINDS = ("plain", "revising", "debate", "vote")
+# Each kind's own metrics, as compare gets them from the pipeline's registered outcome model.
+FIGURES = {"revising": ThreadOutcome.table_metrics, "debate": DebateOutcome.table_metrics,
+           "vote": VoteOutcome.table_metrics}
 
 
 def _extras(draw, kind: str) -> dict:
@@ -34,31 +40,35 @@ def _extras(draw, kind: str) -> dict:
 
 
 @st.composite
-def problem_frames(draw) -> pd.DataFrame:
+def problem_frames(draw) -> tuple[pd.DataFrame, dict]:
     seeds = draw(st.lists(st.integers(0, 9), min_size=1, max_size=3, unique=True))
     optional = {column: draw(st.booleans()) for column in ("lm_calls", "messages")}
-    rows = []
+    rows, figures = [], {}
     for index in range(draw(st.integers(1, 4))):
         outcome = draw(st.sampled_from(["all passed", "all failed", "mixed"]))
         kind = draw(st.sampled_from(KINDS))
         problems = draw(st.integers(1, 12))
         tokens = draw(st.integers(0, 3000))  # 0 tokens: no cost-normalised pass@1
+        if kind in FIGURES:
+            figures[f"pipeline-{index}"] = FIGURES[kind]
         for seed in seeds:
             for task in range(problems):
                 passed = outcome == "all passed" or (outcome == "mixed" and draw(st.booleans()))
                 row = {"task_id": f"T/{task}", "pipeline": f"pipeline-{index}", "seed": seed,
-                       "passed": passed, "iterations": draw(st.integers(1, 4)), "prompt_tokens": tokens,
+                       "status": "passed" if passed else "failed", "passed": passed,
+                       "iterations": draw(st.integers(1, 4)), "prompt_tokens": tokens,
                        "completion_tokens": tokens // 2, "total_tokens": tokens + tokens // 2,
                        **_extras(draw, kind)}
                 row.update({column: 3 for column, present in optional.items() if present})
                 rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), figures
 
 
 @settings(max_examples=50, deadline=None)
 @given(problem_frames(), st.integers(0, 2**32 - 1))
-def test_write_report_renders_every_valid_table(frame, seed):
-    table = pipeline_summary(frame)
+def test_write_report_renders_every_valid_table(drawn, seed):
+    frame, figures = drawn
+    table = pipeline_summary(frame, figures=figures)
     pairs = pairwise_tests(frame, seed=seed, n_resamples=MIN_RESAMPLES)
     assert (table["ci_low"].between(0, 1) & table["ci_high"].between(0, 1)).all()
     assert ((table["ci_low"] <= table["pass@1"]) & (table["pass@1"] <= table["ci_high"])).all()
@@ -91,6 +101,7 @@ def test_plots_accept_bounds_a_rounding_error_past_the_estimate(tmp_path):
 
 def _critic_rows(label, passed, first_passed):
     return [{"task_id": f"T/{i}", "pipeline": label, "seed": 0, "passed": p, "iterations": 2,
+             "status": "passed" if p else "failed",
              "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
              "extra.first_passed": f, "extra.changes_requested": True}
             for i, (p, f) in enumerate(zip(passed, first_passed, strict=True))]
@@ -103,7 +114,8 @@ def test_metrics_that_do_not_apply_show_as_dash():
     rows += _critic_rows("sometimes-first", [True, False, True, False], [True, True, False, False])
     rows += [{**row, "pipeline": "baseline", "extra.first_passed": None, "extra.changes_requested": None}
              for row in rows[:4]]
-    table = pipeline_summary(pd.DataFrame(rows))
+    figures = dict.fromkeys(("never-first", "sometimes-first", "baseline"), ThreadOutcome.table_metrics)
+    table = pipeline_summary(pd.DataFrame(rows), figures=figures)
     by_label = table.set_index("pipeline")
     assert by_label.loc["never-first", "critique_success_rate"] == 0.5
     assert pd.isna(by_label.loc["never-first", "harmful_revision_rate"])

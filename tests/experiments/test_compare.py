@@ -40,7 +40,7 @@ def _synthetic_experiment(home):
     debate = [True] * 11 + [False]
     first = [True] * 6 + [False] * 6
     consensus = [True] * 10 + [False] * 2
-    children = {
+    children = {  # label: its results; compare reads each label's own metrics from its pipeline's model
         "baseline": dict(passed=base, tokens=100),
         "critic": dict(passed=critic, tokens=400, first_passed=first, changes_requested=[True] * 12,
                        messages=[5] * 12),
@@ -48,10 +48,11 @@ def _synthetic_experiment(home):
                        agreement=[[1 / 3, 1.0]] * 12, debaters_first_passed=[[True, False, False]] * 12,
                        debaters_final_passed=[[True, True, False]] * 12),
     }
+    pipelines = {"baseline": "baseline", "critic": "critic_loop", "debate": "debate"}
     for label, spec in children.items():
         for seed in (0, 1):
             run_id = tracker.start_run(f"{label}-seed{seed}", parent_id=parent)
-            tracker.log_params(run_id, {"pipeline": label, "pipeline.label": label, "seed": seed})
+            tracker.log_params(run_id, {"pipeline": pipelines[label], "pipeline.label": label, "seed": seed})
             tracker.log_frame(run_id, results_table(_results(label, seed, **spec)), "problems")
             if label == "baseline":  # two messages per problem, from the message log
                 lines = [json.dumps({"task_id": t, "run_id": run_id}) for t in TASKS for _ in (1, 2)]
@@ -210,6 +211,9 @@ def test_compare_all_passed_against_all_failed(home, capsys, problems):
     for key in ("pass_plot", "cost_plot", "html"):
         assert result.files[key].stat().st_size > 0
     assert f"| perfect | 1 | {problems} | 1 | [0.8" in result.markdown
+    # These runs name no registered pipeline: the common metrics only, and the report says so.
+    unregistered = "perfect: pipeline 'perfect' is not registered here; only the metrics every pipeline has"
+    assert f"{unregistered} are shown" in result.notices
 
     assert main(["--home", str(home), "compare", parent, "--no-log", "--out", str(home / "cli")]) == 0
     printed = capsys.readouterr().out

@@ -148,7 +148,8 @@ def test_compare_picks_the_most_complete_of_duplicate_child_runs(home, capsys):
     ids = {}
     for label, count in (("baseline", 2), ("baseline", 4), ("critic", 4)):
         run_id = tracker.start_run(f"{label}-seed0", parent_id=parent)
-        tracker.log_params(run_id, {"pipeline": label, "pipeline.label": label, "seed": 0})
+        pipeline = "critic_loop" if label == "critic" else label  # registered: compare reads its figures
+        tracker.log_params(run_id, {"pipeline": pipeline, "pipeline.label": label, "seed": 0})
         results = [ProblemResult(task_id=f"T/{i}", pipeline=label, seed=0, status=Status.PASSED)
                    for i in range(count)]
         tracker.log_metrics(run_id, {"problems": count})

@@ -29,7 +29,7 @@ def _run(name, scripts, **params):
         pipeline = create_pipeline(name, **params)
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool), metering(meter):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
-    return prediction, pool.history(thread_id=prediction.thread_id), fake.requests, meter
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), fake.requests, meter
 
 
 def test_topologies():
@@ -59,10 +59,10 @@ def test_debate_messages_consensus_and_scored_codes():
     assert intents.count(Intent.PROPOSAL) == 3 and intents.count(Intent.ARGUMENT) == 3
     assert intents[0] == Intent.TASK_ASSIGNMENT and intents[-1] == Intent.VERDICT
     assert prediction.code == GOOD
-    assert prediction.metrics["agreement"] == [pytest.approx(2 / 3), 1.0]
-    assert prediction.metrics["consensus"] and prediction.metrics["final_in_majority"]
-    assert prediction.scored_codes["debaters_first"] == [BAD, GOOD, GOOD]
-    assert prediction.scored_codes["debaters_final"] == [GOOD, GOOD, GOOD]
+    assert prediction.outcome.agreement == [pytest.approx(2 / 3), 1.0]
+    assert prediction.outcome.consensus and prediction.outcome.final_in_majority
+    assert prediction.outcome.codes_to_score["debaters_first_passed"] == [BAD, GOOD, GOOD]
+    assert prediction.outcome.codes_to_score["debaters_final_passed"] == [GOOD, GOOD, GOOD]
     seeds = sorted(r["seed"] for r in requests if "seed" in r)
     assert len(set(seeds[:3])) == 3  # independent initial samples
 
@@ -79,7 +79,7 @@ def test_unusable_judge_verdict_is_recorded_as_fallback():
     prediction, history, _, _ = _run("debate", _debate_scripts(judge_choice="9"), debaters=2, rounds=0)
     verdict = history[-1]
     assert verdict.metadata["decision"] == "fallback"
-    assert prediction.metrics["judge_decision"] == "fallback"
+    assert prediction.outcome.judge_decision == "fallback"
 
 
 MERGED = "def add(a: int, b: int) -> int:\n    return b + a"
@@ -105,8 +105,8 @@ def test_vote_picks_the_largest_behaviour_group():
 
     prediction, history, _, _ = _run("vote", {"coder": coder}, k=5)
     assert prediction.code == GOOD
-    assert prediction.metrics == {"samples": 5, "largest_group": 3, "messages": len(history)}
-    assert prediction.scored_codes["samples"] == [BAD, GOOD, GOOD, BAD, GOOD]
+    assert prediction.outcome.figures() == {"samples": 5, "largest_group": 3, "messages": len(history)}
+    assert prediction.outcome.codes_to_score["samples_passed"] == [BAD, GOOD, GOOD, BAD, GOOD]
 
 
 def test_vote_token_budget_stops_sampling():
@@ -114,7 +114,7 @@ def test_vote_token_budget_stops_sampling():
     per_sample = unbounded.total().prompt_tokens + unbounded.total().completion_tokens
     prediction, _, _, meter = _run("vote", {"coder": lambda t, b: {"code": GOOD}},
                                    token_budget=2.5 * per_sample, max_samples=10)
-    assert prediction.metrics["samples"] == 3
+    assert prediction.outcome.samples == 3
     assert meter.total().calls == 3
 
 
@@ -126,9 +126,9 @@ def _mostly_wrong(text, body):
 def test_vote_visible_filter_prefers_samples_returning_the_visible_examples_values():
     agreed, _, _, _ = _run("vote", {"coder": _mostly_wrong}, k=5)
     filtered, _, _, _ = _run("vote", {"coder": _mostly_wrong}, k=5, select="visible_filter")
-    assert agreed.code == BAD and agreed.metrics["largest_group"] == 3
+    assert agreed.code == BAD and agreed.outcome.largest_group == 3
     assert filtered.code == GOOD
-    assert (filtered.metrics["largest_group"], filtered.metrics["visible_passing_samples"]) == (2, 2)
+    assert (filtered.outcome.largest_group, filtered.outcome.visible_passing_samples) == (2, 2)
     nobody = lambda t, b: {"code": BAD if b["seed"] % 2 else "def add(a, b):\n    return a * b"}  # noqa: E731
     fallback, _, _, _ = _run("vote", {"coder": nobody}, k=3, select="visible_filter")
     assert fallback.code == "def add(a, b):\n    return a * b"  # none passes: the largest group of all
@@ -140,8 +140,8 @@ def test_vote_greedy_first_answers_a_passing_greedy_answer_without_sampling():
     _, _, baseline_requests, _ = _run("baseline", {"coder": greedy_good})
     assert prediction.code == GOOD and meter.total().calls == 1
     assert requests == baseline_requests  # the baseline's very request: its cached answer serves
-    assert prediction.metrics["samples"] == 0 and prediction.metrics["greedy_answer"] == 1.0
-    assert prediction.scored_codes["samples"] == []
+    assert prediction.outcome.samples == 0 and prediction.outcome.greedy_answer == 1.0
+    assert prediction.outcome.codes_to_score["samples_passed"] == []
 
 
 def test_vote_greedy_first_samples_when_the_greedy_answer_fails_the_visible_examples():
@@ -151,8 +151,9 @@ def test_vote_greedy_first_samples_when_the_greedy_answer_fails_the_visible_exam
     prediction, history, _, meter = _run("vote", {"coder": coder}, k=5, greedy_first=True,
                                          select="visible_filter")
     assert prediction.code == GOOD and meter.total().calls == 6
-    assert prediction.metrics["greedy_answer"] == 0.0 and prediction.metrics["samples"] == 5
-    assert prediction.scored_codes["samples"] == [BAD, GOOD, BAD, BAD, GOOD]  # the greedy one is no sample
+    assert prediction.outcome.greedy_answer == 0.0 and prediction.outcome.samples == 5
+    # The greedy answer is no sample.
+    assert prediction.outcome.codes_to_score["samples_passed"] == [BAD, GOOD, BAD, BAD, GOOD]
     assert next(m for m in history if m.intent == Intent.PROPOSAL).metadata["greedy"] is True
 
 

@@ -69,7 +69,7 @@ def _run(name, scripts, cache_dir, *, jitter_s=0.12, max_tokens=200, **params):
         lm.close()
     return {
         "prediction": prediction,
-        "history": pool.history(thread_id=prediction.thread_id),
+        "history": pool.history(thread_id=prediction.outcome.thread_id),
         "requests": list(fake.requests),
         "max_in_flight": fake.max_in_flight,
         "usage": {role: (u.calls, u.prompt_tokens, u.completion_tokens) for role, u in meter.by_role.items()},
@@ -80,10 +80,8 @@ def _run(name, scripts, cache_dir, *, jitter_s=0.12, max_tokens=200, **params):
 def _outcome(run):
     """What a problem's table row is made of (the runner scores these codes)."""
     prediction = run["prediction"]
-    return {
-        "code": prediction.code, "iterations": prediction.iterations, "parsed": prediction.parsed,
-        "metrics": prediction.metrics, "scored_codes": prediction.scored_codes, "usage": run["usage"],
-    }
+    outcome = {name: value for name, value in prediction.outcome if name != "thread_id"}  # a new thread each
+    return {"code": prediction.code, "outcome": outcome, "usage": run["usage"]}
 
 
 def _per_agent(requests):
@@ -132,8 +130,9 @@ def test_parallel_agents_ask_the_same_and_get_the_same_results(tmp_path, name, p
 def test_debate_results_are_in_debater_order_and_tokens_per_role_add_up(tmp_path):
     run = _run("debate", _debate_scripts(), tmp_path / "cache", debaters=3, rounds=2, parallel_agents=3)
     prediction, history = run["prediction"], run["history"]
-    assert prediction.scored_codes["debaters_first"] == [BAD, GOOD, GOOD]  # debater 0 drew seed 0
-    assert len(prediction.scored_codes["debaters_final"]) == 3
+    # Debater 0 drew seed 0.
+    assert prediction.outcome.codes_to_score["debaters_first_passed"] == [BAD, GOOD, GOOD]
+    assert len(prediction.outcome.codes_to_score["debaters_final_passed"]) == 3
     calls = {role: calls for role, (calls, _, _) in run["usage"].items()}
     assert calls == {"coder": 3, "debater": 6, "judge": 1}
     traced = Counter()
@@ -154,7 +153,7 @@ def test_vote_samples_are_published_and_scored_in_sample_order(tmp_path):
     proposals = [m for m in run["history"] if m.intent == Intent.PROPOSAL]
     assert [m.metadata["sample"] for m in proposals] == [0, 1, 2, 3, 4]
     assert [m.metadata["trace"]["inputs"] for m in proposals] == [{"prompt": PROMPT}] * 5
-    assert run["prediction"].scored_codes["samples"] == [BAD, GOOD, GOOD, BAD, GOOD]
+    assert run["prediction"].outcome.codes_to_score["samples_passed"] == [BAD, GOOD, GOOD, BAD, GOOD]
     # Requests arrive in the order they were sent; replies came back in another.
     assert sorted(r["seed"] for r in run["requests"]) == [BASE_SEED * 1000 + i for i in range(5)]
 
@@ -166,7 +165,7 @@ def test_vote_under_a_token_budget_draws_the_same_samples_in_parallel(tmp_path):
     params = {"token_budget": 5.5 * per_sample, "max_samples": 10}
     sequential = _run("vote", scripts, tmp_path / "sequential", max_tokens=40, **params, parallel_agents=1)
     concurrent = _run("vote", scripts, tmp_path / "concurrent", max_tokens=40, **params, parallel_agents=4)
-    assert sequential["prediction"].metrics["samples"] == 6
+    assert sequential["prediction"].outcome.samples == 6
     assert concurrent["max_in_flight"] >= 2
     assert _outcome(concurrent) == _outcome(sequential)
     assert _per_agent(concurrent["requests"]) == _per_agent(sequential["requests"])
@@ -179,7 +178,7 @@ def test_vote_budget_refuses_an_endpoint_that_exceeds_max_tokens(tmp_path):
     with pytest.raises(ServiceError, match="max_tokens"):
         _run("vote", long_reply, None, max_tokens=40, token_budget=5000.0, parallel_agents=3)
     sequential = _run("vote", long_reply, None, max_tokens=40, token_budget=500.0, parallel_agents=1)
-    assert sequential["prediction"].metrics["samples"] >= 1
+    assert sequential["prediction"].outcome.samples >= 1
 
 
 def test_a_failing_agent_fails_the_problem_at_once(tmp_path):

@@ -4,7 +4,8 @@ run with a failed, reassigned delegation; model text escaped; no panel without i
 
 import re
 
-from experiments.viewer.data import Problem
+from eval.results import ProblemResult
+from eval.verdict import Status
 from experiments.viewer.pattern_panels import pattern_panels, scratchpad_panel
 from pipelines.agents import TaskContext
 from pipelines.architect.agents import SessionRef, publish_in
@@ -23,6 +24,7 @@ from signatures.team_contracts import (
 )
 
 SCRIPT = "<script>alert(1)</script>"
+PASSED = ProblemResult(task_id="t/1", pipeline="p", seed=0, status=Status.PASSED)
 
 
 def _channel_rows(page: str, channel: str) -> list[str]:
@@ -57,7 +59,7 @@ def test_each_channel_lists_its_events_with_refusals_and_conflicts_marked():
 def test_a_problem_without_pattern_data_has_no_pattern_panel():
     ctx = TaskContext(MessagePool(), "t/1", "prompt", "f")
     ctx.publish(intent="output.complete", sender="coder", content="def f(): pass", summary="draft")
-    assert pattern_panels(ctx.history(), Problem(task_id="t/1", status="passed")) == ""
+    assert pattern_panels(ctx.history(), PASSED) == ""
 
 
 def test_architect_panel_shows_a_failed_delegation_its_reassignment_and_the_review():
@@ -81,7 +83,7 @@ def test_architect_panel_shows_a_failed_delegation_its_reassignment_and_the_revi
     publish_in(ctx, review, intent="critique", sender="reviewer", summary="approved", contract=ReviewerOutput(
         verdict="approved", verification=Verification(examples=2, passed=2, report="ok"), summary="fine"))
 
-    page = pattern_panels(ctx.history(), Problem(task_id="t/1", status="passed"))
+    page = pattern_panels(ctx.history(), PASSED)
     sessions = re.findall(r'<li class="session session-(\w+)" data-session="([^"]+)"', page)
     assert sessions == [("orchestrator", "architect"), ("developer", "t1/iteration1/attempt1"),
                         ("developer", "t1/iteration1/attempt2"), ("reviewer", "review/iteration1")]

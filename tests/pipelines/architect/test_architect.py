@@ -59,7 +59,7 @@ def _solve(scripts, delay_s=0.0, **params):
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
             prediction = pipeline(prompt=PROMPT, entry_point="sum_squares", task_id="t/1")
         requests, max_in_flight = list(fake.requests), fake.max_in_flight
-    return prediction, pool.history(thread_id=prediction.thread_id), requests, max_in_flight
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), requests, max_in_flight
 
 
 def _contracts(history, name):
@@ -74,12 +74,12 @@ def test_architect_delegates_by_dependency_integrates_and_the_reviewer_approves(
     assert "def square(x)" in delegations[1]["context"]  # the dependency's code, done first
     assert delegations[0]["allowed_functions"] == ["square"]
     assert prediction.code.index("def square") < prediction.code.index("def sum_squares")
-    assert prediction.metrics["stop_reason"] == "approved"
-    assert (prediction.metrics["tasks_planned"], prediction.metrics["waves"]) == (2, 2)
+    assert prediction.outcome.stop_reason == "approved"
+    assert (prediction.outcome.tasks_planned, prediction.outcome.waves) == (2, 2)
     (review,) = _contracts(history, "ReviewerOutput")
     assert review["verification"] == {"examples": 1, "passed": 1,
                                       "report": "PASS: sum_squares([1, 2]) returned 5, expected 5"}
-    metrics = prediction.metrics
+    metrics = prediction.outcome.figures()
     assert metrics["agent.developer0.tasks"] == metrics["agent.developer1.tasks"] == 1
     assert metrics["agent.reviewer.verdict.approved"] == 1 and metrics["agent.architect.calls"] == 1
     assert "agent.reviewer.verdict.changes_requested" not in metrics
@@ -106,7 +106,7 @@ def test_a_wave_of_independent_tasks_runs_in_parallel_with_the_same_result():
     parallel, _, requests_p, in_flight = _solve(scripts, delay_s=0.2, parallel_agents=2)
     sequential, _, requests_s, in_flight_s = _solve(scripts, delay_s=0.2, parallel_agents=1)
     assert in_flight >= 2 and in_flight_s == 1
-    assert parallel.code == sequential.code and parallel.metrics["stop_reason"] == "approved"
+    assert parallel.code == sequential.code and parallel.outcome.stop_reason == "approved"
     assert sorted(map(json.dumps, requests_p)) == sorted(map(json.dumps, requests_s))
 
 
@@ -114,7 +114,7 @@ def test_changes_requested_send_the_tasks_back_with_feedback_until_max_iteration
     scripts = {"architect": plan(), "developer": developer,
                "team_reviewer": verdict("changes_requested", "needs a docstring")}
     prediction, history, _, _ = _solve(scripts, max_iterations=2)
-    assert prediction.metrics["reviews"] == 2 and prediction.metrics["stop_reason"] == "max_iterations"
+    assert prediction.outcome.reviews == 2 and prediction.outcome.stop_reason == "max_iterations"
     second = _contracts(history, "DeveloperInput")[2:]
     assert len(second) == 2 and all("needs a docstring" in d["context"] for d in second)
     assert all("The team's current integrated solution" in d["context"] for d in second)
@@ -127,7 +127,7 @@ def test_an_approval_of_code_that_fails_the_visible_examples_is_overridden():
     (review,) = _contracts(history, "ReviewerOutput")
     assert review["verdict"] == "changes_requested" and review["overridden"]
     assert review["findings"][-1]["description"] == "the visible examples fail: 0/1 pass"
-    assert prediction.metrics["stop_reason"] == "max_iterations"
+    assert prediction.outcome.stop_reason == "max_iterations"
 
 
 def _flaky_developer(fail_first):
@@ -152,18 +152,18 @@ def test_a_failed_developer_is_reported_and_the_task_reassigned():
     assert decision["reason"] == "no code in the reply"
     statuses = [o["status"] for o in _contracts(history, "DeveloperOutput")]
     assert statuses == ["failed", "completed", "completed"]
-    assert prediction.metrics["stop_reason"] == "approved" and prediction.metrics["reassignments"] == 1
+    assert prediction.outcome.stop_reason == "approved" and prediction.outcome.reassignments == 1
 
 
 def test_one_developer_retries_and_a_task_out_of_attempts_aborts_the_run():
     scripts = {"architect": plan(), "developer": _flaky_developer(True), "team_reviewer": verdict("approved")}
     retried, history, _, _ = _solve(scripts, developers=1)
     assert [d["action"] for d in _contracts(history, "ArchitectDecision")] == ["retry"]
-    assert retried.metrics["stop_reason"] == "approved"
+    assert retried.outcome.stop_reason == "approved"
     aborted, history, _, _ = _solve(
         {**scripts, "developer": _flaky_developer(True)}, max_task_attempts=1)
     assert [d["action"] for d in _contracts(history, "ArchitectDecision")] == ["abort"]
-    assert aborted.metrics["stop_reason"] == "aborted" and aborted.code == ""
+    assert aborted.outcome.stop_reason == "aborted" and aborted.code == ""
     assert not _contracts(history, "ReviewerOutput")
 
 
@@ -184,7 +184,7 @@ def test_a_developer_that_times_out_is_reported_and_its_late_answer_dropped():
     outputs = [(m.sender.split("@")[0], json.loads(m.content)["status"]) for m in history
                if m.metadata.get("contract") == "DeveloperOutput"]
     assert outputs == [("architect", "failed"), ("developer1", "completed"), ("developer1", "completed")]
-    assert prediction.metrics["stop_reason"] == "approved"
+    assert prediction.outcome.stop_reason == "approved"
 
 
 def test_an_unparseable_plan_leaves_the_problem_whole_and_an_unparsed_review_stops():
@@ -194,5 +194,5 @@ def test_an_unparseable_plan_leaves_the_problem_whole_and_an_unparsed_review_sto
     (the_plan,) = _contracts(history, "ArchitectPlan")
     assert [t["function_name"] for t in the_plan["tasks"]] == ["sum_squares"]
     assert the_plan["notes"][0].startswith("the plan was unparseable")
-    assert prediction.metrics["stop_reason"] == "unparsed_review" and prediction.parsed is False
+    assert prediction.outcome.stop_reason == "unparsed_review" and prediction.outcome.parsed is False
     assert [m.metadata.get("verdict") for m in history if m.intent == Intent.CRITIQUE] == ["unparsed"]

@@ -25,17 +25,17 @@ def _solve(scripts, tmp_path, **params):
         pipeline = create_pipeline(params.pop("name", "critic_loop"), **params)
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
-    return prediction, pool.history(thread_id=prediction.thread_id), fake.requests
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), fake.requests
 
 
 def test_approve_first_time(tmp_path):
     prediction, history, _ = _solve(
         {"coder": lambda t: {"code": GOOD}, "critic": lambda t: review("approve")}, tmp_path
     )
-    assert prediction.code == GOOD == prediction.first_code
+    assert prediction.code == GOOD == prediction.outcome.first_code
     assert [m.intent for m in history] == [Intent.TASK_ASSIGNMENT, Intent.OUTPUT_COMPLETE, Intent.CRITIQUE]
-    assert prediction.metrics["stop_reason"] == "approved"
-    assert prediction.metrics["fixes"] == 0
+    assert prediction.outcome.stop_reason == "approved"
+    assert prediction.outcome.fixes == 0
 
 
 def test_request_changes_then_fix_then_approve(tmp_path):
@@ -49,8 +49,8 @@ def test_request_changes_then_fix_then_approve(tmp_path):
     assert [m.intent for m in history] == [
         Intent.TASK_ASSIGNMENT, Intent.OUTPUT_COMPLETE, Intent.CRITIQUE, Intent.FIX, Intent.CRITIQUE,
     ]
-    assert (prediction.first_code, prediction.code) == (BAD, GOOD)
-    assert prediction.metrics["reviews"] == 2 and prediction.metrics["changes_requested"]
+    assert (prediction.outcome.first_code, prediction.code) == (BAD, GOOD)
+    assert prediction.outcome.reviews == 2 and prediction.outcome.changes_requested
     critique = history[2]
     assert critique.metadata["verdict"] == "request_changes"
     assert critique.metadata["trace"]["role"] == "critic"
@@ -66,8 +66,8 @@ def test_stops_at_max_iterations(tmp_path):
          "fixer": lambda t: {"revised_code": BAD}},
         tmp_path, max_iterations=2,
     )
-    assert prediction.metrics["reviews"] == 2 and prediction.metrics["fixes"] == 2
-    assert prediction.metrics["stop_reason"] == "max_iterations"
+    assert prediction.outcome.reviews == 2 and prediction.outcome.fixes == 2
+    assert prediction.outcome.stop_reason == "max_iterations"
     assert history[-1].intent == Intent.STATUS
 
 
@@ -80,8 +80,8 @@ def test_unparseable_review_is_never_an_approval(tmp_path):
     critique = next(m for m in history if m.intent == Intent.CRITIQUE)
     assert critique.metadata["verdict"] == "unparsed"
     assert critique.content == "LGTM!!! ship it"
-    assert prediction.metrics["stop_reason"] == "unparsed_critique"
-    assert prediction.parsed is False
+    assert prediction.outcome.stop_reason == "unparsed_critique"
+    assert prediction.outcome.parsed is False
 
 
 def test_a_fix_that_outgrows_the_context_keeps_the_code_and_does_not_crash(tmp_path):
@@ -95,7 +95,7 @@ def test_a_fix_that_outgrows_the_context_keeps_the_code_and_does_not_crash(tmp_p
     assert prediction.code == BAD  # the last code that exists, not an empty revision
     fixes = [m for m in history if m.intent == Intent.FIX]
     assert fixes and all("context window exceeded" in m.metadata["trace"]["error"] for m in fixes)
-    assert prediction.parsed is False
+    assert prediction.outcome.parsed is False
 
 
 def test_execution_feedback_uses_visible_examples_only(tmp_path):
@@ -125,7 +125,7 @@ def test_meta_critic_drops_wrong_findings(tmp_path):
     )
     meta = next(m for m in history if m.intent == Intent.META_CRITIQUE)
     assert meta.metadata["verdict"] == "approve"
-    assert prediction.metrics["stop_reason"] == "approved"
+    assert prediction.outcome.stop_reason == "approved"
 
 
 def test_self_refine(tmp_path):
@@ -138,6 +138,6 @@ def test_self_refine(tmp_path):
          "fixer": lambda t: {"revised_code": GOOD}},
         tmp_path, name="self_refine",
     )
-    assert (prediction.first_code, prediction.code) == (BAD, GOOD)
-    assert prediction.metrics["stop_reason"] == "approved"
+    assert (prediction.outcome.first_code, prediction.code) == (BAD, GOOD)
+    assert prediction.outcome.stop_reason == "approved"
     assert {m.sender.split("@")[0] for m in history} >= {"coder", "self_feedback", "self_refiner"}

@@ -34,7 +34,7 @@ def _solve(scripts, **params):
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
         requests = list(fake.requests)
-    return prediction, pool.history(thread_id=prediction.thread_id), requests
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), requests
 
 
 def _panel_critic(text):
@@ -90,9 +90,9 @@ def test_panel_reviews_are_bundled_into_one_critique_for_the_fixer():
     fixer_review = history[6].metadata["trace"]["inputs"]["review"]
     assert "[correctness] subtracts instead of adding" in fixer_review
     assert "[edge_cases] wrong for negative numbers" in fixer_review
-    assert (prediction.first_code, prediction.code) == (BAD, GOOD)
-    assert prediction.metrics["stop_reason"] == "approved" and prediction.metrics["reviews"] == 2
-    assert prediction.metrics["changes_requested_by"] == ["correctness", "edge_cases"]
+    assert (prediction.outcome.first_code, prediction.code) == (BAD, GOOD)
+    assert prediction.outcome.stop_reason == "approved" and prediction.outcome.reviews == 2
+    assert prediction.outcome.changes_requested_by == ["correctness", "edge_cases"]
     critic_requests = [r for r in requests if "`verdict`" in r["messages"][0]["content"]]
     assert len(critic_requests) == 6
     asked = [r["messages"][-1]["content"] for r in critic_requests]

@@ -64,12 +64,14 @@ def test_a_generated_input_exposes_the_greedy_answer_and_the_judge_replaces_it()
     coder = _coder(CONSTANT, [GOOD, SWAPPED, GOOD, CONSTANT])
     prediction, history, requests, meter = _run("distinguish", _scripts(coder))
     assert prediction.code == GOOD
-    assert prediction.metrics == {
+    assert prediction.outcome.figures() == {
         "samples": 4, "greedy_passed_visible": True, "visible_passing": 5, "inputs_written": 2,
         "inputs_kept": 2, "inputs_dropped": 0, "groups": 2, "disagreements": 2, "judge_calls": 1,
         "selection": "pairwise", "chosen": 1, "greedy_replaced": True, "messages": len(history),
     }
-    assert prediction.scored_codes == {"candidates": [CONSTANT, GOOD, SWAPPED, GOOD, CONSTANT]}
+    assert prediction.outcome.codes_to_score == {
+        "candidates_passed": [CONSTANT, GOOD, SWAPPED, GOOD, CONSTANT]
+    }
     assert meter.by_role["coder"].calls == 5
     assert meter.by_role["input_writer"].calls == meter.by_role["pairwise_judge"].calls == 1
     # The judge sees the first generated input and the two groups' outputs on it, the greedy's as A.
@@ -87,8 +89,8 @@ def test_a_generated_input_exposes_the_greedy_answer_and_the_judge_replaces_it()
 def test_a_judge_that_prefers_the_greedy_output_keeps_it():
     coder = _coder(CONSTANT, [GOOD, SWAPPED, GOOD, CONSTANT])
     prediction, _, _, _ = _run("distinguish", _scripts(coder, choice="A"))
-    assert prediction.code == CONSTANT and prediction.metrics["greedy_replaced"] is False
-    assert prediction.metrics["judge_calls"] == 1
+    assert prediction.code == CONSTANT and prediction.outcome.greedy_replaced is False
+    assert prediction.outcome.judge_calls == 1
 
 
 @pytest.mark.parametrize(("samples", "selection", "expected", "judge_calls"), [
@@ -99,9 +101,9 @@ def test_a_judge_that_prefers_the_greedy_output_keeps_it():
 ])
 def test_agreement_and_both(samples, selection, expected, judge_calls):
     prediction, _, _, _ = _run("distinguish", _scripts(_coder(CONSTANT, samples)), selection=selection)
-    assert prediction.code == expected and prediction.metrics["judge_calls"] == judge_calls
-    assert prediction.metrics["greedy_replaced"] is (expected != CONSTANT)
-    assert prediction.metrics["selection"] == selection
+    assert prediction.code == expected and prediction.outcome.judge_calls == judge_calls
+    assert prediction.outcome.greedy_replaced is (expected != CONSTANT)
+    assert prediction.outcome.selection == selection
 
 
 def _adding_judge(text, body):
@@ -117,7 +119,7 @@ def test_several_groups_meet_in_turn_the_winner_meeting_the_next():
     coder = _coder(CONSTANT, [GOOD, MULTIPLY, GOOD, SWAPPED])
     scripts = {**_scripts(coder, inputs=["add(2, 3)"]), "pairwise_judge": _adding_judge}
     prediction, history, _, _ = _run("distinguish", scripts)
-    assert prediction.code == GOOD and prediction.metrics["judge_calls"] == 2
+    assert prediction.code == GOOD and prediction.outcome.judge_calls == 2
     verdict = history[-1].metadata
     assert [g["members"] for g in verdict["groups"]] == [[0], [1, 3, 4], [2]]  # the greedy's, then by size
     assert [(j["a"], j["b"], j["choice"]) for j in verdict["judgements"]] == [(0, 1, "B"), (1, 2, "A")]
@@ -132,7 +134,7 @@ def test_unusable_inputs_are_dropped_and_the_visible_example_rule_answers(writte
     coder = _coder(CONSTANT, [GOOD, SWAPPED, GOOD, CONSTANT])
     prediction, _, _, meter = _run("distinguish", _scripts(coder, inputs=written))
     assert prediction.code == CONSTANT  # the greedy answer passes the visible example: it stands
-    metrics = prediction.metrics
+    metrics = prediction.outcome.figures()
     assert metrics["selection"] == "no_inputs" and metrics["judge_calls"] == 0 and metrics["inputs_kept"] == 0
     assert not metrics["greedy_replaced"] and "pairwise_judge" not in meter.by_role
     if isinstance(written, list):  # add(1, 2) repeats the visible example: neither kept nor dropped
@@ -145,8 +147,8 @@ def test_unusable_inputs_are_dropped_and_the_visible_example_rule_answers(writte
 def test_candidates_that_all_agree_need_no_judge():
     coder = _coder(GOOD, [SWAPPED, GOOD])
     prediction, _, _, meter = _run("distinguish", _scripts(coder))
-    assert prediction.code == GOOD and prediction.metrics["selection"] == "one_group"
-    assert prediction.metrics["groups"] == 1 and prediction.metrics["disagreements"] == 0
+    assert prediction.code == GOOD and prediction.outcome.selection == "one_group"
+    assert prediction.outcome.groups == 1 and prediction.outcome.disagreements == 0
     assert meter.by_role["input_writer"].calls == 1 and "pairwise_judge" not in meter.by_role
 
 
@@ -167,4 +169,4 @@ def test_check_samples_zero_asks_and_answers_as_vote_greedy_first(greedy, sample
     assert mine.code == vote.code == GOOD
     assert my_meter.total().calls == vote_meter.total().calls == (1 if greedy == GOOD else 6)
     assert _same_requests(my_requests, vote_requests)
-    assert mine.metrics["judge_calls"] == mine.metrics["inputs_written"] == 0
+    assert mine.outcome.judge_calls == mine.outcome.inputs_written == 0

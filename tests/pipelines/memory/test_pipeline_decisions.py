@@ -27,7 +27,7 @@ def _thread(name, scripts, **params):
                        api_key="x", temperature=0.0, max_tokens=300, num_retries=0)
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
             prediction = create_pipeline(name, **params)(prompt=PROMPT, entry_point="add", task_id="t/1")
-    history = pool.history(thread_id=prediction.thread_id)
+    history = pool.history(thread_id=prediction.outcome.thread_id)
     outcomes = decision_outcomes(history, task_id="t/1", run_id="r", prompt=PROMPT,
                                  check=lambda code: visible_outcome(PROMPT, "add", code))
     return decisions_in(history), outcomes

@@ -33,7 +33,7 @@ def _solve(scripts, **params):
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
         requests = list(fake.requests)
-    return prediction, pool.history(thread_id=prediction.thread_id), requests
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), requests
 
 
 def _instructor(text):
@@ -72,10 +72,10 @@ def test_turns_until_the_instructor_says_done():
         Intent.TASK_ASSIGNMENT, Intent.TASK_SPECIFIED, Intent.INSTRUCTION, Intent.ANSWER, Intent.INSTRUCTION,
         Intent.ANSWER, Intent.STATUS,
     ]
-    assert (prediction.first_code, prediction.code) == (BAD, GOOD)
-    assert prediction.metrics["stop_reason"] == "done" and prediction.metrics["turns"] == 2
-    assert (prediction.metrics["role_flips"], prediction.metrics["repeated_instructions"],
-            prediction.metrics["no_progress_turns"]) == (0, 0, 0)
+    assert (prediction.outcome.first_code, prediction.code) == (BAD, GOOD)
+    assert prediction.outcome.stop_reason == "done" and prediction.outcome.turns == 2
+    assert (prediction.outcome.role_flips, prediction.outcome.repeated_instructions,
+            prediction.outcome.no_progress_turns) == (0, 0, 0)
     # The instructor saw the visible example's result of the first answer, and the assistant
     # the specified task.
     second = [r for r in requests if "`task_done`" in r["messages"][0]["content"]][1]
@@ -94,7 +94,7 @@ def test_max_turns_ends_the_conversation():
     prediction, history, _ = _solve({**SCRIPTS, "assistant": assistant,
                                      "instructor": lambda t: {"instruction": f"Try again {len(answers)}",
                                                               "task_done": "False"}}, max_turns=3)
-    assert prediction.metrics["stop_reason"] == "max_turns" and prediction.metrics["turns"] == 3
+    assert prediction.outcome.stop_reason == "max_turns" and prediction.outcome.turns == 3
     assert sum(m.intent == Intent.INSTRUCTION for m in history) == 3
 
 
@@ -110,6 +110,6 @@ def test_max_turns_ends_the_conversation():
 ])
 def test_each_failure_mode_stops_the_conversation_with_its_reason(scripts, reason, counter, turns):
     prediction, history, _ = _solve({**SCRIPTS, **scripts}, max_turns=5)
-    assert prediction.metrics["stop_reason"] == reason and prediction.metrics[counter] == 1
-    assert prediction.metrics["turns"] == turns
+    assert prediction.outcome.stop_reason == reason and getattr(prediction.outcome, counter) == 1
+    assert prediction.outcome.turns == turns
     assert history[-1].intent == Intent.STATUS and history[-1].metadata["stop_reason"] == reason

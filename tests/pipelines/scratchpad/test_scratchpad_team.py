@@ -28,7 +28,7 @@ def _solve(scripts, delay_s=0.0, **params):
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
         max_in_flight = fake.max_in_flight
-    return prediction, pool.history(thread_id=prediction.thread_id), max_in_flight
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), max_in_flight
 
 
 def _updates(history):
@@ -55,10 +55,10 @@ def test_sequential_team_revises_through_the_scratchpad_until_approved():
         ("analysis", "analyst"), ("code", "coder"), ("test_results", "tester"), ("reviews", "reviewer"),
         ("code", "coder"), ("test_results", "tester"), ("reviews", "reviewer"),
     ]
-    assert (prediction.first_code, prediction.code) == (BAD, GOOD)
-    assert prediction.metrics["stop_reason"] == "approved"
-    assert prediction.metrics["reviews"] == 2 and prediction.metrics["fixes"] == 1
-    assert prediction.metrics["changes_requested"]
+    assert (prediction.outcome.first_code, prediction.code) == (BAD, GOOD)
+    assert prediction.outcome.stop_reason == "approved"
+    assert prediction.outcome.reviews == 2 and prediction.outcome.fixes == 1
+    assert prediction.outcome.changes_requested
     # The coder read the analysis first, and the test results and the review before revising.
     assert "return the sum" in seen[0] and "negative numbers" in seen[0]
     assert "FAIL: add(1, 2) returned -1, expected 3" in seen[1] and "subtracts" in seen[1]
@@ -68,7 +68,7 @@ def test_sequential_team_revises_through_the_scratchpad_until_approved():
     traced = [m.metadata["trace"]["role"] for m in history if "trace" in m.metadata]
     assert traced == ["analyst", "coder", "reviewer", "coder", "reviewer"]
     # Per-agent figures: calls, tokens, wall time, verdicts.
-    metrics = prediction.metrics
+    metrics = prediction.outcome.figures()
     assert metrics["agent.coder.calls"] == 2 and metrics["agent.analyst.calls"] == 1
     assert metrics["agent.reviewer.verdict.request_changes"] == metrics["agent.reviewer.verdict.approve"] == 1
     assert metrics["agent.coder.prompt_tokens"] > 0 and metrics["agent.coder.wall_s"] > 0
@@ -82,8 +82,8 @@ def test_the_team_stops_at_max_iterations_and_a_last_review_gets_no_revision():
     scripts = {"analyst": lambda t: ANALYSIS, "coder": lambda t: {"code": BAD},
                "critic": lambda t: review("reject", "wrong")}
     prediction, history, _ = _solve(scripts, max_iterations=2)
-    assert prediction.metrics["reviews"] == 2 and prediction.metrics["fixes"] == 1
-    assert prediction.metrics["stop_reason"] == "max_iterations"
+    assert prediction.outcome.reviews == 2 and prediction.outcome.fixes == 1
+    assert prediction.outcome.stop_reason == "max_iterations"
     assert [u.channel for u in _updates(history)][-1] == "reviews"
 
 
@@ -99,8 +99,8 @@ def test_an_unparseable_review_is_never_an_approval():
     prediction, history, _ = _solve(scripts)
     (entry,) = [u.delta for u in _updates(history) if u.channel == "reviews"]
     assert entry["verdict"] == "unparsed" and entry["summary"] == "LGTM!!! ship it"
-    assert prediction.metrics["stop_reason"] == "unparsed_review" and prediction.parsed is False
-    assert prediction.metrics["fixes"] == 0
+    assert prediction.outcome.stop_reason == "unparsed_review" and prediction.outcome.parsed is False
+    assert prediction.outcome.fixes == 0
 
 
 def test_parallel_mode_starts_analyst_and_coder_together_and_ends_the_same():
@@ -109,8 +109,8 @@ def test_parallel_mode_starts_analyst_and_coder_together_and_ends_the_same():
     assert max_in_flight >= 2  # the analyst's and the coder's first calls overlapped
     assert seen[0].count("empty") >= 1 and "return the sum" not in seen[0]  # drafted at once
     assert "return the sum" in seen[1]  # the revision reads the analysis
-    assert (prediction.first_code, prediction.code) == (BAD, GOOD)
-    assert prediction.metrics["stop_reason"] == "approved" and prediction.metrics["reviews"] == 2
+    assert (prediction.outcome.first_code, prediction.code) == (BAD, GOOD)
+    assert prediction.outcome.stop_reason == "approved" and prediction.outcome.reviews == 2
     # Every event is on the pool, in the order it took effect: replay matches.
     assert replay(history, "scratchpad").values["code"] == GOOD
     assert [m.intent for m in history].count(Intent.TASK_ASSIGNMENT) == 1
@@ -122,7 +122,7 @@ def test_a_write_past_the_cap_is_refused_and_recorded_never_applied():
     scripts["coder"] = lambda t: (seen.append(t), {"code": BAD + "\n" + "#" * 400})[1]
     prediction, history, _ = _solve(scripts, max_size_kb=0.4, on_overflow="reject", max_iterations=2)
     refused = [m for m in history if m.intent == ScratchpadIntent.REFUSED]
-    assert refused and prediction.metrics["scratchpad_refused"] == len(refused)
+    assert refused and prediction.outcome.scratchpad_refused == len(refused)
     assert all("over its cap" in m.content for m in refused)
     assert prediction.code == ""  # nothing was written: no code, and the run says so
-    assert prediction.metrics["stop_reason"] == "no_review"
+    assert prediction.outcome.stop_reason == "no_review"

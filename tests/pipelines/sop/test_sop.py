@@ -46,7 +46,7 @@ def _solve(scripts, prompt=PROMPT, **params):
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool):
             prediction = pipeline(prompt=prompt, entry_point="add", task_id="t/1")
         requests = list(fake.requests)
-    return prediction, pool.history(thread_id=prediction.thread_id), requests
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), requests
 
 
 def _stages(history, intent):
@@ -66,9 +66,9 @@ def test_the_line_hands_over_validated_artifacts_and_revises_until_qa_passes():
                                         "FAIL: add(-1, 1) returned 3, expected 0"]
     revise = [r for r in requests if "`implementation_code`" in r["messages"][0]["content"]][-1]
     assert "add(2, 2) returned 3, expected 4" in revise["messages"][-1]["content"]
-    assert (prediction.first_code, prediction.code) == (BAD, GOOD)
-    assert prediction.generated_tests == TESTS
-    metrics = prediction.metrics
+    assert (prediction.outcome.first_code, prediction.code) == (BAD, GOOD)
+    assert prediction.outcome.generated_test_code == TESTS
+    metrics = prediction.outcome.figures()
     assert (metrics["stop_reason"], metrics["versions"], metrics["qa_runs"]) == ("qa_passed", 2, 2)
     assert metrics["qa_passed"] and metrics["changes_requested"]
     assert (metrics["handoff_rejections"], metrics["unvalidated_handoffs"]) == (0, 0)
@@ -93,8 +93,8 @@ def test_an_invalid_artifact_goes_back_to_its_sender_with_the_error():
     first = json.loads(next(m for m in history if m.intent == Intent.HANDOFF).content)
     assert first["blockers"] == ["the reply could not be parsed into the stage's schema"]
     assert "inputs: Field required" in calls[-1]  # the retry was asked with the rejection
-    assert prediction.metrics["handoff_rejections"] == 1 and prediction.metrics["unvalidated_handoffs"] == 0
-    assert prediction.metrics["stop_reason"] == "qa_passed"
+    assert prediction.outcome.handoff_rejections == 1 and prediction.outcome.unvalidated_handoffs == 0
+    assert prediction.outcome.stop_reason == "qa_passed"
 
 
 def test_when_retries_are_used_up_the_line_goes_on_unvalidated():
@@ -103,14 +103,14 @@ def test_when_retries_are_used_up_the_line_goes_on_unvalidated():
     assert _stages(history, Intent.HANDOFF_REJECTED) == ["design", "design"]
     accepted = [m for m in history if m.intent == Intent.HANDOFF_ACCEPTED and m.metadata["stage"] == "design"]
     assert [m.metadata["validated"] for m in accepted] == [False]
-    assert prediction.metrics["handoff_rejections"] == 2 and prediction.metrics["unvalidated_handoffs"] == 1
+    assert prediction.outcome.handoff_rejections == 2 and prediction.outcome.unvalidated_handoffs == 1
     assert prediction.code == GOOD
 
 
 def test_the_qa_loop_stops_after_max_iterations_versions():
     scripts = {**SCRIPTS, "engineer": lambda t: {"implementation_code": BAD}}
     prediction, history, _ = _solve(scripts, max_iterations=2)
-    metrics = prediction.metrics
+    metrics = prediction.outcome.figures()
     assert (metrics["stop_reason"], metrics["versions"], metrics["qa_runs"]) == ("max_iterations", 2, 2)
     assert not metrics["qa_passed"]
     assert sum(m.intent == Intent.GENERATED_TESTS for m in history) == 1  # tests are written once
@@ -127,7 +127,7 @@ def test_code_that_does_not_compile_is_returned_unrun_and_rewritten():
     rejected = [m for m in history if m.intent == Intent.HANDOFF_REJECTED]
     assert [m.metadata["stage"] for m in rejected] == ["code"] and "does not compile" in rejected[0].content
     assert "QA could not run your code" in versions[-1]
-    assert prediction.metrics["stop_reason"] == "qa_passed" and prediction.metrics["versions"] == 1
+    assert prediction.outcome.stop_reason == "qa_passed" and prediction.outcome.versions == 1
     assert prediction.code == GOOD
 
 
@@ -142,7 +142,7 @@ def test_reviewer_gate_sends_a_passing_version_back_until_approved():
     prediction, history, _ = _solve(scripts, reviewer=True)
     assert _stages(history, Intent.HANDOFF) == [
         "spec", "design", "code", "release", "review", "code", "release"]
-    assert prediction.metrics["stop_reason"] == "approved" and prediction.metrics["versions"] == 2
+    assert prediction.outcome.stop_reason == "approved" and prediction.outcome.versions == 2
     assert len(reviews) == 2
 
 
@@ -168,5 +168,5 @@ def test_qa_sends_back_a_version_that_does_not_implement_the_function(stub):
     assert [r["passed"] for r in reports] == [False, True]
     assert reports[0]["failures"][0].startswith("FAIL: add is not implemented")
     assert _stages(history, Intent.HANDOFF) == ["spec", "design", "code", "qa_report", "code"]
-    assert (prediction.first_code, prediction.code) == (stub, GOOD)
-    assert prediction.metrics["stop_reason"] == "qa_passed" and prediction.metrics["changes_requested"]
+    assert (prediction.outcome.first_code, prediction.code) == (stub, GOOD)
+    assert prediction.outcome.stop_reason == "qa_passed" and prediction.outcome.changes_requested

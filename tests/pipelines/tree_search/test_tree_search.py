@@ -40,7 +40,7 @@ def _run(scripts, **params):
         pipeline = create_pipeline("tree_search", **params)
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool), metering(meter):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
-    return prediction, pool.history(thread_id=prediction.thread_id), list(fake.requests), meter
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), list(fake.requests), meter
 
 
 def _nodes(history):
@@ -65,10 +65,10 @@ def test_search_repairs_the_best_node_with_its_real_feedback_and_reflection():
     prediction, history, requests, _ = _run(scripts, n=3, max_expansions=4)
 
     assert prediction.code == GOOD
-    assert prediction.metrics["stop_reason"] == "solved"
-    assert prediction.metrics["expansions"] == 2 and prediction.metrics["nodes"] == 6
-    assert prediction.metrics["reflections"] == 1 and prediction.metrics["visible_solved"]
-    assert prediction.scored_codes["nodes"] == [BAD, HALF, RAISES, HALF, GOOD, HALF]
+    assert prediction.outcome.stop_reason == "solved"
+    assert prediction.outcome.expansions == 2 and prediction.outcome.nodes == 6
+    assert prediction.outcome.reflections == 1 and prediction.outcome.visible_solved
+    assert prediction.outcome.codes_to_score["nodes_passed"] == [BAD, HALF, RAISES, HALF, GOOD, HALF]
 
     # The reflection is about the best failing child of the first expansion (HALF, node 2) ...
     reflection = next(m for m in history if m.intent == Intent.REFLECTION)
@@ -114,8 +114,8 @@ def test_search_repairs_the_best_node_with_its_real_feedback_and_reflection():
 def test_greedy_answer_that_solves_the_examples_costs_one_call():
     prediction, _, requests, _ = _run({"coder": lambda t, b: {"code": GOOD}}, n=3)
     assert len(requests) == 1 and not _sampled(requests[0])
-    assert prediction.code == GOOD and prediction.metrics["nodes"] == 1
-    assert prediction.metrics["stop_reason"] == "solved"
+    assert prediction.code == GOOD and prediction.outcome.nodes == 1
+    assert prediction.outcome.stop_reason == "solved"
 
 
 def test_lm_value_mixes_with_the_pass_rate_through_lambda():
@@ -165,16 +165,16 @@ def test_token_budget_stops_the_search_after_the_expansion_that_spends_it():
     per_expansion = one.total().prompt_tokens + one.total().completion_tokens
     prediction, _, _, meter = _run(_never_solves(), n=2, max_expansions=10, greedy_first=False,
                                    reflect=False, token_budget=1.5 * per_expansion)
-    assert prediction.metrics["stop_reason"] == "token_budget"
-    assert prediction.metrics["expansions"] == 2 and meter.total().calls == 4
+    assert prediction.outcome.stop_reason == "token_budget"
+    assert prediction.outcome.expansions == 2 and meter.total().calls == 4
 
 
 def test_exhaustive_search_runs_every_expansion_and_answers_with_the_best_node():
     prediction, history, _, meter = _run(_never_solves(), n=2, max_expansions=3, stop="exhaust")
-    assert prediction.metrics["stop_reason"] == "max_expansions"
-    assert prediction.metrics["expansions"] == 3 and prediction.metrics["nodes"] == 6
+    assert prediction.outcome.stop_reason == "max_expansions"
+    assert prediction.outcome.expansions == 3 and prediction.outcome.nodes == 6
     # a reflection after each expansion but the last (no repair would read that one)
-    assert prediction.metrics["reflections"] == 2 and prediction.metrics["max_depth"] == 2
+    assert prediction.outcome.reflections == 2 and prediction.outcome.max_depth == 2
     # node 1 (older of two equal roots) is repaired first; its subtree's mean (1/3 over 3 visits)
     # then loses to node 2's exploration term (1 visit), so node 2 is expanded next.
     assert [m.metadata["parent_node"] for m in _nodes(history)] == [0, 0, 1, 1, 2, 2]
@@ -199,8 +199,8 @@ def test_parallel_children_give_the_same_search():
     sequential = _run(_never_solves(), n=3, max_expansions=2, stop="exhaust")
     parallel = _run(_never_solves(), n=3, max_expansions=2, stop="exhaust", parallel_agents=3)
     for run in (sequential, parallel):
-        assert run[0].metrics["nodes"] == 6
-    assert sequential[0].scored_codes == parallel[0].scored_codes
+        assert run[0].outcome.nodes == 6
+    assert sequential[0].outcome.codes_to_score == parallel[0].outcome.codes_to_score
     def tree(run):  # message ids are fresh per run
         return [dict(row, message_id="") for row in run[1][-1].metadata["tree"]]
 

@@ -43,7 +43,7 @@ def _run(scripts, **params):
         with dspy.context(lm=_lm(fake.api_base), adapter=CodeAdapter()), using_pool(pool), metering(meter):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
         requests = list(fake.requests)
-    return prediction, pool.history(thread_id=prediction.thread_id), requests, meter
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), requests, meter
 
 
 def test_default_vote_asks_exactly_k_coder_samples_and_answers_as_before():
@@ -62,8 +62,8 @@ def test_default_vote_asks_exactly_k_coder_samples_and_answers_as_before():
         Intent.STATUS, Intent.VERDICT]
     # Behaviour on the visible example: the constant's group is the largest, as vote always chose.
     assert prediction.code == CONSTANT
-    assert prediction.metrics == {"samples": 5, "largest_group": 5, "messages": 8}
-    assert "generated_tests" not in prediction
+    assert prediction.outcome.figures() == {"samples": 5, "largest_group": 5, "messages": 8}
+    assert prediction.outcome.generated_test_code is None
 
 
 @pytest.mark.parametrize("tests", ["generated", "both"])
@@ -71,13 +71,13 @@ def test_dual_agreement_prefers_fewer_samples_that_pass_more_tests(tests):
     prediction, history, requests, meter = _run(SCRIPTS, k=5, tests=tests, n_tests=4)
     assert prediction.code == GOOD  # 2 samples × 4 tests beat 3 samples × 1 test
     expected_tests = 4  # with both, the written add(1, 2) == 3 is the visible example: one test
-    assert prediction.metrics == {
+    assert prediction.outcome.figures() == {
         "samples": 5, "largest_group": 2, "messages": 9, "tests": expected_tests,
         "consensus_score": 2 * expected_tests, "selection": "dual_agreement",
     }
     written = next(m for m in history if m.intent == Intent.GENERATED_TESTS)
     assert written.content == TESTS and written.metadata["tests"] == 4
-    assert prediction.generated_tests == TESTS
+    assert prediction.outcome.generated_test_code == TESTS
     verdict = history[-1]
     assert verdict.metadata["matrix"][0] == [1] + [0] * (expected_tests - 1)
     assert verdict.metadata["matrix"][3] == [1] * expected_tests
@@ -93,17 +93,17 @@ def test_both_counts_the_visible_examples_as_tests():
     scripts = {**SCRIPTS, "test_writer": lambda text, body: {"test_code": others}}
     generated, _, _, _ = _run(scripts, k=5, tests="generated")
     both, history, _, _ = _run(scripts, k=5, tests="both")
-    assert generated.metrics["tests"] == 3 and both.metrics["tests"] == 4
-    assert generated.metrics["consensus_score"] == 2 * 3 and both.metrics["consensus_score"] == 2 * 4
+    assert generated.outcome.tests == 3 and both.outcome.tests == 4
+    assert generated.outcome.consensus_score == 2 * 3 and both.outcome.consensus_score == 2 * 4
     assert history[-1].metadata["matrix"][0] == [1, 0, 0, 0]  # the constant passes the visible one
 
 
 def test_no_usable_test_falls_back_to_behaviour_and_says_so():
     scripts = {**SCRIPTS, "test_writer": lambda text, body: {"test_code": "print('no asserts')"}}
     prediction, _, _, _ = _run(scripts, k=5, tests="generated")
-    assert prediction.metrics["selection"] == "behaviour" and prediction.metrics["tests"] == 0
+    assert prediction.outcome.selection == "behaviour" and prediction.outcome.tests == 0
     assert prediction.code == CONSTANT
-    assert prediction.generated_tests == ""
+    assert prediction.outcome.generated_test_code == ""
 
 
 def test_the_test_writers_tokens_count_toward_the_budget():
@@ -112,4 +112,4 @@ def test_the_test_writers_tokens_count_toward_the_budget():
     prediction, _, _, meter = _run(SCRIPTS, tests="generated", token_budget=2.5 * per_sample, max_samples=10)
     writer = meter.by_role["test_writer"].prompt_tokens + meter.by_role["test_writer"].completion_tokens
     assert writer > 0.5 * per_sample  # so the writer's cost leaves room for fewer than 3 samples
-    assert prediction.metrics["samples"] == 2
+    assert prediction.outcome.samples == 2

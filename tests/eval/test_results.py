@@ -1,0 +1,34 @@
+"""One result schema: the per-problem table (problems.parquet) reads back into the runner's own
+ProblemResult, figures and all — the viewer and compare read nothing else."""
+
+import pandas as pd
+
+from eval.results import ProblemResult, results_from_table, results_table
+from eval.verdict import Status
+
+
+def _result(task_id, status, **extra):
+    return ProblemResult(task_id=task_id, pipeline="debate", seed=3, status=status, reason="assertion",
+                         detail="expected 2", iterations=2, prompt_tokens=10, completion_tokens=5, lm_calls=3,
+                         cached_lm_calls=1, latency_s=1.5, final_code="def f(): pass", parsed=False,
+                         extra=extra)
+
+
+def test_the_table_reads_back_into_the_results_it_was_made_of(tmp_path):
+    results = [
+        _result("T/0", Status.PASSED, consensus=True, agreement=[0.5, 1.0],
+                debaters_final_passed=[True, False], judge_decision="chosen", generated_tests_correct=2),
+        _result("T/1", Status.TIMED_OUT, consensus=False, agreement=[0.5],
+                debaters_final_passed=[False, False], judge_decision="fallback"),  # no accuracy recorded
+    ]
+    path = tmp_path / "problems.parquet"
+    results_table(results).to_parquet(path)  # as the runner logs it: numpy cells and NaN come back
+    assert results_from_table(pd.read_parquet(path)) == results
+
+
+def test_an_older_table_without_some_columns_reads_with_their_defaults():
+    frame = pd.DataFrame([{"task_id": "T/0", "pipeline": "baseline", "seed": 0, "status": "failed",
+                           "passed": False, "extra.first_passed": float("nan")}])
+    [result] = results_from_table(frame)
+    assert (result.status, result.reason, result.iterations, result.final_code) == (Status.FAILED, "", 1, "")
+    assert result.extra == {}  # an empty cell is a figure not recorded, not a value
