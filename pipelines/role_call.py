@@ -91,7 +91,7 @@ def call_role(
             # debate): an unparsed step for this problem, not the end of the experiment.
             parsed, error = False, f"context window exceeded: {str(exc).splitlines()[0][:300]}"
     total = meter.total()
-    usage = {
+    usage: dict[str, float] = {
         "calls": total.calls, "cached_calls": total.cached_calls,
         "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
     }

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.errors import UserError
 from experiments.serving.lm import HarnessLM
@@ -85,7 +86,7 @@ def serve_model(
 ) -> Iterator[HarnessLM]:
     """Yield a ready LM; a bundled model's server is stopped when the block exits, however."""
     cache_dir = data_dir / "lm_cache" if cache else None
-    common = {
+    common: dict[str, Any] = {  # HarnessLM's settings, whichever endpoint serves the model
         "temperature": spec.temperature, "max_tokens": spec.max_tokens,
         "num_retries": spec.num_retries, "timeout": spec.request_timeout_s, "cache_dir": cache_dir,
         "identity": identity.cache_identity,
@@ -109,7 +110,7 @@ def serve_model(
                 lm.close()
         return
     key = _api_key(spec)
-    extra = {"api_base": spec.api_base} if spec.api_base else {}
+    extra: dict[str, Any] = {"api_base": spec.api_base} if spec.api_base else {}
     if key:
         extra["api_key"] = key
     lm = HarnessLM(identity.resolved, **extra, **common)
