@@ -86,10 +86,12 @@ def _table_rows(path: Path, source: str) -> list[Any]:
             loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, datasets.DatasetDict):
                 loaded = loaded["test" if "test" in loaded else next(iter(loaded))]
-            return loaded.to_list()
+            rows: list[Any] = loaded.to_list()
+            return rows
         with tempfile.TemporaryDirectory(prefix="critiquelab-dataset-") as cache:
             table = datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=cache)
-            return table.to_list()
+            rows = table.to_list()
+            return rows
     except Exception as exc:  # datasets raises many types for a bad file
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"dataset '{source}' could not be read: {first}") from exc

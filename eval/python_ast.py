@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 _T = TypeVar("_T")
 # Process-wide on purpose: the state it guards is the interpreter's, not any object's.
@@ -32,9 +32,15 @@ def _serialised(build: Callable[[], _T]) -> _T:
     raise AssertionError("unreachable")
 
 
-def parse(source: str, mode: str = "exec") -> Any:
+@overload
+def parse(source: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+@overload
+def parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
+def parse(source: str, mode: Literal["exec", "eval"] = "exec") -> ast.Module | ast.Expression:
     """``ast.parse(source, mode=mode)``; a syntax error raises as usual."""
-    return _serialised(lambda: ast.parse(source, mode=mode))
+    if mode == "eval":
+        return _serialised(lambda: ast.parse(source, mode="eval"))
+    return _serialised(lambda: ast.parse(source, mode="exec"))
 
 
 def literal_eval(source: str) -> Any:

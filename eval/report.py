@@ -45,7 +45,7 @@ class ReportContext:
     """What the text around the tables says: which runs, how the statistics were made."""
 
     title: str
-    runs: Sequence[tuple[str, str, int, str]]  # (label, seed, run id, parent) per child run
+    runs: Sequence[tuple[str, str, str, str]]  # (label, seed, run id, parent) per child run
     bootstrap_seed: int
     bootstrap_resamples: int
     confidence: float
@@ -92,7 +92,8 @@ def _error_bars(table: pd.DataFrame) -> np.ndarray:
     estimate = table["pass@1"].to_numpy(dtype=float)
     below = estimate - table["ci_low"].to_numpy(dtype=float)
     above = table["ci_high"].to_numpy(dtype=float) - estimate
-    return np.nan_to_num(np.maximum(np.vstack([below, above]), 0.0), nan=0.0)
+    bars: np.ndarray = np.nan_to_num(np.maximum(np.vstack([below, above]), 0.0), nan=0.0)
+    return bars
 
 
 def plot_pass_at_1(table: pd.DataFrame, path: Path) -> Path:
@@ -177,7 +178,8 @@ img{max-width:48%;margin-right:1%}"""
 def frame_html(frame: pd.DataFrame) -> str:
     """A table without its empty columns; pandas escapes every cell."""
     shown = frame.dropna(axis=1, how="all")
-    return shown.to_html(index=False, na_rep="–", float_format=lambda v: _format(float(v)), border=0)
+    table: str = shown.to_html(index=False, na_rep="–", float_format=lambda v: _format(float(v)), border=0)
+    return table
 
 
 def render_html(

@@ -133,7 +133,8 @@ def mcnemar_exact(a: Sequence[bool] | np.ndarray, b: Sequence[bool] | np.ndarray
 
 
 def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    difference: np.ndarray = np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    return difference
 
 
 def paired_bootstrap(
@@ -166,8 +167,8 @@ def paired_bootstrap(
         batch=_RESAMPLE_BATCH, confidence_level=confidence, method=method, rng=np.random.default_rng(seed),
     )
     per_pair = x - y
-    low, high = _bracket(difference, *map(float, result.confidence_interval),
-                         float(per_pair.min()), float(per_pair.max()))
+    ci_low, ci_high = (float(bound) for bound in result.confidence_interval)
+    low, high = _bracket(difference, ci_low, ci_high, float(per_pair.min()), float(per_pair.max()))
     return BootstrapResult(difference, low, high, confidence, n_resamples, seed, method)
 
 

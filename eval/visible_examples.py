@@ -10,6 +10,7 @@ import ast
 import doctest
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from eval import python_ast
 from eval.assembly import assemble_program
@@ -105,8 +106,10 @@ def _assert_example(line: str, entry_point: str) -> VisibleExample | None:
         return None
     for call, want in ((compare.left, compare.comparators[0]), (compare.comparators[0], compare.left)):
         call_source, want_source = ast.get_source_segment(source, call), ast.get_source_segment(source, want)
-        args = _args_source(call_source or "", entry_point)
-        if args is not None and want_source and _literal(want_source):
+        if call_source is None or not want_source:
+            continue
+        args = _args_source(call_source, entry_point)
+        if args is not None and _literal(want_source):
             return VisibleExample(call_source, args, want_source)
     return None
 
@@ -127,8 +130,8 @@ def visible_examples(prompt: str, entry_point: str) -> list[VisibleExample]:
             found.append(VisibleExample(example.source.strip(), args, want))
     for line in prompt.splitlines():
         if line.strip().startswith("assert "):
-            example = _assert_example(line, entry_point)
-            found.extend([example] if example else [])
+            asserted = _assert_example(line, entry_point)
+            found.extend([asserted] if asserted else [])
             continue
         for call, rest in _calls_in(line, entry_point):
             match = _SEPARATOR.match(rest)
@@ -142,14 +145,16 @@ def visible_examples(prompt: str, entry_point: str) -> list[VisibleExample]:
     return list(unique.values())
 
 
-def _same(actual: object, expected: object) -> bool:
+def _same(actual: Any, expected: Any) -> bool:
+    """Whether a value a candidate returned equals a literal the prompt shows (any values)."""
     if isinstance(actual, float) or isinstance(expected, float):
         try:
-            a, e = float(actual), float(expected)  # type: ignore[arg-type]
+            a, e = float(actual), float(expected)
         except (TypeError, ValueError):
             return False
         return abs(a - e) <= 1e-6 * max(1.0, abs(e))
-    return actual == expected
+    same: bool = actual == expected
+    return same
 
 
 @dataclass(frozen=True)

@@ -202,5 +202,6 @@ class CheckpointStore:
             handle.seek(-1, os.SEEK_END)
             if handle.read(1) == b"\n":
                 return
-            data = handle.seek(0) or handle.read()
+            handle.seek(0)
+            data = handle.read()
             handle.truncate(data.rfind(b"\n") + 1)

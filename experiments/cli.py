@@ -304,10 +304,10 @@ def _cmd_models(args: argparse.Namespace) -> int:
     from experiments.serving.model_files import BUNDLED_MODELS, ensure_model_file, resolve_bundled
 
     if args.action == "list":
-        for model in BUNDLED_MODELS.values():
-            path = model_cache_dir() / "models" / model.filename
+        for bundled in BUNDLED_MODELS.values():
+            path = model_cache_dir() / "models" / bundled.filename
             state = "assembled" if path.exists() else "not assembled"
-            print(f"{model.key}  {model.size / 2**20:,.0f} MiB  {state}  {model.description}")
+            print(f"{bundled.key}  {bundled.size / 2**20:,.0f} MiB  {state}  {bundled.description}")
         return 0
     model = resolve_bundled(args.name)
     if model is None:

@@ -48,7 +48,8 @@ def render_messages(predictor: Any, adapter: Any | None = None) -> list[dict[str
     adapter = adapter or CodeAdapter()
     inputs = {name: "{" + name + "}" for name in predictor.signature.input_fields}
     demos = [dict(d) for d in predictor.demos]
-    return adapter.format(predictor.signature, demos, inputs)
+    messages: list[dict[str, str]] = adapter.format(predictor.signature, demos, inputs)
+    return messages
 
 
 def role_prompts(program: dspy.Module) -> dict[str, list[dict[str, str]]]:
@@ -157,6 +158,7 @@ def _state_problem(state: Any) -> str | None:
 def read_state(path: Path) -> dict[str, Any]:
     """The checked DSPy state of an export directory or its ``program.json``."""
     state_file = state_path(path)
+    problem: str | None
     try:
         state = json.loads(state_file.read_text())
     except (UnicodeDecodeError, ValueError):
@@ -167,7 +169,8 @@ def read_state(path: Path) -> dict[str, Any]:
         sibling = state_file.with_name(STATE_FILE)
         hint = f" ({state_file.parent} is one)" if state_file != sibling and sibling.is_file() else ""
         raise UserError(f"{state_file}: not an exported program ({problem}); {EXPECTED}{hint}")
-    return state
+    checked: dict[str, Any] = state  # _state_problem found nothing wrong: a JSON object
+    return checked
 
 
 REGISTRY_SCHEME = "prompts:/"

@@ -40,10 +40,11 @@ class _TolerantProposer(GroundedProposer):
         trial_logs: Any, tip: str | None = None,
     ) -> str:
         try:
-            return super().propose_instruction_for_predictor(
+            instruction: str = super().propose_instruction_for_predictor(
                 program=program, predictor=predictor, pred_i=pred_i, demo_candidates=demo_candidates,
                 demo_set_i=demo_set_i, trial_logs=trial_logs, tip=tip,
             )
+            return instruction
         except AdapterParseError as exc:
             self.failures.append(FailedProposal(pred_i, str(exc.lm_response)[:500]))
             return str(get_signature(predictor).instructions)
@@ -57,7 +58,7 @@ class TolerantMIPROv2(dspy.MIPROv2):
         self.failed_proposals: list[FailedProposal] = []
 
     def _propose_instructions(  # DSPy 3.4.1's method, with the tolerant proposer
-        self, program: Any, trainset: list, demo_candidates: list | None, view_data_batch_size: int,
+        self, program: Any, trainset: list[dspy.Example], demo_candidates: Any, view_data_batch_size: int,
         program_aware_proposer: bool, data_aware_proposer: bool, tip_aware_proposer: bool,
         fewshot_aware_proposer: bool, num_instruct_candidates: int,
     ) -> dict[int, list[str]]:
@@ -69,7 +70,7 @@ class TolerantMIPROv2(dspy.MIPROv2):
             set_tip_randomly=tip_aware_proposer, use_instruct_history=False, set_history_randomly=False,
             verbose=self.verbose, rng=self.rng, init_temperature=self.init_temperature,
         )
-        candidates = proposer.propose_instructions_for_program(
+        candidates: dict[int, list[str]] = proposer.propose_instructions_for_program(
             trainset=trainset, program=program, demo_candidates=demo_candidates, N=num_instruct_candidates,
             trial_logs={},
         )

@@ -35,7 +35,8 @@ def import_textgrad() -> Any:
 
 
 import_textgrad()
-from textgrad.engine import EngineLM  # noqa: E402  (after the log directory is set)
+# Re-exported (``as``): importing it from here is what sets the log directory first.
+from textgrad.engine import EngineLM as EngineLM  # noqa: E402  (after the log directory is set)
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful, creative, and smart assistant."
 

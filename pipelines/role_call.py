@@ -107,7 +107,7 @@ def call_role(
     if not _usable(predictor, outputs, parsed):
         meter.forget_replies()  # not kept in the LM cache: a later run asks again, not replays it
     total = meter.total()
-    usage = {
+    usage: dict[str, float] = {
         "calls": total.calls, "cached_calls": total.cached_calls,
         "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
     }

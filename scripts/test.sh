@@ -15,4 +15,5 @@ if ! command -v chromedriver >/dev/null 2>&1; then
   fi
 fi
 .venv/bin/ruff check .
+.venv/bin/mypy  # what it checks, and how strictly: [tool.mypy] in pyproject.toml
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -40,7 +40,8 @@ class CodeAdapter(dspy.ChatAdapter):
 
     def format_system_message(self, signature: type[Signature]) -> str:
         if not is_code_signature(signature):
-            return super().format_system_message(signature)
+            message: str = super().format_system_message(signature)
+            return message
         instructions = textwrap.dedent(signature.instructions).strip()
         given = "\n".join(
             f"- {name}: {info.json_schema_extra.get('desc', '')}".rstrip(": ")
@@ -62,7 +63,10 @@ class CodeAdapter(dspy.ChatAdapter):
         main_request: bool = False,
     ) -> str:
         if not is_code_signature(signature):
-            return super().format_user_message_content(signature, inputs, prefix, suffix, main_request)
+            content: str = super().format_user_message_content(
+                signature, inputs, prefix, suffix, main_request
+            )
+            return content
         parts = [prefix]
         for name, info in signature.input_fields.items():
             if name not in inputs:
@@ -78,14 +82,16 @@ class CodeAdapter(dspy.ChatAdapter):
         self, signature: type[Signature], outputs: dict[str, Any], missing_field_message: Any = None
     ) -> str:
         if not is_code_signature(signature):
-            return super().format_assistant_message_content(signature, outputs, missing_field_message)
+            content: str = super().format_assistant_message_content(signature, outputs, missing_field_message)
+            return content
         (name,) = signature.output_fields
         code = str(outputs.get(name, missing_field_message) or "").strip("\n")
         return f"```python\n{code}\n```"
 
     def parse(self, signature: type[Signature], completion: str) -> dict[str, Any]:
         if not is_code_signature(signature):
-            return super().parse(signature, completion)
+            fields: dict[str, Any] = super().parse(signature, completion)
+            return fields
         (name,) = signature.output_fields
         blocks = _FENCED.findall(completion)
         # Small models sometimes add a usage example after the code: prefer a block that

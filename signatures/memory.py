@@ -20,7 +20,9 @@ def with_memories(signature: type[Signature]) -> type[Signature]:
     """``signature`` with the ``memories`` input field appended (itself if it has one)."""
     if MEMORIES_FIELD in signature.input_fields:
         return signature
-    return signature.append(MEMORIES_FIELD, dspy.InputField(desc=MEMORIES_DESC), type_=str)
+    field = dspy.InputField(desc=MEMORIES_DESC)
+    extended: type[Signature] = signature.append(MEMORIES_FIELD, field, type_=str)
+    return extended
 
 
 def has_memories(signature: type[Signature]) -> bool:

@@ -25,9 +25,11 @@ _INDENT = "    "
 
 def _called_names(tree: ast.Module) -> list[str]:
     """Names called as plain functions, in source order, without repeats."""
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
-    calls.sort(key=lambda n: (n.lineno, n.col_offset))
-    return list(dict.fromkeys(n.func.id for n in calls))  # type: ignore[attr-defined]
+    calls = sorted(
+        (n.lineno, n.col_offset, n.func.id)
+        for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    )
+    return list(dict.fromkeys(name for _line, _column, name in calls))
 
 
 def infer_entry_point(row: RowReader, code: ast.Module, tests: list[ast.Module]) -> str:

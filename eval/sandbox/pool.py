@@ -94,7 +94,8 @@ class Lane:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             codec.write_frame(self.proc.stdin.fileno(), json.dumps(job).encode())
-            return json.loads(self._read(self.proc.stdout.fileno(), hard_timeout))
+            verdict: dict[str, Any] = json.loads(self._read(self.proc.stdout.fileno(), hard_timeout))
+            return verdict
         except TimeoutError:
             self.kill()
             return {"status": "timed_out", "reason": "timeout",

@@ -63,7 +63,8 @@ def _is_number(value: Any) -> bool:
 
 def _close(actual: Any, expected: Any, atol: float) -> bool:
     if _is_number(actual) and _is_number(expected):
-        return abs(actual - expected) <= atol + _RTOL * abs(expected)  # NaN compares False
+        close: bool = abs(actual - expected) <= atol + _RTOL * abs(expected)  # NaN compares False
+        return close
     if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
         return len(actual) == len(expected) and all(
             _close(a, e, atol) for a, e in zip(actual, expected, strict=True)

@@ -41,10 +41,17 @@ import struct
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING, Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import codec  # stdlib-only sibling modules, found via the line above
-from output_sink import OutputSink
+if TYPE_CHECKING:  # the same files, under the names a type checker finds them by
+    import ctypes
+
+    from eval.sandbox import codec
+    from eval.sandbox.output_sink import OutputSink
+else:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import codec  # stdlib-only sibling modules, found via the line above
+    from output_sink import OutputSink
 
 _BUDGET = struct.Struct(">d")
 IN_FD, OUT_FD = 10, 11  # the checker channel, moved away from 0/1 so no print can touch it
@@ -57,7 +64,7 @@ PRELOAD = (
 
 
 @functools.cache
-def _libc() -> object:
+def _libc() -> ctypes.CDLL:
     import ctypes
 
     return ctypes.CDLL(None, use_errno=True)
@@ -79,7 +86,7 @@ class Server:
         self.output = OutputSink()
 
     # ------------------------------------------------------------------ child lifecycle
-    def spawn(self, request: dict) -> None:
+    def spawn(self, request: dict[str, Any]) -> None:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out_w, err_w = self.output.open()
@@ -197,8 +204,8 @@ class Server:
         frame, self.buf = self.buf[4 : 4 + size], self.buf[4 + size :]
         return b"R" + frame
 
-    def _death(self) -> dict:
-        info: dict = {}
+    def _death(self) -> dict[str, int]:
+        info: dict[str, int] = {}
         try:
             _pid, status = os.waitpid(self.child, 0)
             if os.WIFSIGNALED(status):
@@ -241,7 +248,7 @@ class Server:
 # ---------------------------------------------------------------------- the candidate child
 
 
-def _child_main(request: dict, fds: tuple[int, int, int, int], server: Server) -> None:
+def _child_main(request: dict[str, Any], fds: tuple[int, int, int, int], server: Server) -> None:
     limits = request["limits"]
     timeout = float(request["timeout"])
     os.setsid()
@@ -295,7 +302,7 @@ def _candidate_line(exc: BaseException) -> int:
     return line if type(line) is int else 0
 
 
-def _describe(exc: BaseException) -> list:
+def _describe(exc: BaseException) -> list[str | int]:
     try:
         message = str(exc)
     except BaseException:  # a hostile __str__
@@ -303,8 +310,8 @@ def _describe(exc: BaseException) -> list:
     return ["exc", type(exc).__name__[:200], message[:2000], _candidate_line(exc)]
 
 
-def _serve_candidate(request: dict, return_bytes: int) -> None:
-    namespace: dict = {"__name__": "__candidate__", "__builtins__": builtins}
+def _serve_candidate(request: dict[str, Any], return_bytes: int) -> None:
+    namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
     try:
         code = compile(request["program"], "<candidate>", "exec")
     except (SyntaxError, ValueError) as exc:  # ValueError: source with NUL bytes

@@ -159,7 +159,8 @@ def check_spec(spec: OptimizeSpec) -> None:
     if spec.refine is not None and spec.refine.role not in roles:
         raise UserError(f"refine.role: '{spec.refine.role}' is not a role of pipeline "
                         f"'{spec.pipeline.name}'; its roles: {', '.join(roles)}")
-    models = {"model": spec.model, "teacher": spec.teacher, "refine.model": spec.refine and spec.refine.model}
+    models = {"model": spec.model, "teacher": spec.teacher,
+              "refine.model": spec.refine.model if spec.refine is not None else None}
     for where, model in models.items():
         if model is not None and resolve_bundled(model.id) is None:  # a bundled one is fetched when used
             try:

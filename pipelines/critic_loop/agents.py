@@ -70,6 +70,7 @@ class CriticAgent(Agent):
             self.critic, self.role, prompt=self.ctx.prompt, code=message.content,
             execution_feedback=feedback,
         )
+        verdict: str  # a review's verdict, or "unparsed"
         if step.parsed:
             review = Review(
                 verdict=step.get("verdict"), findings=step.get("findings") or [],

@@ -72,6 +72,7 @@ class PanelCriticAgent(CriticAgent):
             futures = [calls.submit(self._review, kind, message.content, feedback) for kind in self.critics]
             steps = [future.result() for future in futures]  # panel order, whichever finished first
         reviews: dict[str, Review | None] = {}
+        verdict: str  # a review's verdict, or "unparsed"
         for kind, step in zip(self.critics, steps, strict=True):
             reviews[kind] = review = _review_of(step)
             verdict = review.verdict if review else "unparsed"

@@ -156,6 +156,7 @@ def _sop(history: list[Message], by_id: Thread) -> list[Decision]:
             continue
         if m.intent == Intent.QA_REPORT:
             report = QaReport.model_validate_json(m.content)
+            led_to: Message | None
             if report.passed:
                 kind, reason, led_to = "qa_pass", f"{report.tests_run} tests run, none failing", handed
             else:

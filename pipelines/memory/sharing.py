@@ -95,4 +95,6 @@ class Proposals:
                 "UPDATE proposals SET status = ?, decided_at = ? WHERE store = ? AND id = ?",
                 ("approved" if approve else "rejected", time.time(), self._store, proposal_id),
             )
-        return self.get(proposal_id)  # type: ignore[return-value]
+        decided = self.get(proposal_id)
+        assert decided is not None  # found above; proposals are never deleted
+        return decided

@@ -99,7 +99,9 @@ class SkillLibrary:
                 "UPDATE skills SET approved = ?, rejected = ?, updated_at = ? WHERE store = ? AND id = ?",
                 (int(approve), int(not approve), time.time(), self._store, skill_id),
             )
-        return self.get(skill_id)  # type: ignore[return-value]
+        decided = self.get(skill_id)
+        assert decided is not None  # found above; skills are never deleted
+        return decided
 
     def record_use(self, skill_ids: Sequence[str], *, succeeded: bool) -> None:
         """One task received these skills; its visible outcome updates their confidence."""

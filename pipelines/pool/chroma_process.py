@@ -188,8 +188,10 @@ class ChromaProcessStore:
                     f"the message store process has exited (code {self._process.returncode})"
                 )
             self._outbox.put((op, args))
+            replies = self._process.stdout
+            assert replies is not None  # opened with stdout=PIPE
             try:
-                status, value = pickle.load(self._process.stdout)  # type: ignore[arg-type]
+                status, value = pickle.load(replies)
             except EOFError:
                 raise ServiceError("the message store process died; see its error output above") from None
         if status == "error":
@@ -219,10 +221,12 @@ class ChromaProcessStore:
         since: float | None = None,
         until: float | None = None,
     ) -> list[Message]:
-        return self._call("get", dict(where) if where else None, since, until)
+        messages: list[Message] = self._call("get", dict(where) if where else None, since, until)
+        return messages
 
     def search(self, text: str, *, where: Mapping[str, Any] | None = None, k: int = 5) -> list[Message]:
-        return self._call("search", text, dict(where) if where else None, k)
+        messages: list[Message] = self._call("search", text, dict(where) if where else None, k)
+        return messages
 
     def count(self) -> int:
         return int(self._call("count"))

@@ -66,7 +66,8 @@ class MiniLMEmbedder:
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-        return vectors.tolist()
+        embeddings: list[list[float]] = vectors.tolist()
+        return embeddings
 
 
 __all__ = ["Embedder", "MiniLMEmbedder"]

@@ -5,6 +5,7 @@ progress. The instructor's agent drives the conversation and stops it on any of 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import dspy
 
@@ -84,7 +85,7 @@ class InstructorAgent(Agent):
         self.listen([Intent.TASK_SPECIFIED])
         self.listen([Intent.ANSWER], to_me_only=True)
 
-    def _stop(self, reason: str, message: Message, **metadata: object) -> None:
+    def _stop(self, reason: str, message: Message, **metadata: Any) -> None:
         self.ctx.publish(
             intent=Intent.STATUS, sender=self.name, summary=f"stopped: {reason}", in_reply_to=message.id,
             stop_reason=reason, **metadata,
