@@ -107,7 +107,7 @@ def parse_inputs(
     written. An input repeating another or one of ``known`` (argument sources already run, e.g.
     the visible examples') is neither kept nor dropped: it adds nothing and is no error."""
     signature = entry_signature(prompt, entry_point)
-    seen, kept, dropped = set(known), [], 0
+    seen, kept, dropped = set(known), list[str](), 0
     for item in written:
         args = call_arguments(str(item), entry_point, signature)
         if args is None:

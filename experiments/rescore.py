@@ -178,7 +178,8 @@ def _score(client: Any, runs: list[ComparedRun], source: str, chosen_format: str
     if missing:
         notices.append(f"{len(missing)} of {len(tasks)} task ids of run {run_id} are not in dataset "
                        f"'{source}' and were left out: {listed(missing)}")
-    scored, dropped = [], set()
+    scored: list[_Scored] = []
+    dropped: set[str] = set()
     for run in runs:
         original = originals[run.run_id]
         table = _rescored_table(original, by_id, _timeout(client, run.run_id, run.parent_id))

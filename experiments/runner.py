@@ -29,7 +29,7 @@ from experiments.memory_run import (
 )
 from experiments.paths import data_dir as default_data_dir
 from experiments.progress import ProgressBar
-from experiments.serving.provision import ModelIdentity, resolve_model, serve_model
+from experiments.serving.provision import CacheUse, ModelIdentity, resolve_model, serve_model
 from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
 from experiments.spec import ExperimentSpec, PipelineSpec
 from experiments.tracking.run_records import child_run, open_parent_run, results_digest
@@ -127,7 +127,7 @@ class _LazyLM:
     def get(self) -> Any:
         if self._lm is None:
             identity, model, home = self._args
-            use = "use" if self._cache else "refresh"
+            use: CacheUse = "use" if self._cache else "refresh"
             self._lm = self._stack.enter_context(serve_model(identity, model, home, cache=use))
         return self._lm
 
@@ -236,9 +236,9 @@ def _run_child(
             role_lms = ctx.role_models.lms_for(pipeline_spec, lm, seed)
             job = SolveJob(pipeline, lm, label, seed, spec.execution.timeout_s, run_id,
                            role_lms=role_lms, in_order=memory is not None)
-            results = ctx.executor.solve(job, pending, pool)
-            with contextlib.closing(results):  # an error here stops the problems in flight too
-                for result in results:
+            solving = ctx.executor.solve(job, pending, pool)
+            with contextlib.closing(solving):  # an error here stops the problems in flight too
+                for result in solving:
                     if tracer is not None and result.task_id not in traced:  # queued; see close()
                         tracer.submit(result, pool.history(thread_id=result.thread_id), time.time())
                     result.resolved_params = resolved

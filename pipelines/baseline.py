@@ -27,7 +27,8 @@ class Baseline(dspy.Module):
 
     def __init__(self, params: BaselineParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else BaselineParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else BaselineParams.defaults()
         self.coder = dspy.Predict(Coder)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:

@@ -5,7 +5,7 @@ wrote, and per-problem counts that add up over a run."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import Any, Self
 
 from pydantic import Field
 
@@ -105,7 +105,7 @@ class GeneratedTestFigures(FigureGroup):
         return {"generated_test_accuracy": correct / total}
 
 
-def counted_totals(rows: Sequence[Scored[FigureGroup]]) -> dict[str, float]:
+def counted_totals(rows: Sequence[Scored[Any]]) -> dict[str, float]:
     """Run totals of per-problem counts (every field of the rows' group): a real 0 when a count
     was recorded and never seen; a count no problem recorded is left out."""
     if not rows:

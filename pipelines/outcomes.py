@@ -146,8 +146,8 @@ class Outcome(Figures):
     def _summaries(cls, kind: str, results: Sequence[ProblemResult]) -> dict[str, float]:
         metrics: dict[str, float] = {}
         for group in reversed(cls.__mro__):  # the groups in declaration order, bases first
-            own = isinstance(group, type) and issubclass(group, FigureGroup) and group is not FigureGroup
-            if own and kind in vars(group):
+            if isinstance(group, type) and issubclass(group, FigureGroup) and group is not FigureGroup \
+                    and kind in vars(group):
                 metrics.update(getattr(group, kind)(group.rows(results)))
         return metrics
 

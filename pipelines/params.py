@@ -57,6 +57,13 @@ class PipelineParams(BaseModel):
         except ValidationError as exc:
             raise UserError(f"pipeline '{pipeline}': {explain(cls, exc)}") from exc
 
+    @classmethod
+    def defaults(cls) -> Self:
+        """Every field at its default: a pipeline built without params. (Not ``cls()``: shared
+        parameter types carry their default inside ``Annotated``, which pydantic honours and the
+        type checker's pydantic plugin does not see.)"""
+        return cls.model_validate({})
+
     def key_values(self) -> dict[str, Any]:
         """What checkpoint and cost keys hash: :meth:`model_dump` without the fields declared
         :data:`ParallelAgents`, which change when role calls are made, never what they ask (tested

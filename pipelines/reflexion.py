@@ -160,7 +160,8 @@ class Reflexion(dspy.Module):
 
     def __init__(self, params: ReflexionParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else ReflexionParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else ReflexionParams.defaults()
         self.coder = dspy.Predict(with_memories(Coder))
         self.reflector = dspy.Predict(Reflector)
 

@@ -22,7 +22,7 @@ and registers them. A new pipeline copies this pattern (see :mod:`pipelines.crit
 
         def __init__(self, params: ReflexionParams | None = None) -> None:
             super().__init__()
-            self.params = params if params is not None else ReflexionParams()  # self.params.max_trials
+            self.params = params if params is not None else ReflexionParams.defaults()
 
         def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
             ...

@@ -95,7 +95,8 @@ class SelfRefine(dspy.Module):
 
     def __init__(self, params: SelfRefineParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else SelfRefineParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else SelfRefineParams.defaults()
         self.coder = dspy.Predict(Coder)
         self.feedback = dspy.Predict(SelfFeedback)
         self.refiner = dspy.Predict(Fixer)

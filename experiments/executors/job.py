@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,7 +31,9 @@ class Executor(Protocol):
     def start(self) -> None:
         """Get ready to solve (idempotent); bad input (an unreachable cluster) fails here."""
 
-    def solve(self, job: SolveJob, problems: list[Problem], pool: MessagePool) -> Iterator[ProblemResult]:
+    def solve(
+        self, job: SolveJob, problems: list[Problem], pool: MessagePool
+    ) -> Generator[ProblemResult, None, None]:
         """Yield results as problems finish; every message a problem published is in ``pool``
         before its result is yielded. Closing the iterator stops the problems in flight."""
 

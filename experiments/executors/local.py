@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from eval.problems import Problem
@@ -24,7 +24,9 @@ class LocalExecutor:
     def start(self) -> None:
         """Threads need no preparation."""
 
-    def solve(self, job: SolveJob, problems: list[Problem], pool: MessagePool) -> Iterator[ProblemResult]:
+    def solve(
+        self, job: SolveJob, problems: list[Problem], pool: MessagePool
+    ) -> Generator[ProblemResult, None, None]:
         solve = bind_pool(pool, functools.partial(
             solve_and_score, lm=job.lm, label=job.label, seed=job.seed, timeout_s=job.timeout_s,
             role_lms=job.role_lms,
@@ -37,7 +39,7 @@ class LocalExecutor:
 
 def solve_concurrently(
     solve: Callable[..., ProblemResult], pipeline: object, problems: list[Problem], concurrency: int,
-) -> Iterator[ProblemResult]:
+) -> Generator[ProblemResult, None, None]:
     """Yield results as problems finish, with at most ``concurrency`` in flight.
 
     On an error or Ctrl-C nothing more is started and the exception propagates at once: waiting

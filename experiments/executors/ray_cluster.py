@@ -15,7 +15,7 @@ import os
 import socket
 import uuid
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,7 +218,9 @@ class RayExecutor:
 
     # --- solving ------------------------------------------------------------------------------
 
-    def solve(self, job: SolveJob, problems: list[Problem], pool: MessagePool) -> Iterator[ProblemResult]:
+    def solve(
+        self, job: SolveJob, problems: list[Problem], pool: MessagePool
+    ) -> Generator[ProblemResult, None, None]:
         self.start()
         import ray
 
@@ -244,7 +246,7 @@ class RayExecutor:
                 worker.alive = False
 
     def _schedule(self, ray: Any, job: SolveJob, problems: list[Problem], pool: MessagePool
-                  ) -> Iterator[ProblemResult]:
+                  ) -> Generator[ProblemResult, None, None]:
         from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
         key = uuid.uuid4().hex

@@ -22,11 +22,15 @@ from pipelines.debate.outcome import ConsensusFigures
 from pipelines.pool.messages import Intent, Message
 from pipelines.pool.store import seq_of
 from pipelines.scratchpad.channels import size_bytes
-from pipelines.scratchpad.events import EVENT_MODELS, InitEvent, ScratchpadIntent
+from pipelines.scratchpad.events import ConflictEvent, InitEvent, RefusedEvent, ScratchpadIntent, UpdateEvent
 from pipelines.scratchpad.replay import replay_steps
 
 # Scratchpad events that concern one channel (an init names all of them, a read several).
-_CHANNEL_EVENTS = (ScratchpadIntent.UPDATE, ScratchpadIntent.CONFLICT, ScratchpadIntent.REFUSED)
+# The events that act on one channel, and their models (each has the channel and the agent).
+_CHANNEL_EVENTS: dict[str, type[UpdateEvent | ConflictEvent | RefusedEvent]] = {
+    ScratchpadIntent.UPDATE: UpdateEvent, ScratchpadIntent.CONFLICT: ConflictEvent,
+    ScratchpadIntent.REFUSED: RefusedEvent,
+}
 
 
 def debate_panel(messages: Sequence[Message], problem: ProblemResult) -> str:
@@ -105,7 +109,7 @@ def _scratchpad(messages: Sequence[Message], scratchpad_id: str) -> str:
     # The state right after each event, as the scratchpad's own replay rebuilds it (one pass).
     steps = ((m, state) for m, state in replay_steps(mine, scratchpad_id) if m.intent in _CHANNEL_EVENTS)
     for step, (message, state) in enumerate(steps, start=1):
-        event = EVENT_MODELS[message.intent].model_validate_json(message.content)
+        event = _CHANNEL_EVENTS[message.intent].model_validate_json(message.content)
         kind, operation = _operation(event, message.intent)
         value = state.values.get(event.channel)
         # A string (code, on a replace channel) reads best as itself, not as a JSON literal.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, wait
-from typing import Any
+from typing import Any, cast
 
 import dspy
 from pydantic import Field
@@ -197,7 +197,9 @@ class ArchitectAgent(Agent):
                 publish_in(self.ctx, attempt.session, intent=Intent.STATUS, sender=self.name,
                            contract=output, summary=f"task {task.task_id}: timed out",
                            team_task=task.task_id, status="failed")
-            results.append((task, attempt_no, developer, output or future.result()))
+            # work() answers None only for an attempt given up on; this one answered first.
+            answer = output if output is not None else cast(DeveloperOutput, future.result())
+            results.append((task, attempt_no, developer, answer))
         return results
 
     def _decide(
@@ -274,7 +276,8 @@ class ArchitectTeam(dspy.Module):
 
     def __init__(self, params: ArchitectParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else ArchitectParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else ArchitectParams.defaults()
         self.architect = dspy.Predict(Architect)
         self.developer = dspy.Predict(Developer)
         self.reviewer = dspy.Predict(TeamReviewer)

@@ -78,19 +78,22 @@ class CriticLoop(dspy.Module):
 
     def __init__(self, params: CriticLoopParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else CriticLoopParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else CriticLoopParams.defaults()
         self.coder = dspy.Predict(Coder)
         self.critic = dspy.Predict(FocusedCritic) if self.params.critics else dspy.Predict(Critic)
         self.fixer = dspy.Predict(Fixer)
         self.meta_critic = dspy.Predict(MetaCritic) if self.params.meta_critic else None
 
     def _agents(self, ctx: TaskContext) -> list[Agent]:
-        review = {"max_reviews": self.params.max_iterations, "run_examples": self.params.execution_feedback,
-                  "timeout_s": self.params.feedback_timeout_s}
+        params = self.params
         critic = (
-            PanelCriticAgent(ctx, self.critic, critics=self.params.critics,
-                             parallel=self.params.parallel_agents, **review)
-            if self.params.critics else CriticAgent(ctx, self.critic, **review)
+            PanelCriticAgent(ctx, self.critic, critics=params.critics, parallel=params.parallel_agents,
+                             max_reviews=params.max_iterations, run_examples=params.execution_feedback,
+                             timeout_s=params.feedback_timeout_s)
+            if params.critics else
+            CriticAgent(ctx, self.critic, max_reviews=params.max_iterations,
+                        run_examples=params.execution_feedback, timeout_s=params.feedback_timeout_s)
         )
         agents: list[Agent] = [CoderAgent(ctx, self.coder), critic]
         if self.meta_critic is not None:

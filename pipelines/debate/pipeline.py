@@ -90,7 +90,8 @@ class Debate(dspy.Module):
 
     def __init__(self, params: DebateParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else DebateParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else DebateParams.defaults()
         self.proposer = dspy.Predict(Coder)
         self.debater = dspy.Predict(Debater)
         self.judge = dspy.Predict(Judge)

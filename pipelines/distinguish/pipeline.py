@@ -115,7 +115,8 @@ class Distinguish(dspy.Module):
 
     def __init__(self, params: DistinguishParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else DistinguishParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else DistinguishParams.defaults()
         self.coder = dspy.Predict(Coder)
         self.input_writer = dspy.Predict(InputWriter)
         self.pairwise_judge = dspy.Predict(PairwiseJudge)

@@ -9,7 +9,7 @@ need the memory bank) come from :mod:`pipelines.memory.metrics`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from pydantic import Field, create_model
 
@@ -49,4 +49,4 @@ def with_memory_figures(outcome: Outcome, **figures: Any) -> Outcome:
     combined = create_model(
         f"{model.__name__}WithMemory", __base__=(model, MemoryFigures), __module__=__name__
     )
-    return combined.model_validate({**dict(outcome), **figures})
+    return cast(Outcome, combined.model_validate({**dict(outcome), **figures}))

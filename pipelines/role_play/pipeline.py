@@ -85,7 +85,8 @@ class RolePlay(dspy.Module):
 
     def __init__(self, params: RolePlayParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else RolePlayParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else RolePlayParams.defaults()
         self.task_specifier = dspy.Predict(TaskSpecifier)
         self.instructor = dspy.Predict(Instructor)
         self.assistant = dspy.Predict(Assistant)

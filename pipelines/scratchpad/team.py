@@ -114,7 +114,8 @@ class ScratchpadTeam(dspy.Module):
 
     def __init__(self, params: ScratchpadParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else ScratchpadParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else ScratchpadParams.defaults()
         self.analyst = dspy.Predict(Analyst)
         self.coder = dspy.Predict(ScratchpadCoder)
         self.reviewer = dspy.Predict(ScratchpadReviewer)

@@ -109,7 +109,8 @@ class Sop(dspy.Module):
 
     def __init__(self, params: SopParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else SopParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else SopParams.defaults()
         self.product_manager = dspy.Predict(ProductManager)
         self.architect = dspy.Predict(SopArchitect)
         self.engineer = dspy.Predict(Engineer)

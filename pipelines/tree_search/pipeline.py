@@ -95,7 +95,8 @@ class TreeSearch(dspy.Module):
 
     def __init__(self, params: TreeSearchParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else TreeSearchParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else TreeSearchParams.defaults()
         require_resolved("tree_search", self.params)
         self.coder = dspy.Predict(Coder)
         self.repairer = dspy.Predict(Repairer)

@@ -135,7 +135,8 @@ class Vote(dspy.Module):
 
     def __init__(self, params: VoteParams | None = None) -> None:
         super().__init__()
-        self.params = params if params is not None else VoteParams()  # checked when it was made
+        # a params model is checked when it is made: nothing to validate here
+        self.params = params if params is not None else VoteParams.defaults()
         require_resolved("vote", self.params)
         self.coder = dspy.Predict(Coder)
         self.test_writer = dspy.Predict(TestWriter) if self.params.tests != "visible" else None
