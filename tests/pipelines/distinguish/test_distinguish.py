@@ -51,7 +51,7 @@ def _run(name, scripts, **params):
         with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool), metering(meter):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
         requests = list(fake.requests)
-    return prediction, pool.history(thread_id=prediction.thread_id), requests, meter
+    return prediction, pool.history(thread_id=prediction.outcome.thread_id), requests, meter
 
 
 def _of_role(requests, marker):
