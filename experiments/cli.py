@@ -60,7 +60,9 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--model", help="'local' (default), 'local-1.5b', or a LiteLLM model string")
     run.add_argument("--api-base", help="endpoint URL for a LiteLLM model")
     run.add_argument("--api-key-env", help="environment variable that holds the API key")
-    run.add_argument("--dataset", help="'humaneval' or a .jsonl/.parquet/saved-dataset path")
+    run.add_argument("--dataset", help="'humaneval', a .jsonl/.parquet/saved-dataset path, or "
+                     "hf://OWNER/NAME (a Hugging Face Hub dataset in the local cache, e.g. "
+                     "hf://evalplus/humanevalplus)")
     run.add_argument("--format", choices=["humaneval", "mbpp", "evalplus"],
                      help="the dataset's format (default: the spec's dataset.format, else detected)")
     run.add_argument("--limit", type=int, help="only the first N problems")

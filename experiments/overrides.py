@@ -53,7 +53,7 @@ class RunOverrides(BaseModel):
         default=None, description="model.timeout_s: seconds one model request may take."
     )
     dataset: Annotated[str | Path | None, _Replaces(("dataset", "source"))] = Field(
-        default=None, description="dataset.source: 'humaneval' or a dataset file or directory."
+        default=None, description="dataset.source: 'humaneval', a dataset file or directory, or hf://OWNER/NAME."
     )
     format: Annotated[FormatName | None, _Replaces(("dataset", "format"))] = Field(
         default=None, description="dataset.format: how the dataset's rows become problems."

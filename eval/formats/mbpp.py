@@ -1,7 +1,9 @@
 """The MBPP format: ``task_id`` (often an int), ``text`` (the task in one sentence), ``code``
 (the reference solution), ``test_list`` (assert lines), and optionally ``test_setup_code``,
-``challenge_test_list`` and ``test_imports`` (sanitized MBPP's import lines, which its tests
-need; map sanitized MBPP's ``prompt`` column with ``fields: {text: prompt}``).
+``challenge_test_list``, ``test_imports`` (sanitized MBPP's import lines, which its tests
+need; map sanitized MBPP's ``prompt`` column with ``fields: {text: prompt}``) and
+``test_program`` (MBPP+'s ``test`` column: a program that calls the function by name on every
+base and plus input, run as the hidden test in place of the assert lines).
 
 MBPP's text names no function and gives no signature: the function is the one the tests call,
 so the loader finds it in the reference code and writes a HumanEval-shaped prompt — the
@@ -9,6 +11,8 @@ reference's ``def`` line and a docstring holding the task text and, as MBPP's ow
 the first test as the example. The hidden test is ``check(candidate)`` running every assert
 line (after the setup code) with the function's name bound to the candidate. The example
 line is the only test the model sees, so it is the only one execution feedback and vote use.
+A ``test_program`` is run by ``check(candidate)`` as a module of its own (its text kept exactly,
+never re-indented) over the test module's names, the function's name bound to the candidate.
 """
 
 from __future__ import annotations
@@ -73,11 +77,19 @@ def build_prompt(signature: str, text: str, example: str) -> str:
     return f"{signature}\n{_INDENT}{_docstring(indented)}\n"
 
 
-def build_test(entry_point: str, tests: list[str], setup: str) -> str:
+def build_test(entry_point: str, tests: list[str], setup: str, program: str | None = None) -> str:
+    """``check(candidate)``: the setup at module level, then ``program`` (if any) and each assert
+    line, with ``entry_point`` bound to the candidate."""
     body = "\n".join(textwrap.indent(test.strip(), _INDENT) for test in tests)
     # The local name makes every assert call the candidate, whatever the test module holds.
     head = f"{setup.strip()}\n\n\n" if setup.strip() else ""
-    return f"{head}def check(candidate):\n{_INDENT}{entry_point} = candidate\n{body}\n"
+    if program is None:
+        return f"{head}def check(candidate):\n{_INDENT}{entry_point} = candidate\n{body}\n"
+    # exec, not indented into check(): a program's multi-line strings must stay as written.
+    run = (f"{_INDENT}namespace = dict(globals())\n{_INDENT}namespace[{entry_point!r}] = candidate\n"
+           f"{_INDENT}exec(compile(_TEST_PROGRAM, '<test_program>', 'exec'), namespace)\n")
+    return (f"{head}_TEST_PROGRAM = {program!r}\n\n\n"
+            f"def check(candidate):\n{_INDENT}{entry_point} = candidate\n{run}{body}\n")
 
 
 def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
@@ -88,10 +100,15 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
     imports = row.text_list("test_imports", required=False)
     setup = "\n".join([*imports, row.optional_text("test_setup_code") or ""])
     challenge = row.text_list("challenge_test_list", required=False)
+    program = row.optional_text("test_program")
+    if program is not None and not program.strip():
+        raise row.error("test_program", "is empty")
     code_tree = row.parsed("code", code)
     row.parsed("test_setup_code", setup)
     test_trees = [row.parsed("test_list", t, f"item {i} is not valid Python")
                   for i, t in enumerate(tests, start=1)]
+    if program is not None:
+        row.parsed("test_program", program)
     if options.challenge_tests:
         for index, test in enumerate(challenge, start=1):
             row.parsed("challenge_test_list", test, f"item {index} is not valid Python")
@@ -99,7 +116,9 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
     signature = signature_line(defined_functions(code_tree)[entry_point])
     prompt = build_prompt(signature, text, tests[0])
     row.parsed("text", prompt, "cannot be written into a Python docstring")
-    test = build_test(entry_point, [*tests, *(challenge if options.challenge_tests else [])], setup)
+    asserts = [] if program is not None else tests
+    test = build_test(entry_point, [*asserts, *(challenge if options.challenge_tests else [])], setup,
+                      program)
     row.parsed("test_list", test, "does not combine into a valid check(candidate)")
     return Problem(task_id=task_id, prompt=prompt, entry_point=entry_point, test=test,
                    canonical_solution=code)
@@ -108,6 +127,6 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
 FORMAT = DatasetFormat(
     name="mbpp",
     required=("task_id", "text", "code", "test_list"),
-    optional=("test_setup_code", "challenge_test_list", "test_imports"),
+    optional=("test_setup_code", "challenge_test_list", "test_imports", "test_program"),
     build=problem_from_row,
 )

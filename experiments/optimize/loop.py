@@ -139,7 +139,7 @@ def run_optimization(
     try:
         check_spec(spec)
         problems = load_problems(
-            spec.dataset.source, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
+            spec.dataset.location, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
             dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
             split=spec.dataset.split,
         )

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from eval.datasets import dataset_provenance
 from eval.execution import isolation_level
 from eval.problems import Problem
 from eval.results import ProblemResult
@@ -87,7 +88,7 @@ def open_parent_run(
         "model.resolved": identity.resolved, "model.file_sha256": identity.file_sha256 or "n/a",
         "model.api_base": identity.api_base or local,
         "isolation": isolation_level(), "problems": len(problems), "dataset.split": spec.dataset.split,
-        **served_by,
+        **dataset_provenance(spec.dataset.location), **served_by,
         **{f"version.{k}": v for k, v in package_versions().items()},
     })
     tracker.set_tags(parent_id, {

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import UserError
 from eval.datasets import load_problems
 from eval.execution import ExecutionJob, run_many
 from eval.scoring import score_code
@@ -112,3 +113,54 @@ def test_sanitized_mbpp_with_test_imports(tmp_path):
     assert problem.test.startswith("import math\n")
     assert score_code(problem, problem.canonical_solution, 5.0)[1].passed
     assert not score_code(problem, "def hypotenuse(a, b):\n    return a + b\n", 5.0)[1].passed
+
+
+# MBPP+'s `test` column: a program over base and plus inputs calling the function by name, with
+# helpers of its own; the multi-line string checks that it runs exactly as written.
+_PLUS_PROGRAM = '''import math
+
+def assertion(out, exp, atol):
+    assert out == exp or math.isclose(out, exp, abs_tol=atol), f"{out!r} != {exp!r}"
+
+BANNER = """two
+lines"""
+inputs = [[3, 4], [0, 0], [-2, 5]]
+results = [7, 0, 3]
+for i, (inp, exp) in enumerate(zip(inputs, results)):
+    assertion(add(*inp), exp, 0)
+assert BANNER.splitlines() == ["two", "lines"]
+'''
+_PLUS_ROW = {"task_id": 11, "prompt": "Write a function to add two integers.",
+             "code": "def add(a, b):\n    return a + b", "test_imports": [],
+             "test_list": ["assert add(1, 2) == 3"], "test": _PLUS_PROGRAM}
+_PLUS_FIELDS = {"text": "prompt", "test_program": "test"}
+
+
+def _plus_problem(tmp_path, row=None, **options):
+    import json
+
+    path = tmp_path / "mbppplus.jsonl"
+    path.write_text(json.dumps(row or _PLUS_ROW) + "\n")
+    return load_problems(str(path), _PLUS_FIELDS, dataset_format="mbpp", **options)[0]
+
+
+def test_test_program_is_the_hidden_test_in_place_of_the_asserts(tmp_path):
+    problem = _plus_problem(tmp_path)
+    assert problem.prompt.startswith("def add(a, b):\n") and "assert add(1, 2) == 3" in problem.prompt
+    assert "assert add(1, 2) == 3" not in problem.test  # the program holds the base inputs itself
+    assert score_code(problem, problem.canonical_solution, 5.0)[1].passed
+    # Right on the shown example and the base asserts, wrong on a plus input (negative numbers).
+    wrong = "def add(a, b):\n    return abs(a) + abs(b)\n"
+    verdict = score_code(problem, wrong, 5.0)[1]
+    assert verdict.status == "failed" and verdict.reason == "assertion"
+
+
+def test_test_program_goes_with_challenge_tests_and_is_checked(tmp_path):
+    row = {**_PLUS_ROW, "challenge_test_list": ["assert add(10**20, 1) == 10**20 + 1"]}
+    problem = _plus_problem(tmp_path, row, challenge_tests=True)
+    assert problem.test.rstrip().endswith("assert add(10**20, 1) == 10**20 + 1")
+    assert score_code(problem, problem.canonical_solution, 5.0)[1].passed
+    with pytest.raises(UserError, match="field 'test' is empty"):
+        _plus_problem(tmp_path, {**_PLUS_ROW, "test": "  \n"})
+    with pytest.raises(UserError, match="field 'test' is not valid Python"):
+        _plus_problem(tmp_path, {**_PLUS_ROW, "test": "for x in:\n"})
