@@ -150,7 +150,7 @@ def _bad_targets(root):
         ),
         "no format": ([str(root / "prog"), "--format", ","], "--format: expected a comma-separated list"),
         "output that is a file": (
-            [str(root / "prog"), "--out", str(root / "a_file")], "a_file: exists and is not a directory",
+            [str(root / "prog"), "--out", str(root / "a_file")], "a_file' exists and is not a directory",
         ),
     }
 
