@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -320,36 +321,10 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def _cmd_pipelines(args: argparse.Namespace) -> int:
     from experiments.api import list_pipelines
+    from experiments.pipelines_listing import render_pipelines
 
-    for pipeline in list_pipelines():
-        print(f"{pipeline['name']}: {pipeline['summary']}")
-        rows = [
-            [p["name"], p["type"], "(required)" if p["required"] else _spec_value(p["default"]),
-             p["allowed"] or "-", p["description"]]
-            for p in pipeline["params"]
-        ]
-        print(_table(["param", "type", "default", "allowed", "description"], rows) if rows else "  no params")
-        if pipeline["roles"]:
-            print(f"  roles: {', '.join(pipeline['roles'])}")
-        print()
-    print("Set them under a pipeline's `params:` in an experiment spec; a role's own model or "
-          "temperature under its `roles:`.")
+    print(render_pipelines(list_pipelines(), shutil.get_terminal_size().columns))
     return 0
-
-
-def _spec_value(value: Any) -> str:
-    """How a default is written in a YAML spec."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "null" if value is None else str(value)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
-    return "\n".join(
-        "  " + "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
-        for row in [header, *rows]
-    )
 
 
 HANDLERS = {

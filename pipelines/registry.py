@@ -157,7 +157,8 @@ def create_pipeline(name: str, **values: Any) -> dspy.Module:
 
 def describe_pipelines() -> list[dict[str, Any]]:
     """Every registered pipeline: ``name``, ``summary`` (its docstring's first paragraph),
-    ``params`` (:func:`pipelines.params.describe_params` of its model) and ``roles``."""
+    ``params`` (:func:`pipelines.params.describe_params` of its model), ``roles`` and ``figures``
+    (the per-problem figures its outcome model declares)."""
     _load_builtins()
     return [
         {
@@ -165,6 +166,7 @@ def describe_pipelines() -> list[dict[str, Any]]:
             "summary": " ".join((inspect.getdoc(registered.factory) or "").partition("\n\n")[0].split()),
             "params": describe_params(registered.params),
             "roles": list(registered.roles),
+            "figures": [name for name, field in registered.outcome.model_fields.items() if not field.exclude],
         }
         for name, registered in sorted(_REGISTRY.items())
     ]

@@ -1,4 +1,5 @@
-"""`critiquelab pipelines`: every pipeline with its summary and a table of its typed params."""
+"""`critiquelab pipelines`: every pipeline with its summary, a table of its typed params, its roles
+and the figures its outcome model declares, fitted to the terminal's width."""
 
 import re
 
@@ -18,7 +19,8 @@ def _as_written(value: object) -> str:
     return "null" if value is None else str(value)
 
 
-def test_lists_every_field_of_every_model_with_its_default(capsys):
+def test_lists_every_field_of_every_model_with_its_default(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per field, whatever the description's length
     assert main(["pipelines"]) == 0
     sections = _sections(capsys.readouterr().out)
     assert set(pipeline_names()) <= set(sections)
@@ -34,3 +36,15 @@ def test_lists_every_field_of_every_model_with_its_default(capsys):
     assert "  roles: coder, repairer, scorer, path_reflector" in sections["tree_search"].splitlines()
     topology = next(line for line in sections["debate"].splitlines() if line.split()[0] == "topology")
     assert topology.split()[1:5] == ["str", "full", "full,", "ring,"]
+
+
+def test_fits_the_terminal_and_names_each_pipelines_figures(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["pipelines"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    sections = _sections(out)
+    vote = " ".join(sections["vote"].split())  # the figures line wraps like the rest
+    assert "samples, largest_group, greedy_answer, samples_passed" in vote.split("figures: ", 1)[1]
+    distinguish = " ".join(sections["distinguish"].split())
+    assert "candidates_passed" in distinguish.split("figures: ", 1)[1] and "selection_accuracy" not in vote
