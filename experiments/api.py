@@ -148,10 +148,14 @@ def _download_program(home: Path, run_id: str) -> Path:
         client.get_run(run_id)
     except MlflowException as exc:
         raise UserError(f"'{run_id}' is neither a path nor an MLflow run id in {uri}") from exc
+    missing = UserError(f"run {run_id} has no 'program' artifact (not an optimisation run?)")
+    # Looked up first: downloading a missing artifact draws MLflow's progress bar before failing.
+    if not any(a.path == "program" and a.is_dir for a in client.list_artifacts(run_id)):
+        raise missing
     try:
         return Path(client.download_artifacts(run_id, "program"))
     except (MlflowException, OSError) as exc:
-        raise UserError(f"run {run_id} has no 'program' artifact (not an optimisation run?)") from exc
+        raise missing from exc
 
 
 def optimize(

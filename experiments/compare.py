@@ -372,11 +372,17 @@ def compare_runs(
     run_ids = [runs] if isinstance(runs, str) else list(runs)
     if not run_ids:
         raise UserError("compare needs a parent run id or one or more pipeline run ids")
+    repeated = sorted({r for r in run_ids if run_ids.count(r) > 1})
+    if repeated:
+        raise UserError(f"run id {repeated[0]} is given more than once; compare the runs once each")
     home = Path(home) if home else default_data_dir()
     client = open_client(home, tracking)
     notices: list[str] = []
     resolved = resolve_runs(client, run_ids, notices)
     notices += provenance_notices(client, [r.parent_id for r in resolved])
+    if len(resolved) == 1:
+        notices.append(f"one pipeline run ({resolved[0].label}, seed {resolved[0].seed}): nothing to compare "
+                       "it with; the table holds its own figures and there is no paired test")
     single_parent = len(run_ids) == 1 and all(r.parent_id == run_ids[0] for r in resolved)
     problems = load_problems_frame(client, resolved)
     table = pipeline_summary(problems, confidence, figure_tables(resolved, notices))

@@ -9,6 +9,7 @@ legitimate question, as long as the table says that is what it compares.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,8 +27,19 @@ MEASURING_PARAMS = (
 MEASURING_TAGS = ("critiquelab.code_fingerprint",)
 
 
-def _short(value: str) -> str:
-    return value if len(value) <= 16 else value[:12] + "…"
+_SHOWN = 16  # characters of a value a notice shows
+
+
+def _shown(values: Sequence[str]) -> list[str]:
+    """Each value, cut to the part where they differ: two endpoints on one host read
+    ``…0.1:8081/v1`` and ``…0.1:8082/v1``, not twice the same prefix."""
+    if all(len(v) <= _SHOWN for v in values):
+        return list(values)
+    distinct = sorted(set(values))
+    shared = len(os.path.commonprefix(distinct))
+    start = max(0, min(shared - 4, min(len(v) for v in distinct) - _SHOWN + 4))
+    return [("…" if start else "") + v[start:start + _SHOWN] + ("…" if len(v) > start + _SHOWN else "")
+            for v in values]
 
 
 def provenance_notices(client: Any, parent_ids: Sequence[str]) -> list[str]:
@@ -48,7 +60,8 @@ def provenance_notices(client: Any, parent_ids: Sequence[str]) -> list[str]:
     for key in (*MEASURING_PARAMS, *MEASURING_TAGS):
         values = {parent_id: made[parent_id][key] for parent_id in parents}
         if len(set(values.values())) > 1:
-            listed = ", ".join(f"{_short(v)} ({p[:8]})" for p, v in values.items())
+            shown = _shown(list(values.values()))
+            listed = ", ".join(f"{v} ({p[:8]})" for p, v in zip(values, shown, strict=True))
             notices.append(
                 f"the compared runs were made with different {key}: {listed}; "
                 "differences in the table may come from that, not only from the pipelines"

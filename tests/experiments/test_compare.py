@@ -281,3 +281,28 @@ def test_compare_across_parents_names_what_differs_in_how_the_runs_were_made(hom
     [notice] = [n for n in differ.notices if "were made with different" in n]
     assert "config.model.temperature" in notice
     assert notice in differ.files["markdown"].read_text()
+
+
+def test_a_notice_shows_where_long_values_differ():
+    from experiments.tracking.compare_provenance import _shown
+
+    assert _shown(["http://127.0.0.1:8081/v1", "http://127.0.0.1:8082/v1"]) == [
+        "….0.1:8081/v1", "….0.1:8082/v1"]
+    assert _shown(["0.0", "0.7"]) == ["0.0", "0.7"]  # short values as they are
+    first, second = _shown(["sqlite:///data/home-one/mlflow.db", "sqlite:///data/home-two/mlflow.db"])
+    assert first != second and "one" in first and "two" in second
+
+
+def test_a_run_given_twice_is_refused_and_a_single_run_says_there_is_nothing_to_compare(home, capsys):
+    parent = _synthetic_experiment(home)
+    runs = MlflowClient(tracking_uri(home)).search_runs(
+        [Tracker(home, "synthetic").experiment_id], filter_string="params.`pipeline.label` = 'baseline'")
+    one = runs[0].info.run_id
+    assert main(["compare", one, one, "--home", str(home), "--no-log"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [f"critiquelab: error: run id {one} is given more than once; compare the "
+                                "runs once each"]
+    single = compare_runs([one], home=home, n_resamples=99, log=False)
+    assert any("nothing to compare it with" in n for n in single.notices)
+    assert not any("nothing to compare" in n for n in compare_runs(parent, home=home, log=False,
+                                                                  n_resamples=99).notices)

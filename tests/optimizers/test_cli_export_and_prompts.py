@@ -179,3 +179,17 @@ def test_run_with_prompts_that_are_no_program_is_one_line_exit_2(tmp_path, home,
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"critiquelab: error: {prompts}: not an exported program")
     assert not home.exists()  # no run, store, checkpoint or dataset cache
+
+
+def test_export_of_a_run_without_a_program_is_one_line_and_no_download(tmp_path, home, capsys):
+    from experiments.tracking.store import Tracker
+
+    tracker = Tracker(home, "no-program")
+    run_id = tracker.start_run("baseline")
+    tracker.log_text(run_id, "{}", "problems.json")
+    tracker.finish(run_id)
+    assert main(["export", run_id, "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"critiquelab: error: run {run_id} has no 'program' artifact (not an optimisation run?)"]
+    assert not captured.out and not (tmp_path / "out").exists()  # no progress bar, nothing written
