@@ -9,7 +9,6 @@ legitimate question, as long as the table says that is what it compares.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,7 +35,9 @@ def _shown(values: Sequence[str]) -> list[str]:
     if all(len(v) <= _SHOWN for v in values):
         return list(values)
     distinct = sorted(set(values))
-    shared = len(os.path.commonprefix(distinct))
+    first, last = distinct[0], distinct[-1]  # sorted: what they share, every value shares
+    shared = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b),
+                  min(len(first), len(last)))
     start = max(0, min(shared - 4, min(len(v) for v in distinct) - _SHOWN + 4))
     return [("…" if start else "") + v[start:start + _SHOWN] + ("…" if len(v) > start + _SHOWN else "")
             for v in values]
