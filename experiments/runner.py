@@ -313,7 +313,6 @@ def run_experiment(
     with (
         contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm,
         contextlib.closing(role_models),
-        _open_pool(spec, home) as pool,
         contextlib.closing(open_executor(spec, home)) as executor,
     ):
         wanted = {p.task_id for p in problems}
@@ -322,22 +321,25 @@ def run_experiment(
             role_models.start()
             executor.start()
         tracker = Tracker(home, spec.name, uri)
-        parent_id = open_parent_run(
-            tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
-        )
-        result = ExperimentResult(tracker.experiment_id, parent_id)
-        ctx = _ChildContext(
-            spec=spec, problems=problems, home=home, tracker=tracker, store=store, parent_id=parent_id,
-            siblings=tracker.runs_tagged({PARENT_TAG: parent_id}), lazy_lm=lazy_lm, role_models=role_models,
-            pool=pool, executor=executor, show_progress=progress,
-        )
-        try:
-            for pipeline_spec in spec.pipelines:
-                for seed in spec.seeds:
-                    result.children.append(_run_child(ctx, pipeline_spec, seed, result.children))
-        except BaseException:
-            tracker.finish(parent_id, "KILLED")
-            raise
+        # The pool (a Chroma store under the data directory) opens once every check that can refuse
+        # the start has passed — models, cluster, tracking — so a refused start leaves nothing behind.
+        with _open_pool(spec, home) as pool:
+            parent_id = open_parent_run(
+                tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
+            )
+            result = ExperimentResult(tracker.experiment_id, parent_id)
+            ctx = _ChildContext(
+                spec=spec, problems=problems, home=home, tracker=tracker, store=store, parent_id=parent_id,
+                siblings=tracker.runs_tagged({PARENT_TAG: parent_id}), lazy_lm=lazy_lm,
+                role_models=role_models, pool=pool, executor=executor, show_progress=progress,
+            )
+            try:
+                for pipeline_spec in spec.pipelines:
+                    for seed in spec.seeds:
+                        result.children.append(_run_child(ctx, pipeline_spec, seed, result.children))
+            except BaseException:
+                tracker.finish(parent_id, "KILLED")
+                raise
     try:
         tracker.log_frame(parent_id, result.summary(), "summary")
         if compare or (compare is None and len(spec.pipelines) > 1):

@@ -126,6 +126,23 @@ def test_endpoint_failing_at_start_is_bad_input(tmp_path, home, capsys):
     assert not (home / "mlflow.db").exists()
 
 
+@pytest.mark.parametrize("refusal", ["a failing endpoint", "an unset API key variable"])
+def test_a_refused_start_leaves_no_pool_store_behind(refusal, tmp_path, home, capsys, monkeypatch):
+    """The message pool persists in Chroma under the data directory by default: it must open only
+    after every check that can refuse the start."""
+    monkeypatch.delenv("CRITIQUELAB_NO_SUCH_KEY", raising=False)
+    with FakeOpenAIServer(lambda messages: HttpError(500, "boom")) as fake:
+        spec = fake_spec(fake.api_base, limit=2)  # pool.persist left at its default: true
+        if refusal == "an unset API key variable":
+            spec["model"]["api_key_env"] = "CRITIQUELAB_NO_SUCH_KEY"
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        code = main(["run", str(path), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert not (home / "chroma").exists() and not (home / "mlflow.db").exists()
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
     signum, tmp_path, humaneval_problems
