@@ -371,9 +371,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.home:
         os.environ["CRITIQUELAB_HOME"] = str(args.home)
     logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING, format="%(message)s")
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _stop_on_signal)
-        signal.signal(signal.SIGTERM, _stop_on_signal)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread:
+        before = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _handle(args, argv)
+    finally:
+        if in_main_thread:  # a signal during shutdown (flushing, library atexit hooks) ends quietly too
+            for sig, handler in before.items():
+                signal.signal(sig, _stop_while_shutting_down if argv is None else handler)
+
+
+def _stop_while_shutting_down(signum: int, frame: Any) -> None:
+    _hard_exit(130, "critiquelab: interrupted while shutting down")
+
+
+def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Run the command; every way it can end is one line and an exit code (see module docstring)."""
     try:
         return HANDLERS[args.command](args)
     except UserError as exc:

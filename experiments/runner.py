@@ -338,7 +338,7 @@ def run_experiment(
                     for seed in spec.seeds:
                         result.children.append(_run_child(ctx, pipeline_spec, seed, result.children))
             except BaseException:
-                tracker.finish(parent_id, "KILLED")
+                tracker.kill_open_runs()  # the parent, and a child caught before it could finish
                 raise
     try:
         tracker.log_frame(parent_id, result.summary(), "summary")
@@ -347,7 +347,7 @@ def run_experiment(
 
             result.comparison = compare_runs(parent_id, home=home, tracking=uri)
     except BaseException:
-        tracker.finish(parent_id, "KILLED")
+        tracker.kill_open_runs()
         raise
     tracker.finish(parent_id)
     return result

@@ -131,10 +131,14 @@ def run_optimization(
             problems={p.task_id: p for p in problems}, tracker=tracker, parent_run_id=parent, models=models,
             log=log, cache=cache, progress=progress,
         )
-        for step, unneeded in zip(steps, release_schedule(steps, spec, models), strict=True):
-            ctx.finished.add(step.name, step.resume(ctx))
-            for served in unneeded:
-                models.release(served)
+        try:
+            for step, unneeded in zip(steps, release_schedule(steps, spec, models), strict=True):
+                ctx.finished.add(step.name, step.resume(ctx))
+                for served in unneeded:
+                    models.release(served)
+        except BaseException:
+            tracker.kill_open_runs()  # the parent (a step marks its own run), resumed by the same command
+            raise
     tracker.finish(parent)
     return OptimizeResult(parent, split.as_dict(), ctx.finished)
 

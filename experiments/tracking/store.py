@@ -111,6 +111,7 @@ class Tracker:
 
     def __init__(self, data_dir: Path, experiment_name: str, uri: str | None = None) -> None:
         """``uri``: an explicit tracking URI; default :func:`tracking_uri`'s choice."""
+        self._open: list[str] = []  # runs started or reopened here and not finished yet
         # MLflow logs its database migrations at INFO on first use; they are noise to a user.
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
         from mlflow.tracking import MlflowClient
@@ -140,6 +141,7 @@ class Tracker:
         if parent_id:
             all_tags[PARENT_TAG] = parent_id
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        self._open.append(str(run.info.run_id))
         return str(run.info.run_id)
 
     def runs_tagged(self, tags: Mapping[str, str]) -> list[Any]:
@@ -152,6 +154,7 @@ class Tracker:
 
     def reopen(self, run_id: str) -> None:
         self.client.update_run(run_id, status="RUNNING")
+        self._open.append(run_id)
 
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
@@ -194,3 +197,11 @@ class Tracker:
 
     def finish(self, run_id: str, status: str = "FINISHED") -> None:
         self.client.set_terminated(run_id, status=status)
+        while run_id in self._open:
+            self._open.remove(run_id)
+
+    def kill_open_runs(self) -> None:
+        """Mark every run this tracker started or reopened and has not finished KILLED, newest
+        first: an interrupt may land between a run's creation and the code that would finish it."""
+        for run_id in reversed(list(dict.fromkeys(self._open))):
+            self.finish(run_id, "KILLED")

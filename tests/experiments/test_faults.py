@@ -182,6 +182,33 @@ def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
     assert " 1.0 " in resumed.stdout
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_shutting_down_is_exit_130_and_quiet(signum, tmp_path):
+    """After the command's work is done, library exit hooks still run (MLflow, Chroma): a signal
+    then must not print "Exception ignored in atexit callback" and exit 0 or -15."""
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import atexit, sys, time\n"
+        "from experiments.cli import main\n"
+        "atexit.register(time.sleep, 30)  # stands in for a slow exit hook\n"
+        "sys.argv = ['critiquelab', 'pipelines']\n"
+        "code = main()\n"
+        "print('DONE', flush=True)\n"
+        "sys.exit(code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "CRITIQUELAB_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert any(line.strip() == "DONE" for line in proc.stdout), proc.stderr.read()
+    time.sleep(0.5)
+    proc.send_signal(signum)
+    code = proc.wait(timeout=10)
+    err = proc.stderr.read()
+    assert code == 130, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert err.strip().splitlines() == ["critiquelab: interrupted while shutting down"]
+
+
 def test_fault_mid_optimize_then_same_command(tmp_path, home, capsys, humaneval_problems):
     """The other verb that calls the model: a 500 mid-way is exit 3, and the same command then
     finishes from the steps and checkpoints it had."""

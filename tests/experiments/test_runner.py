@@ -184,3 +184,19 @@ def test_a_token_budget_measured_on_other_problems_is_not_reused(home, humaneval
     assert [r.model_dump() for r in again.children[1].results] == [
         r.model_dump() for r in large.children[1].results
     ]
+
+
+@pytest.mark.parametrize("where", ["experiments.runner.make_pipeline", "experiments.runner.results_table"])
+def test_an_interrupt_between_a_childs_start_and_its_end_leaves_no_run_running(
+    where, home, monkeypatch, humaneval_problems
+):
+    """Before its problems run (building the pipeline) or after (logging its table): the child run
+    already exists, so it and its parent are marked KILLED, not left RUNNING."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(where, interrupted)
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake, pytest.raises(KeyboardInterrupt):
+        run(fake_spec(fake.api_base, limit=1, pool={"persist": False}), progress=False)
+    runs = Tracker(home, "test-experiment").runs_tagged({})
+    assert len(runs) == 2 and {r.info.status for r in runs} == {"KILLED"}
