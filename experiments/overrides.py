@@ -133,6 +133,8 @@ def _section(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | No
 
 
 def _problem(problem: Any) -> str:
+    if problem["type"] == "finite_number":
+        return "not a finite number"
     if problem["type"] in _BOUNDS:
         key, symbol = _BOUNDS[problem["type"]]
         return f"must be {symbol} {problem['ctx'][key]}"

@@ -21,7 +21,7 @@ from pipelines.registry import params_model, pipeline_roles, validate_params
 class RoleSpec(BaseModel):
     """One role's own model and sampling (``roles: {fixer: {temperature: 0.8}}``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str | None = Field(
         default=None,
@@ -55,7 +55,7 @@ class RoleSpec(BaseModel):
 class PipelineSpec(BaseModel):
     """One pipeline of an experiment: a registered pipeline, its params model and its settings."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
     label: str | None = Field(

@@ -37,7 +37,7 @@ MAX_CONCURRENCY = 64  # problems at once, and model calls at once (problems × p
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class DatasetSpec(StrictModel):

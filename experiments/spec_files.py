@@ -23,6 +23,21 @@ def _path_part(part: Any) -> str:
     return text if text.replace("_", "a").replace("-", "a").isalnum() else repr(text)
 
 
+# Type errors of strict fields, as a spec's reader would say them.
+_EXPECTED = {
+    "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
+    "string_type": "a string", "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping",
+    "finite_number": "a finite number",
+}
+
+
+def _as_written(value: Any) -> str:
+    """A value as YAML writes it (strings quoted, so '0.5' reads as text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else repr(value)
+
+
 def format_validation_error(error: ValidationError, source: str) -> str:
     """One line: the first problem, with its field path, plus a count of the others."""
     first = error.errors()[0]
@@ -30,6 +45,8 @@ def format_validation_error(error: ValidationError, source: str) -> str:
     message = " ".join(str(first["msg"]).split())  # a value's own line breaks must not split it
     if first["type"] == "extra_forbidden":
         message = "unknown field (check its spelling)"
+    elif first["type"] in _EXPECTED:  # strict: a value of another type is refused, never converted
+        message = f"expected {_EXPECTED[first['type']]}, got {_as_written(first.get('input'))}"
     more = len(error.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return f"{source}: {where}: {message}{suffix}"

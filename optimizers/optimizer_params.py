@@ -21,7 +21,7 @@ Budget = Literal["light", "medium", "heavy"]
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class TracesParams(_Params):

@@ -53,3 +53,79 @@ def test_any_pipeline_list_is_checked_up_front(pipelines, seeds):
     else:  # accepted: every pipeline's params are complete and typed: its own model
         assert all(type(p.params) is params_model(p.name) for p in spec.pipelines)
         assert all(0 <= seed <= 2**31 - 1 for seed in spec.seeds)
+
+
+def _leaves(model: type, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
+    """(path, annotation) of every scalar or collection field of ``model`` and its sub-models."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    found = []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        members = typing.get_args(annotation) if union else (annotation,)
+        members = tuple(m for m in members if m is not type(None))
+        nested = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]
+        if nested:
+            found += _leaves(nested[0], (*path, name))
+        elif name != "params":  # a pipeline's params have their own strict model and tests
+            found.append(((*path, name), members[0]))
+    return found
+
+
+def _wrong_values(annotation: object) -> st.SearchStrategy:
+    """Values of another type than ``annotation`` that a lax parser would convert."""
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if annotation is bool:
+        return st.sampled_from([1, 0, "true", "yes"])
+    if annotation is int:
+        return st.sampled_from([True, "3", 2.5, "1e3"])
+    if annotation is float:
+        return st.sampled_from([True, "0.5", "nan", float("nan"), float("inf")])
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        return st.sampled_from(["one", 3]) | _wrong_values(item).map(lambda v: [v])
+    if origin is dict:
+        return st.sampled_from(["x", [1], 3])
+    return st.sampled_from([3, True, 1.5, ["x"]])  # str, Literal of str
+
+
+def _base_spec() -> dict:
+    return {"name": "x", "model": {"id": "openai/x", "api_base": "http://127.0.0.1:9/v1"},
+            "pipelines": [{"name": "baseline"}]}
+
+
+def _spec_leaves() -> list[tuple[tuple[str, ...], object]]:
+    from experiments.pipeline_spec import PipelineSpec
+    from experiments.spec import ExperimentSpec
+
+    top = [leaf for leaf in _leaves(ExperimentSpec) if leaf[0][0] != "pipelines"]
+    return top + [(("pipelines", 0, *path), annotation) for path, annotation in _leaves(PipelineSpec)
+                  if path[0] not in ("name", "roles", "memory")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_every_field_refuses_a_value_it_would_have_to_convert(data):
+    """Strict everywhere (issue #37): `seeds: [true]` must not run seed 1, nor `concurrency: true`
+    become 1, nor `temperature: "0.5"` be read as 0.5 — one line naming the field instead."""
+    path, annotation = data.draw(st.sampled_from(_spec_leaves()))
+    wrong = data.draw(_wrong_values(annotation))
+    spec = _base_spec()
+    where: dict | list = spec
+    for key in path[:-1]:
+        where = where[key] if isinstance(key, int) else where.setdefault(key, {})
+    where[path[-1]] = wrong
+    try:
+        parse_spec(spec, "spec.yaml")
+    except UserError as error:
+        assert _one_line(error), str(error)
+        shown = ".".join(str(p) for p in path)
+        assert f"spec.yaml: {shown}" in str(error), (shown, str(error))
+    else:
+        raise AssertionError(f"{'.'.join(map(str, path))} = {wrong!r} was accepted")
