@@ -73,6 +73,8 @@ class HarnessLM(dspy.LM):
         self.identity = identity
         self.cache_dir = cache_dir
         self.refresh = refresh
+        # Set on the start-up probe's copy: its failures say "at start-up" and name its own limit.
+        self.probing = False
         # What served it, for the run's params (the local server's name, version, slots); empty
         # for an endpoint given by its URL.
         self.served_by: dict[str, str] = {}
@@ -155,8 +157,11 @@ class HarnessLM(dspy.LM):
             # DSPy's own advice names its internals; ours names the setting a user has.
             limit = self.kwargs.get("timeout")
             within = f"within {limit:g} s" if isinstance(limit, int | float) else "in time"
-            first = f"no answer {within} (model.timeout_s / --request-timeout)"
-        return ServiceError(f"model endpoint {where} failed mid-run: {first}")
+            setting = "the start-up probe's own limit" if self.probing else (
+                "model.timeout_s / --request-timeout")
+            first = f"no answer {within} ({setting})"
+        when = "at start-up" if self.probing else "mid-run"
+        return ServiceError(f"model endpoint {where} failed {when}: {first}")
 
     def with_cache(self, holder: Any) -> HarnessLM:
         """A copy that keeps its responses in ``holder`` (``get()`` gives an object with diskcache's

@@ -70,13 +70,15 @@ def _preflight(lm: HarnessLM, where: str) -> None:
     """One tiny uncached request, so an unreachable endpoint fails before any run is created."""
     # A hung endpoint answers nothing: the probe waits at most a minute, not a full request's limit.
     probe = lm.copy(num_retries=0, timeout=min(60.0, lm.kwargs.get("timeout") or 60.0))
+    probe.probing = True
     try:
         probe("Reply with OK.", max_tokens=1, cache=False)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = first.removeprefix(f"model endpoint {where} failed at start-up: ")
         raise UserError(
-            f"model endpoint {where} is not usable: {first}; check --model/--api-base, that the "
-            "server is running, and the API key"
+            f"model endpoint {where} is not usable at start-up: {first}; check --model/--api-base, "
+            "that the server is running, and the API key"
         ) from exc
 
 

@@ -126,6 +126,16 @@ def test_endpoint_failing_at_start_is_bad_input(tmp_path, home, capsys):
     assert not (home / "mlflow.db").exists()
 
 
+def test_a_hung_endpoint_at_start_up_names_the_probe_and_its_limit(tmp_path, home, capsys):
+    with FakeOpenAIServer(lambda messages: Hang(10)) as fake:
+        code = main(["run", _spec(tmp_path, fake.api_base), "--no-progress", "--request-timeout", "2"])
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert line == (f"critiquelab: error: model endpoint {fake.api_base} is not usable at start-up: "
+                    "no answer within 2 s (the start-up probe's own limit); check --model/--api-base, "
+                    "that the server is running, and the API key")
+
+
 @pytest.mark.parametrize("refusal", ["a failing endpoint", "an unset API key variable"])
 def test_a_refused_start_leaves_no_pool_store_behind(refusal, tmp_path, home, capsys, monkeypatch):
     """The message pool persists in Chroma under the data directory by default: it must open only
