@@ -371,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.home:
         os.environ["CRITIQUELAB_HOME"] = str(args.home)
     logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING, format="%(message)s")
+    if not args.debug:  # its retries before an unreachable server is reported are not the user's news
+        logging.getLogger("urllib3").setLevel(logging.ERROR)
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
         before = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
