@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from core.errors import ServiceError, UserError
-from experiments.cli_args import output_dir, port
+from experiments.cli_args import data_home, output_dir, port, prompt_prefix
 from experiments.memory_cli import add_memory_parser, cmd_memory
 from experiments.rescore_cli import add_rescore_parser, cmd_rescore
 
@@ -121,14 +121,15 @@ def _add_export(commands: Any) -> None:
         help="comma-separated: json, md, txt, mlflow (default json,md,txt)",
     )
     export.add_argument("--out", type=output_dir, help="output directory (default <home>/exports/<name>)")
-    export.add_argument("--prefix", help="Prompt Registry name prefix (default critiquelab.<pipeline>)")
+    export.add_argument("--prefix", type=prompt_prefix,
+                        help="Prompt Registry name prefix (default critiquelab.<pipeline>)")
 
 
 def _common_options(parser: argparse.ArgumentParser, default: Any) -> None:
     """--home and --debug, accepted before the verb and after it (``default=SUPPRESS`` on the
     verbs, so a value given before the verb stands unless repeated after it)."""
     home_default, debug_default = (None, False) if default is None else (default, default)
-    parser.add_argument("--home", type=Path, default=home_default,
+    parser.add_argument("--home", type=data_home, default=home_default,
                         help="data directory (default $CRITIQUELAB_HOME or ./.critiquelab)")
     parser.add_argument("--debug", action="store_true", default=debug_default,
                         help="show tracebacks and library logs")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 
 
@@ -32,3 +33,21 @@ def output_dir(text: str) -> Path:
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"cannot write into '{text}': '{ancestor}' is not writable")
     return path
+
+
+def data_home(text: str) -> Path:
+    """The data directory: an existing directory or one that can be created (see
+    :func:`output_dir`), refused up front whichever verb it is given to."""
+    return output_dir(text)
+
+
+PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def prompt_prefix(text: str) -> str:
+    """The start of MLflow Prompt Registry names: letters, digits, '.', '_' and '-'."""
+    if not PROMPT_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' cannot start a prompt name (letters, digits, '.', '_', '-')"
+        )
+    return text

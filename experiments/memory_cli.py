@@ -5,42 +5,108 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 from typing import Any
 
 from core.errors import UserError
 from experiments.paths import data_dir
 from pipelines.memory.bank import MemoryBank, memory_dir
-from pipelines.memory.config import DEFAULT_COLLECTION
+from pipelines.memory.config import DEFAULT_COLLECTION, STORE_NAME
 from pipelines.memory.consolidation import DUPLICATE_DISTANCE, consolidate
 from pipelines.memory.entries import MEMORY_TYPES
 
 
+def _text(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected some text to search for")
+    return value
+
+
+def _k(value: str) -> int:
+    try:
+        k = int(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{value}'") from exc
+    if not 1 <= k <= 1000:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 1000 (got {k})")
+    return k
+
+
+def _fraction(value: str) -> float:
+    number = _positive(value)
+    if not number < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (got {value})")
+    return number
+
+
+def _positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{value}'") from exc
+    if not math.isfinite(number) or number <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0 (got {value})")
+    return number
+
+
+def _day(value: str) -> float:
+    """A date, YYYY-MM-DD (UTC), as the timestamp of its start."""
+    try:
+        day = datetime.datetime.strptime(value, "%Y-%m-%d")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a date YYYY-MM-DD") from exc
+    return day.replace(tzinfo=datetime.UTC).timestamp()
+
+
+def _store(value: str) -> str:
+    if not STORE_NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"'{value}' is no store name (letters, digits, '.', '_', '-'; "
+                                         "3 to 62 characters, a letter or digit at each end)")
+    return value
+
+
+def _decision_id(value: str) -> str:
+    if not value.startswith(("p-", "s-")):
+        raise argparse.ArgumentTypeError(f"'{value}' is neither a proposal (p-…) nor a skill (s-…)")
+    return value
+
+
+def _role(value: str) -> str:
+    from pipelines.registry import describe_pipelines
+
+    roles = sorted({role for pipeline in describe_pipelines() for role in pipeline["roles"]})
+    if value not in roles:
+        raise argparse.ArgumentTypeError(f"unknown role '{value}'; roles: {', '.join(roles)}")
+    return value
+
+
 def add_memory_parser(commands: Any) -> None:
+    """Every argument is checked by its type, before any memory store is opened."""
     memory = commands.add_parser(
         "memory", help="what the agents learned: search, skills, proposals, curation"
     )
     verbs = memory.add_subparsers(dest="memory_command", required=True, parser_class=type(memory))
     search = verbs.add_parser("search", help="entries most similar to TEXT")
-    search.add_argument("text")
-    search.add_argument("--k", type=int, default=10, help="how many (default 10)")
-    search.add_argument("--role", help="only entries about this role")
-    search.add_argument("--type", help=f"only this type: {', '.join(MEMORY_TYPES)}")
+    search.add_argument("text", type=_text)
+    search.add_argument("--k", type=_k, default=10, help="how many, 1 to 1000 (default 10)")
+    search.add_argument("--role", type=_role, help="only entries about this role")
+    search.add_argument("--type", choices=MEMORY_TYPES, help="only entries of this type")
     skills = verbs.add_parser("skills", help="the skills library, most confident first")
-    skills.add_argument("--role", help="only skills for this role")
+    skills.add_argument("--role", type=_role, help="only skills for this role")
     proposals = verbs.add_parser("proposals", help="entries proposed to other roles, pending approval")
     proposals.add_argument("--all", action="store_true", help="decided ones too")
     for verb in ("approve", "reject"):
         decide = verbs.add_parser(verb, help=f"{verb} a proposal (p-…) or a skill (s-…)")
-        decide.add_argument("id")
+        decide.add_argument("id", type=_decision_id)
     merge = verbs.add_parser("consolidate", help="merge near-duplicates, decay stale entries")
-    merge.add_argument("--threshold", type=float, default=DUPLICATE_DISTANCE,
-                       help=f"cosine distance of near-duplicates (default {DUPLICATE_DISTANCE})")
-    merge.add_argument("--stale-days", type=float,
+    merge.add_argument("--threshold", type=_fraction, default=DUPLICATE_DISTANCE,
+                       help=f"cosine distance of near-duplicates, 0 to 1 (default {DUPLICATE_DISTANCE})")
+    merge.add_argument("--stale-days", type=_positive,
                        help="decay entries neither written nor recalled for this long")
     forget = verbs.add_parser("forget", help="delete entries created before a date")
-    forget.add_argument("--before", required=True, help="YYYY-MM-DD (UTC)")
+    forget.add_argument("--before", required=True, type=_day, help="YYYY-MM-DD (UTC)")
     for verb in verbs.choices.values():
-        verb.add_argument("--store", default=DEFAULT_COLLECTION,
+        verb.add_argument("--store", type=_store, default=DEFAULT_COLLECTION,
                           help=f"memory store, a spec's memory.store (default {DEFAULT_COLLECTION})")
 
 
@@ -67,19 +133,6 @@ def _one_line(text: str, width: int = 100) -> str:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    if args.memory_command == "search" and args.type is not None and args.type not in MEMORY_TYPES:
-        raise UserError(f"memory search --type '{args.type}' is unknown; allowed: {', '.join(MEMORY_TYPES)}")
-    if args.memory_command == "search" and not 1 <= args.k <= 1000:
-        raise UserError(f"memory search --k must be between 1 and 1000 (got {args.k})")
-    cutoff = 0.0
-    if args.memory_command == "forget":
-        try:
-            day = datetime.datetime.strptime(args.before, "%Y-%m-%d")
-            cutoff = day.replace(tzinfo=datetime.UTC).timestamp()
-        except ValueError as exc:
-            raise UserError(f"memory forget --before '{args.before}' is not a date YYYY-MM-DD") from exc
-    if args.memory_command == "consolidate" and not 0 < args.threshold < 1:
-        raise UserError(f"memory consolidate --threshold must be between 0 and 1 (got {args.threshold})")
     with _bank(args.store) as bank:
         if args.memory_command == "search":
             for hit in bank.search(args.text, k=args.k, role=args.role, type=args.type):
@@ -107,6 +160,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
                   f"{report.decayed}; {report.active_after} active now; redundancy "
                   f"{report.redundancy_before:.2f} -> {report.redundancy_after:.2f}")
         elif args.memory_command == "forget":
-            print(f"forgot {bank.episodic.forget_before(cutoff)} entries created before {args.before}")
+            day = datetime.datetime.fromtimestamp(args.before, datetime.UTC).date()
+            print(f"forgot {bank.episodic.forget_before(args.before)} entries created before {day}")
     return 0
 

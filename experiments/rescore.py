@@ -268,10 +268,11 @@ def rescore_run(
     if out is not None and out.exists() and not out.is_dir():
         raise UserError(f"{out}: exists and is not a directory (where the rescore's files would go)")
     home = Path(home) if home else default_data_dir()
+    # The dataset first: a file that is not there is the command's own mistake, whatever the store.
+    chosen_format = dataset_format or detect_format({c for row in read_rows(source) for c in row})[0]
     client = open_client(home, tracking)
     notices: list[str] = []
     runs = resolve_runs(client, [run_id], notices)
-    chosen_format = dataset_format or detect_format({c for row in read_rows(source) for c in row})[0]
     scored, missing, rescored_tasks = _score(client, runs, source, chosen_format, run_id, notices)
 
     # Everything read and scored: only now is anything written.

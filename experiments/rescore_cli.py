@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
+
+from experiments.cli_args import output_dir
 
 
 def add_rescore_parser(commands: Any) -> None:
@@ -19,7 +20,7 @@ def add_rescore_parser(commands: Any) -> None:
                          "same task ids, e.g. HumanEval+ in EvalPlus format or hf://evalplus/humanevalplus")
     rescore.add_argument("--format", dest="dataset_format", choices=["humaneval", "mbpp", "evalplus"],
                          help="the dataset's format (default: detected from its columns)")
-    rescore.add_argument("--out", type=Path,
+    rescore.add_argument("--out", type=output_dir,
                          help="where summary.md and changes.csv go "
                          "(default <data dir>/reports/rescore-<new run id>)")
 

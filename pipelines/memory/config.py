@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_COLLECTION = "critiquelab_memory"
+# A memory store is a Chroma collection: the names Chroma takes (and nothing that reads as a path).
+STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,60}[A-Za-z0-9]$")
 RecordedType = Literal["error_pattern", "review_feedback", "decision_outcome", "code_pattern"]
 RECORDED_TYPES: tuple[RecordedType, ...] = (
     "error_pattern", "review_feedback", "decision_outcome", "code_pattern",
@@ -50,7 +53,7 @@ class MemoryConfig(BaseModel):
         description="Role -> roles that may benefit from its entries (each share is a proposal).",
     )
     store: str = Field(
-        default=DEFAULT_COLLECTION, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,60}[A-Za-z0-9]$",
+        default=DEFAULT_COLLECTION, pattern=STORE_NAME.pattern,
         description="Chroma collection (and skills/proposals namespace) of this memory.",
     )
     scope: Literal["run", "all"] = Field(

@@ -176,7 +176,7 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
 
 
 @pytest.mark.parametrize(("memory", "expected"), [
-    ({"enabled": "yes"}, "pipelines.0.memory.enabled: Input should be a valid boolean"),
+    ({"enabled": "yes"}, "pipelines.0.memory.enabled: expected true or false"),
     ({"k": 0}, "pipelines.0.memory.k: Input should be greater than or equal to 1"),
     ({"approval": "maybe"}, "pipelines.0.memory.approval: Input should be 'manual' or 'auto'"),
     ({"store": "../x"}, "pipelines.0.memory.store: String should match pattern"),
