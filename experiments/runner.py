@@ -308,7 +308,7 @@ def run_experiment(
     key = checkpoint_key(spec, identity, fingerprints)
     store = checkpoint_store(spec, identity, key, home, fingerprints)
     if fresh and store.directory.exists():
-        store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{int(time.time())}"))
+        store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{time.time_ns()}"))
     role_models = RoleModels(spec, home, cache)
     with (
         contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm,

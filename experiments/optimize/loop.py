@@ -120,7 +120,7 @@ def run_optimization(
     problems, split = _checked_problems(spec, source)
     directory = home / "optimize" / f"{path_segment(spec.name)}-{_key(spec)}"
     if fresh and directory.exists():
-        directory.rename(directory.with_name(f"{directory.name}.old-{int(time.time())}"))
+        directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))
     store = StepStore(directory)
     tracker = Tracker(home, spec.name, spec.tracking.uri)
     parent = _parent_run(tracker, store, spec, split)
