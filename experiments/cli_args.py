@@ -6,18 +6,27 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 
-def port(text: str) -> int:
-    """A TCP port, 1 to 65535 (a larger one overflowed deep in the socket layer)."""
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected a port number, got '{text}'") from exc
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, got {value}")
-    return value
+def int_between(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
+    """An argument type: an integer from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from exc
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {low} to {high}, got {value}")
+        return value
+
+    return parse
+
+
+# A TCP port (a larger one overflowed deep in the socket layer).
+port = int_between(1, 65535, "a port number")
 
 
 def output_dir(text: str) -> Path:

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from core.errors import UserError
+from experiments.cli_args import int_between
 from experiments.paths import data_dir
 from pipelines.memory.bank import MemoryBank, memory_dir
 from pipelines.memory.config import DEFAULT_COLLECTION, STORE_NAME
@@ -20,16 +21,6 @@ def _text(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("expected some text to search for")
     return value
-
-
-def _k(value: str) -> int:
-    try:
-        k = int(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected an integer, got '{value}'") from exc
-    if not 1 <= k <= 1000:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 1000 (got {k})")
-    return k
 
 
 def _fraction(value: str) -> float:
@@ -88,7 +79,7 @@ def add_memory_parser(commands: Any) -> None:
     verbs = memory.add_subparsers(dest="memory_command", required=True, parser_class=type(memory))
     search = verbs.add_parser("search", help="entries most similar to TEXT")
     search.add_argument("text", type=_text)
-    search.add_argument("--k", type=_k, default=10, help="how many, 1 to 1000 (default 10)")
+    search.add_argument("--k", type=int_between(1, 1000), default=10, help="how many, 1 to 1000 (default 10)")
     search.add_argument("--role", type=_role, help="only entries about this role")
     search.add_argument("--type", choices=MEMORY_TYPES, help="only entries of this type")
     skills = verbs.add_parser("skills", help="the skills library, most confident first")
