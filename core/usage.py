@@ -70,11 +70,16 @@ class UsageMeter:
                 latency_s=latency_s, cached=cached, reused_prompt_tokens=reused_prompt_tokens,
             )
 
-    def exchange(self, request: Any, replies: list[str], forget: Callable[[], None] | None = None) -> None:
-        """Keep one call's request (chat messages or prompt text) and reply texts. ``forget``
-        removes the reply from the LM's response cache, should the caller judge it unusable."""
+    def exchange(
+        self, request: Any, replies: list[str], forget: Callable[[], None] | None = None,
+        *, settings: dict[str, Any] | None = None,
+    ) -> None:
+        """Keep one call's request (chat messages or prompt text), its sampling settings
+        (temperature, seed, max_tokens …: what, with the request, decides the reply) and reply
+        texts. ``forget`` removes the reply from the LM's response cache, should the caller judge
+        it unusable."""
         with self._lock:
-            self.exchanges.append({"request": request, "replies": replies})
+            self.exchanges.append({"request": request, "settings": settings or {}, "replies": replies})
             if forget is not None:
                 self._forgetters.append(forget)
 

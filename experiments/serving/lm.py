@@ -80,15 +80,19 @@ class HarnessLM(dspy.LM):
         self.served_by: dict[str, str] = {}
         self._store = _SharedCache(cache_dir)
 
+    def _settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The request's settings that can change its reply (temperature, seed, max_tokens …)."""
+        return {
+            k: v for k, v in {**self.kwargs, **kwargs}.items()
+            if not k.startswith("api_") and k not in _TRANSPORT_KWARGS
+        }
+
     def _key(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> str:
         request = {
             "identity": self.identity,
             "model": self.model,
             "model_type": self.model_type,
-            "kwargs": {
-                k: v for k, v in {**self.kwargs, **kwargs}.items()
-                if not k.startswith("api_") and k not in _TRANSPORT_KWARGS
-            },
+            "kwargs": self._settings(kwargs),
             "prompt": prompt,
             "messages": messages,
         }
@@ -112,7 +116,10 @@ class HarnessLM(dspy.LM):
                     latency_s=0.0, cached=True, reused_prompt_tokens=entry.get("reused_prompt_tokens"),
                 )
                 replies = [_text_of(o) for o in entry["outputs"]]
-                meter.exchange(messages if messages is not None else prompt, replies, forget)
+                meter.exchange(
+                    messages if messages is not None else prompt, replies, forget,
+                    settings=self._settings(kwargs),
+                )
             return list(entry["outputs"])
         start = time.monotonic()
         with track_usage() as tracker:
@@ -125,7 +132,9 @@ class HarnessLM(dspy.LM):
                 latency_s=latency, cached=False, reused_prompt_tokens=reused,
             )
             replies = [_text_of(o) for o in outputs]
-            meter.exchange(messages if messages is not None else prompt, replies, forget)
+            meter.exchange(
+                messages if messages is not None else prompt, replies, forget, settings=self._settings(kwargs)
+            )
         # A reply with no text (no choices, null or empty content) broke the protocol or the model
         # stalled: it is scored as "no code", never cached, so a fixed endpoint gets asked again.
         if store is not None and any(_text_of(o).strip() for o in outputs):

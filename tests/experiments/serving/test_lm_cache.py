@@ -87,3 +87,16 @@ def test_a_reply_forgotten_by_its_caller_is_asked_for_again(tmp_path):
             assert meter.forget_replies() == 2  # the asked and the replayed call alike
         lm("hi")
         assert fake.completions == 2
+
+
+def test_each_exchange_records_the_settings_that_decide_its_reply_live_and_replayed(tmp_path):
+    with FakeOpenAIServer(lambda messages: "reply") as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        live, replayed = UsageMeter(), UsageMeter()
+        for meter in (live, replayed):
+            with metering(meter), acting_as("coder"):
+                lm("hi", temperature=0.8, seed=3)
+    for meter in (live, replayed):
+        (exchange,) = meter.exchanges
+        assert exchange["settings"] == {"temperature": 0.8, "max_tokens": 50, "seed": 3}
+        assert exchange["replies"] == ["reply"]
