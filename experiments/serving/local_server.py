@@ -31,6 +31,7 @@ from typing import Literal
 
 from core.errors import UserError
 from experiments.serving.server_build import BuiltServer
+from experiments.serving.speculation import Speculation, speculation_args
 
 ServerChoice = Literal["auto", "llama-server", "llama-cpp-python"]
 
@@ -97,6 +98,8 @@ class LocalModelServer:
         n_threads: int | None = None,
         log_path: Path | None = None,
         startup_timeout_s: float = 180.0,
+        speculation: Speculation = "off",
+        draft_model: Path | None = None,
     ) -> None:
         self.model_path = model_path
         self.alias = alias
@@ -107,6 +110,13 @@ class LocalModelServer:
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
         self.log_path = log_path
         self.startup_timeout_s = startup_timeout_s
+        if speculation != "off" and backend.name != "llama-server":
+            raise UserError(
+                f"model.speculative is '{speculation}', but only llama-server speculates and the model "
+                "is served by llama-cpp-python here; use 'off', or build llama-server (scripts/setup.sh)"
+            )
+        self.speculation = speculation
+        self.speculation_args = speculation_args(speculation, draft_model)
         self.port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -118,10 +128,14 @@ class LocalModelServer:
 
     def params(self) -> dict[str, str]:
         """What served the run, for its MLflow params."""
-        return {
+        served = {
             "serving.server": self.backend.name, "serving.version": self.backend.version,
             "serving.slots": str(self.slots), "serving.threads": str(self.n_threads),
+            "serving.speculative": self.speculation,
         }
+        if self.speculation_args:
+            served["serving.speculative_args"] = " ".join(self.speculation_args)
+        return served
 
     def command(self, port: int) -> list[str]:
         threads = str(self.n_threads)
@@ -135,7 +149,8 @@ class LocalModelServer:
                 "--no-kv-unified", "--cont-batching",
                 "--threads", threads, "--threads-batch", threads,
                 "--cache-ram", str(PROMPT_CACHE_MIB), "--cache-reuse", str(CACHE_REUSE_TOKENS),
-                "--no-webui",
+                "--no-webui", "--metrics",
+                *self.speculation_args,
             ]
         return [
             sys.executable, "-m", "llama_cpp.server",

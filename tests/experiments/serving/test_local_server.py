@@ -88,6 +88,30 @@ def test_llama_server_params_name_the_vendored_commit():
     assert "0c1e57098" in params["serving.version"] and "0.3.36" in params["serving.version"]
 
 
+def test_speculation_off_adds_no_option_and_ngram_turns_on_llama_servers_ngram_drafts():
+    def server(mode: str) -> LocalModelServer:
+        return LocalModelServer(Path("/m.gguf"), "a", backend=Backend("llama-server", BUILT), speculation=mode)
+
+    off, ngram = server("off"), server("ngram")
+    assert not any(option.startswith("--spec") for option in off.command(port=1))
+    assert _option(ngram.command(port=1), "--spec-type") == "ngram-simple"
+    assert off.params()["serving.speculative"] == "off" and "serving.speculative_args" not in off.params()
+    assert ngram.params()["serving.speculative"] == "ngram"
+    assert "--spec-type ngram-simple" in ngram.params()["serving.speculative_args"]
+
+
+def test_draft_speculation_names_its_draft_model():
+    server = LocalModelServer(Path("/big.gguf"), "a", backend=Backend("llama-server", BUILT),
+                              speculation="draft", draft_model=Path("/small.gguf"))
+    assert _option(server.command(port=1), "--spec-draft-model") == "/small.gguf"
+
+
+def test_speculation_needs_llama_server():
+    with pytest.raises(UserError) as error:
+        LocalModelServer(Path("/m.gguf"), "a", backend=Backend("llama-cpp-python"), speculation="ngram")
+    assert "model.speculative" in str(error.value) and len(str(error.value).splitlines()) == 1
+
+
 @pytest.mark.parametrize(("field", "value"), [("server", "vllm"), ("slots", 0), ("slots", 1000)])
 def test_bad_server_settings_name_the_field(field, value):
     with pytest.raises(UserError) as error:
