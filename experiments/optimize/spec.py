@@ -17,11 +17,11 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
+from experiments.pipeline_spec import PipelineSpec
 from experiments.spec import (
     DatasetSpec,
     ExecutionSpec,
     ModelSpec,
-    PipelineSpec,
     StrictModel,
     TrackingSpec,
 )
