@@ -18,6 +18,11 @@ metrics apply to it, and :meth:`Outcome.run_metrics` (the run's MLflow metrics) 
 :meth:`Outcome.table_metrics` (compare's table, pooled over seeds) are the union of their
 summaries. Which summaries apply comes from the pipeline's registered model, never from which
 keys a stored result happens to hold.
+
+Type checking: pydantic's mypy plugin gives every model a ``model_construct`` typed by its own
+fields, so an outcome inheriting a figure group (two models with fields of their own) is reported
+as an incompatible redefinition (``misc``) — a false positive of the plugin, nothing to fix in the
+models; such a class statement carries ``# type: ignore[misc]``.
 """
 
 from __future__ import annotations
