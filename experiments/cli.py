@@ -26,7 +26,7 @@ from experiments.memory_cli import add_memory_parser, cmd_memory
 from experiments.rescore_cli import add_rescore_parser, cmd_rescore
 
 if TYPE_CHECKING:  # imported when a command needs it, so that `--help` stays quick
-    from experiments.overrides import RunOverrides
+    from experiments.spec.overrides import RunOverrides
 
 # After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
 # pool; whatever still hangs then (a model request in flight) must not keep the process alive.
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _overrides(args: argparse.Namespace) -> RunOverrides:
     """The run options that replace spec values (each is the option of the same name)."""
-    from experiments.overrides import RunOverrides
+    from experiments.spec.overrides import RunOverrides
 
     return RunOverrides(**{name: getattr(args, name) for name in RunOverrides.model_fields})
 

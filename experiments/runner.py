@@ -28,11 +28,11 @@ from experiments.memory_run import (
     with_memory,
 )
 from experiments.paths import data_dir as default_data_dir
-from experiments.pipeline_spec import PipelineSpec
 from experiments.progress import ProgressBar
 from experiments.serving.provision import CacheUse, ModelIdentity, resolve_model, serve_model
 from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
 from experiments.spec import ExperimentSpec
+from experiments.spec.pipeline import PipelineSpec
 from experiments.tracking.run_records import child_run, open_parent_run, results_digest
 from experiments.tracking.store import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed

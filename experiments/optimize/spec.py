@@ -17,7 +17,6 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
-from experiments.pipeline_spec import PipelineSpec
 from experiments.spec import (
     DatasetSpec,
     ExecutionSpec,
@@ -25,7 +24,8 @@ from experiments.spec import (
     StrictModel,
     TrackingSpec,
 )
-from experiments.spec_files import format_validation_error, load_yaml
+from experiments.spec.files import format_validation_error, load_yaml
+from experiments.spec.pipeline import PipelineSpec
 from optimizers.optimizer_params import optimizer_params
 from optimizers.splits import SplitSpec
 

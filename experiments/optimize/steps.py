@@ -21,8 +21,8 @@ from experiments.optimize.records import (
 from experiments.optimize.served_models import ModelRole
 from experiments.optimize.spec import OptimizeSpec
 from experiments.optimize.step import RunStep, Step
-from experiments.pipeline_spec import PipelineSpec
 from experiments.spec import ExperimentSpec
+from experiments.spec.pipeline import PipelineSpec
 from experiments.tracking.store import flatten, tracking_uri
 from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate
 from optimizers.export import export_program, load_program

@@ -1,9 +1,10 @@
 """Experiment specs: the YAML a researcher writes, validated by pydantic.
 
-Every field is documented here (a pipeline entry's in :mod:`experiments.pipeline_spec`); unknown
+Every field is documented here (a pipeline entry's in :mod:`experiments.spec.pipeline`); unknown
 keys are errors (a typo must not silently fall back to a default). ``parse_spec`` turns any problem
 into one :class:`UserError` line that names the file and the field; reading the YAML is
-:mod:`experiments.spec_files`.
+:mod:`experiments.spec.files` (shared with optimisation specs), and what ``run``'s options replace
+in a spec is :mod:`experiments.spec.overrides`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from core.errors import UserError
 from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
 from eval.hub_datasets import HubSource, hub_location
-from experiments.pipeline_spec import PipelineSpec
 from experiments.serving.local_server import ServerChoice
-from experiments.spec_files import format_validation_error
+from experiments.spec.files import format_validation_error
+from experiments.spec.pipeline import PipelineSpec
 from pipelines.budget import budget_source
 from pipelines.params import agents_in_flight
 
@@ -357,7 +358,7 @@ def parse_spec(
 ) -> ExperimentSpec:
     """``data`` validated into a spec; any problem is one :class:`UserError` line naming ``source``
     and the field, or the line ``blame`` gives for it (an option that replaced the field's value:
-    :meth:`experiments.overrides.RunOverrides.blamed`)."""
+    :meth:`experiments.spec.overrides.RunOverrides.blamed`)."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of fields at the top level")
     try:
