@@ -13,9 +13,31 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from eval.verdict import Status
+
+
+class ResolvedParams(BaseModel):
+    """Parameters a run resolved when it started, from what ran before it: a checkpointed problem
+    is reused only by a run that resolved the same (a token budget measured on another subset of
+    problems is another budget).
+
+    Stored as what was resolved and nothing else — ``{}``, or ``{"token_budget": 1234.5}`` — the
+    shape checkpoints and traces have always had."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token_budget: float | None = Field(
+        default=None,
+        description="token_budget from token_budget_from: the measured tokens per problem of another "
+        "pipeline under the same seed (pipelines.budget); None: nothing to resolve.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _only_what_was_resolved(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        return {name: value for name, value in dumped.items() if value is not None}
 
 
 class ProblemResult(BaseModel):
@@ -47,11 +69,8 @@ class ProblemResult(BaseModel):
         default_factory=dict,
         description="The pipeline's per-problem figures, flat (``pipelines.outcomes.Outcome.figures``).",
     )
-    resolved_params: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Parameters the run resolved when it started (token_budget from "
-        "token_budget_from: the measured mean of another pipeline on the run's problems); a "
-        "checkpointed problem is reused only by a run that resolved the same.",
+    resolved_params: ResolvedParams = Field(
+        default_factory=ResolvedParams, description="Parameters the run resolved when it started."
     )
 
     @property

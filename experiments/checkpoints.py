@@ -19,10 +19,9 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from eval.datasets import dataset_fingerprint
-from eval.results import ProblemResult
+from eval.results import ProblemResult, ResolvedParams
 from experiments.memory_run import memory_of
 from experiments.paths import path_segment
 from experiments.serving.provision import ModelIdentity
@@ -142,7 +141,7 @@ class CheckpointStore:
         return self.directory / f"{_slug(pipeline)}__seed{seed}.jsonl"
 
     def load(
-        self, pipeline: str, seed: int, resolved: Mapping[str, Any] | None = None
+        self, pipeline: str, seed: int, resolved: ResolvedParams | None = None
     ) -> dict[str, ProblemResult]:
         """The finished problems of ``pipeline`` × ``seed`` by task id. ``resolved``: only those
         run under these resolved parameters (a token budget measured on another subset of
@@ -156,7 +155,7 @@ class CheckpointStore:
                 result = ProblemResult.model_validate_json(line)
             except ValueError:
                 continue  # a torn final line from a killed run
-            if resolved is None or result.resolved_params == dict(resolved):
+            if resolved is None or result.resolved_params == resolved:
                 done.setdefault(result.task_id, result)
         return done
 
