@@ -27,7 +27,6 @@ from experiments.tracking.store import flatten, tracking_uri
 from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate
 from optimizers.export import export_program, load_program
 from optimizers.gate import GateDecision, gate
-from optimizers.optimizer_params import optimizer_params
 from optimizers.refine import refine_instruction
 from optimizers.training_examples import RoleTrace, collect_from_home
 from pipelines.registry import build_pipeline
@@ -90,15 +89,14 @@ class Compile(RunStep[CompileRecord]):
 
     def params(self, ctx: OptimizeContext) -> dict[str, Any]:
         optimizer = ctx.spec.optimizer
-        effective = optimizer_params(optimizer.name, optimizer.params).model_dump()
-        return {"optimizer": optimizer.name, **flatten(effective, "optimizer.params."),
+        return {"optimizer": optimizer.name, **flatten(optimizer.params.model_dump(), "optimizer.params."),
                 "optimizer.roles": ",".join(optimizer.roles or ["all"])}
 
     def run(self, ctx: OptimizeContext, run_id: str) -> CompileRecord:
         spec, split = ctx.spec, ctx.split
         traces = _traces(ctx) if spec.optimizer.name == "traces" else []
         roles = tuple(spec.optimizer.roles) if spec.optimizer.roles else None
-        config = CompileConfig(spec.optimizer.name, dict(spec.optimizer.params), spec.execution.timeout_s,
+        config = CompileConfig(spec.optimizer.name, spec.optimizer.params, spec.execution.timeout_s,
                                spec.split.seed, log_dir=ctx.directory / "optimizer_state", roles=roles)
         metrics: dict[str, float] = {}
         original = build_pipeline(spec.pipeline.name, spec.pipeline.params)
