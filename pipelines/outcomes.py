@@ -124,12 +124,25 @@ class Outcome(Figures):
         "problem, so a run spread over machines shows whether levels were mixed).",
     )
 
+    @classmethod
+    def _passed_flag_lists(cls) -> list[str]:
+        """The figures declared ``PASSED_FLAGS``: where the scorer puts ``codes_to_score``'s results."""
+        return [name for name, info in cls.model_fields.items()
+                if not info.exclude and info.annotation == PASSED_FLAGS]
+
+    @classmethod
+    def hidden_test_figures(cls) -> list[str]:
+        """The figures the scorer fills from the hidden tests for code a result does not keep: the
+        first version's ``first_passed`` (where declared) and each list of ``codes_to_score``."""
+        first = ["first_passed"] if "first_passed" in cls.model_fields else []
+        return first + cls._passed_flag_lists()
+
     @model_validator(mode="after")
     def _scored_codes_have_a_figure(self) -> Self:
         """Whatever the scorer is to score must have a declared figure to go into."""
-        fields = type(self).model_fields
+        fields, lists = type(self).model_fields, type(self)._passed_flag_lists()
         for name in self.codes_to_score:
-            if name not in fields or fields[name].exclude or fields[name].annotation != PASSED_FLAGS:
+            if name not in lists:
                 raise ValueError(f"codes_to_score: '{name}' is no list[bool] figure of {type(self).__name__}")
         if self.first_code is not None and "first_passed" not in fields:
             raise ValueError(f"first_code given, but {type(self).__name__} declares no first_passed")
