@@ -118,11 +118,6 @@ class Outcome(Figures):
         "scorer counts them and checks them against the dataset's reference solution (the figures "
         "generated_tests, generated_tests_correct).",
     )
-    isolation: str | None = Field(
-        default=None,
-        description="Set by the scorer: the sandbox isolation level the hidden tests ran under (per "
-        "problem, so a run spread over machines shows whether levels were mixed).",
-    )
 
     @classmethod
     def _passed_flag_lists(cls) -> list[str]:
