@@ -349,3 +349,8 @@ def evaluate(
                 history = pool.history(thread_id=thread_id, task_id=problem.task_id)
                 traces.extend(label_thread(history, TaskOutcome(passed, first_passed)))
     return results
+
+
+def pass_at_1(scores: Mapping[str, bool]) -> float:
+    """The share of :func:`evaluate`'s problems that passed; NaN for no problem (no score, not 0)."""
+    return sum(scores.values()) / len(scores) if scores else float("nan")

@@ -24,7 +24,7 @@ from experiments.optimize.step import RunStep, Step
 from experiments.spec import ExperimentSpec
 from experiments.spec.pipeline import PipelineSpec
 from experiments.tracking.store import flatten, tracking_uri
-from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate
+from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate, pass_at_1
 from optimizers.export import export_program, load_program
 from optimizers.gate import GateDecision, gate
 from optimizers.refine import refine_instruction
@@ -41,10 +41,6 @@ def plan(spec: OptimizeSpec) -> list[Step[Any]]:
     if spec.refine is not None:
         steps.append(Refine())
     return [*steps, HeldOutTest()]
-
-
-def _mean(scores: dict[str, bool]) -> float:
-    return sum(scores.values()) / len(scores) if scores else float("nan")
 
 
 def _program(ctx: OptimizeContext, program_dir: str) -> dspy.Module:
@@ -74,7 +70,7 @@ class ValidationRun(RunStep[ScoredRecord]):
         scores = evaluate(program, ctx.problems_of(ctx.split.val), lm=ctx.models.get("task"),
                           timeout_s=ctx.spec.execution.timeout_s)
         ctx.tracker.log_text(run_id, json.dumps(scores, indent=2), "scores.json")
-        return ScoredRecord(run_id=run_id, pass_at_1=_mean(scores), scores=scores)
+        return ScoredRecord(run_id=run_id, pass_at_1=pass_at_1(scores), scores=scores)
 
 
 class Compile(RunStep[CompileRecord]):
