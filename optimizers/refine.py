@@ -72,8 +72,9 @@ def role_predictors(program: dspy.Module, role: str) -> list[Any]:
     return [p for name, p in program.named_predictors() if role_of_predictor(name) == role]
 
 
-def pipeline_roles(program: dspy.Module) -> list[str]:
-    """The roles ``program``'s predictors play, sorted."""
+def program_roles(program: dspy.Module) -> list[str]:
+    """The roles ``program``'s predictors play, sorted: every role whose prompt an optimiser can
+    change (:func:`pipelines.registry.pipeline_roles` are those that take a model of their own)."""
     from optimizers.compile import role_of_predictor
 
     return sorted({role_of_predictor(name) for name, _ in program.named_predictors()})
@@ -84,7 +85,7 @@ def instruction_of(program: dspy.Module, role: str) -> str:
     if not found:
         from core.errors import UserError
 
-        roles = ", ".join(pipeline_roles(program))
+        roles = ", ".join(program_roles(program))
         raise UserError(f"the program has no '{role}' role to refine; roles: {roles}")
     return str(found[0].signature.instructions)
 
@@ -310,6 +311,6 @@ def refine_instruction(
 
 
 __all__ = [
-    "RefineResult", "guarded_engine", "instruction_of", "pipeline_roles", "refine_instruction",
+    "RefineResult", "guarded_engine", "instruction_of", "program_roles", "refine_instruction",
     "role_predictors", "run_and_explain", "with_instruction",
 ]

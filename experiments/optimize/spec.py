@@ -155,11 +155,11 @@ def check_spec(spec: OptimizeSpec) -> None:
     model is a model."""
     from experiments.serving.model_files import resolve_bundled
     from experiments.serving.provision import resolve_model
-    from optimizers.refine import pipeline_roles
+    from optimizers.refine import program_roles
     from pipelines.registry import build_pipeline
 
     program = build_pipeline(spec.pipeline.name, spec.pipeline.params)
-    roles = pipeline_roles(program)
+    roles = program_roles(program)
     for role in spec.optimizer.roles or ():
         if role not in roles:
             raise UserError(f"optimizer.roles: '{role}' is not a role of pipeline '{spec.pipeline.name}'; "
