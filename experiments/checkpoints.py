@@ -25,8 +25,9 @@ from eval.results import ProblemResult, ResolvedParams
 from experiments.memory_run import memory_of
 from experiments.paths import path_segment
 from experiments.serving.provision import ModelIdentity
-from experiments.spec import SCHEDULING_FIELDS, ExperimentSpec
+from experiments.spec import ExecutionSpec, ExperimentSpec
 from experiments.tracking.provenance import code_fingerprint
+from pipelines.params import scheduling_only_fields
 
 MANIFEST = "manifest.json"
 # The model settings that change what the model answers (hence tokens and time); transport
@@ -109,7 +110,7 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, fingerprints: 
             {**p.model_dump(exclude=set() if memory_of(p) else {"memory"}), "params": p.params.key_values()}
             for p in spec.pipelines
         ],
-        "execution": spec.execution.model_dump(exclude=set(SCHEDULING_FIELDS)),
+        "execution": spec.execution.model_dump(exclude=set(scheduling_only_fields(ExecutionSpec))),
         "prompts": fingerprints.prompts or None,
         "code": code_fingerprint(),
         **({"order_seed": spec.order_seed} if spec.order_seed is not None else {}),
