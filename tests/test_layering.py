@@ -29,8 +29,8 @@ ALLOWED = {
     "optimizers": {"optimizers", "pipelines", "signatures", "eval", "core"},
     "experiments": set(PACKAGES),
 }
-PIPELINE_PACKAGES = ("critic_loop", "debate", "vote", "tree_search", "architect", "sop", "role_play",
-                     "distinguish")
+# A pipeline's sub-package is one with a pipeline.py: found, not listed, so a new one is checked too.
+PIPELINE_PACKAGES = tuple(sorted(p.parent.name for p in (ROOT / "pipelines").glob("*/pipeline.py")))
 SUBSYSTEMS = ("pool", "memory", "scratchpad")
 
 
@@ -144,3 +144,9 @@ def test_the_import_reader_sees_submodules_and_relative_imports(tmp_path):
     assert {"pipelines.demo.agents", "pipelines.demo.outcome", "pipelines.demo.params",
             "pipelines.registry"} <= _all_imports(source, tmp_path)
     assert "pipelines.demo.pipeline" in _all_imports(package / "__init__.py", tmp_path)
+
+
+def test_every_pipeline_package_is_found():
+    assert set(PIPELINE_PACKAGES) >= {"critic_loop", "debate", "vote", "tree_search", "architect", "sop",
+                                      "role_play", "distinguish", "scratchpad_team"}
+    assert not set(PIPELINE_PACKAGES) & set(SUBSYSTEMS)
