@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from eval.datasets import load_problems
 from experiments.api import RunOverrides, offline_defaults, run
-from experiments.spec_files import load_yaml
+from experiments.spec.files import load_yaml
 from experiments.tracking.store import tracking_uri
 
 SPEC = Path(__file__).resolve().parents[1] / "experiments" / "debate_vs_critic.yaml"

@@ -110,10 +110,6 @@ def current_meter() -> UsageMeter | None:
     return _current_meter.get()
 
 
-def current_role() -> str:
-    return _current_role.get()
-
-
 @contextlib.contextmanager
 def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
     """Attribute LM calls made inside this block (in this thread/context) to ``meter``."""

@@ -26,14 +26,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return float(estimate_pass_at_k([n], [c], k)[0])
 
 
-def mean_pass_at_k(samples: list[tuple[int, int]], k: int) -> float:
-    """Mean pass@k over problems given as ``(n, c)`` pairs (problems with ``n < k`` skipped)."""
-    values = [pass_at_k(n, c, k) for n, c in samples if n >= k]
-    if not values:
-        raise ValueError(f"no problem has at least k={k} samples")
-    return sum(values) / len(values)
-
-
 def rate(hits: Sequence[bool], among: Sequence[bool]) -> float | None:
     """Share of the items ``among`` marks that ``hits`` marks too (pairwise); None — absent,
     never 0 — when ``among`` marks none (the rule in :mod:`eval.summary`)."""

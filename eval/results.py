@@ -10,12 +10,46 @@ trace; compare and the viewer read the table back into it (:func:`results_from_t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from eval.verdict import Status
+
+
+class ResolvedParams(BaseModel):
+    """Parameters a run resolved when it started, from what ran before it: a checkpointed problem
+    is reused only by a run that resolved the same (a token budget measured on another subset of
+    problems is another budget).
+
+    Stored as what was resolved and nothing else — ``{}``, or ``{"token_budget": 1234.5}`` — the
+    shape checkpoints and traces have always had."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token_budget: float | None = Field(
+        default=None,
+        description="token_budget from token_budget_from: the measured tokens per problem of another "
+        "pipeline under the same seed (pipelines.budget); None: nothing to resolve.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _only_what_was_resolved(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        return {name: value for name, value in dumped.items() if value is not None}
+
+
+# Fields that older code stored among the figures in ``extra`` (the sandbox's isolation level is
+# no pipeline's figure); read back from there, so what it wrote still loads.
+MOVED_OUT_OF_EXTRA = frozenset({"isolation"})
 
 
 class ProblemResult(BaseModel):
@@ -42,17 +76,31 @@ class ProblemResult(BaseModel):
     final_code: str = ""
     parsed: bool = Field(default=True, description="False if some role's reply was unparseable.")
     thread_id: str = Field(default="", description="The pool thread holding this solve's messages.")
+    isolation: str = Field(
+        default="",
+        description="The sandbox isolation level the hidden tests ran under (per problem, so a run "
+        "spread over machines shows whether levels were mixed); empty: not known.",
+    )
     usage_by_role: dict[str, dict[str, float]] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(
         default_factory=dict,
         description="The pipeline's per-problem figures, flat (``pipelines.outcomes.Outcome.figures``).",
     )
-    resolved_params: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Parameters the run resolved when it started (token_budget from "
-        "token_budget_from: the measured mean of another pipeline on the run's problems); a "
-        "checkpointed problem is reused only by a run that resolved the same.",
+    resolved_params: ResolvedParams = Field(
+        default_factory=ResolvedParams, description="Parameters the run resolved when it started."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_out_of_extra(cls, data: Any) -> Any:
+        """Results written before a field left ``extra`` (checkpoints, traces, a table's
+        ``extra.*`` columns) hold it there: read it into its field."""
+        extra = data.get("extra") if isinstance(data, Mapping) else None
+        if not isinstance(extra, Mapping) or not MOVED_OUT_OF_EXTRA & extra.keys():
+            return data
+        moved = {name: extra[name] for name in MOVED_OUT_OF_EXTRA & extra.keys()}
+        kept = {name: value for name, value in extra.items() if name not in moved}
+        return {**moved, **data, "extra": kept}
 
     @property
     def passed(self) -> bool:
@@ -66,7 +114,7 @@ class ProblemResult(BaseModel):
 TABLE_COLUMNS = (
     "task_id", "pipeline", "seed", "status", "reason", "passed", "iterations", "prompt_tokens",
     "completion_tokens", "total_tokens", "lm_calls", "cached_lm_calls", "latency_s", "parsed",
-    "detail", "final_code",
+    "isolation", "detail", "final_code",
 )
 
 
@@ -91,6 +139,14 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+def with_current_columns(frame: Any) -> Any:
+    """A per-problem table with the columns :func:`results_table` writes now: an older table's
+    ``extra.<name>`` of a field that has left ``extra`` renamed to its own column."""
+    renamed = {f"extra.{name}": name for name in MOVED_OUT_OF_EXTRA
+               if f"extra.{name}" in frame.columns and name not in frame.columns}
+    return frame.rename(columns=renamed) if renamed else frame
 
 
 def results_from_table(frame: Any) -> list[ProblemResult]:

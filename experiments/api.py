@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from experiments.estimate import Estimate, estimate_run
-from experiments.overrides import RunOverrides
 from experiments.runner import ExperimentResult, run_experiment
 from experiments.spec import ExperimentSpec, parse_spec
-from experiments.spec_files import load_yaml
+from experiments.spec.files import load_yaml
+from experiments.spec.overrides import RunOverrides
 
 
 def offline_defaults() -> None:

@@ -19,15 +19,15 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from eval.datasets import dataset_fingerprint
-from eval.results import ProblemResult
+from eval.results import ProblemResult, ResolvedParams
 from experiments.memory_run import memory_of
 from experiments.paths import path_segment
 from experiments.serving.provision import ModelIdentity
-from experiments.spec import SCHEDULING_FIELDS, ExperimentSpec
+from experiments.spec import ExecutionSpec, ExperimentSpec
 from experiments.tracking.provenance import code_fingerprint
+from pipelines.params import scheduling_only_fields
 
 MANIFEST = "manifest.json"
 # The model settings that change what the model answers (hence tokens and time); transport
@@ -110,7 +110,7 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, fingerprints: 
             {**p.model_dump(exclude=set() if memory_of(p) else {"memory"}), "params": p.params.key_values()}
             for p in spec.pipelines
         ],
-        "execution": spec.execution.model_dump(exclude=set(SCHEDULING_FIELDS)),
+        "execution": spec.execution.model_dump(exclude=set(scheduling_only_fields(ExecutionSpec))),
         "prompts": fingerprints.prompts or None,
         "code": code_fingerprint(),
         **({"order_seed": spec.order_seed} if spec.order_seed is not None else {}),
@@ -142,7 +142,7 @@ class CheckpointStore:
         return self.directory / f"{_slug(pipeline)}__seed{seed}.jsonl"
 
     def load(
-        self, pipeline: str, seed: int, resolved: Mapping[str, Any] | None = None
+        self, pipeline: str, seed: int, resolved: ResolvedParams | None = None
     ) -> dict[str, ProblemResult]:
         """The finished problems of ``pipeline`` × ``seed`` by task id. ``resolved``: only those
         run under these resolved parameters (a token budget measured on another subset of
@@ -156,7 +156,7 @@ class CheckpointStore:
                 result = ProblemResult.model_validate_json(line)
             except ValueError:
                 continue  # a torn final line from a killed run
-            if resolved is None or result.resolved_params == dict(resolved):
+            if resolved is None or result.resolved_params == resolved:
                 done.setdefault(result.task_id, result)
         return done
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from eval.datasets import HUMANEVAL
 from eval.held_out import SplitName
-from eval.results import ProblemResult
+from eval.results import ProblemResult, ResolvedParams
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import model_cache_dir
@@ -261,10 +261,10 @@ def _checkpointed(
     problem when all are there (a later ``token_budget_from`` this pipeline resolves to it).
     A pipeline whose budget is not known yet (its source has problems to run) reuses nothing."""
     if source is None:
-        resolved: dict[str, float] | None = {}
+        resolved: ResolvedParams | None = ResolvedParams()
     else:
         budget = measured_budget.get((source, seed))
-        resolved = None if budget is None else {"token_budget": budget}
+        resolved = None if budget is None else ResolvedParams(token_budget=budget)
     if resolved is None:
         return {}, None
     rows = {t: r for t, r in store.load(label, seed, resolved).items() if t in wanted}

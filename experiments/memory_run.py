@@ -14,7 +14,8 @@ from typing import Any
 from core.errors import UserError
 from eval.problems import Problem
 from eval.results import ProblemResult
-from experiments.spec import ExperimentSpec, PipelineSpec
+from experiments.spec import ExperimentSpec
+from experiments.spec.pipeline import PipelineSpec
 from optimizers.splits import Split, SplitOverlapError
 from pipelines.memory.bank import MemoryBank, memory_dir
 from pipelines.memory.config import MemoryConfig

@@ -37,6 +37,7 @@ from eval.execution import DEFAULT_TIMEOUT_S, isolation_level
 from eval.formats import detect_format
 from eval.pass_changes import PassChange, changes_markdown, listed, pass_change
 from eval.problems import Problem
+from eval.results import with_current_columns
 from eval.scoring import NO_CODE, score_programs
 from eval.verdict import Status
 from experiments.compare import ComparedRun, open_client, resolve_runs
@@ -89,20 +90,20 @@ def _problems_table(client: Any, run: ComparedRun, tmp: Path) -> Any:
         raise UserError(f"run '{run.run_id}' has no problems.parquet artifact (not finished?)") from exc
 
 
-def _hidden_test_flags(table: Any) -> list[str]:
-    """Columns of pass flags on the old hidden tests for code the table does not keep: the first
-    version's (``extra.first_passed``) and every candidate list (``extra.<name>_passed``: vote
-    samples, debaters, tree-search nodes). Scalar flags such as ``qa_passed`` are on visible or
-    generated tests and stay."""
-    flags = []
-    for column in table.columns:
-        if column == "extra.first_passed":
-            flags.append(column)
-        elif column.startswith("extra.") and column.endswith("_passed"):
-            values = table[column].dropna()
-            if len(values) and hasattr(values.iloc[0], "__len__"):  # a list (an array from parquet)
-                flags.append(column)
-    return flags
+def _hidden_test_flags(table: Any, pipeline: str) -> list[str]:
+    """Columns of pass flags on the old hidden tests for code the table does not keep, as the
+    pipeline's outcome model declares them (:meth:`pipelines.outcomes.Outcome.hidden_test_figures`):
+    the first version's, and every candidate list (vote samples, debaters, tree-search nodes) that
+    holds a value. Flags on visible or generated tests (``qa_passed``) stay. A pipeline not
+    registered here (renamed, or from other code): those of every registered pipeline."""
+    from pipelines.registry import outcome_model, pipeline_names
+
+    models = [outcome_model(pipeline)] if pipeline in pipeline_names() else [
+        outcome_model(name) for name in pipeline_names()]
+    declared = {figure for model in models for figure in model.hidden_test_figures()}
+    return [column for column in table.columns if column.startswith("extra.")
+            and column.removeprefix("extra.") in declared
+            and (column == "extra.first_passed" or table[column].notna().any())]
 
 
 def _timeout(client: Any, run_id: str, parent_id: str) -> float:
@@ -115,10 +116,10 @@ def _timeout(client: Any, run_id: str, parent_id: str) -> float:
     return DEFAULT_TIMEOUT_S
 
 
-def _rescored_table(table: Any, by_id: dict[str, Problem], timeout_s: float) -> Any:
+def _rescored_table(table: Any, by_id: dict[str, Problem], timeout_s: float, pipeline: str) -> Any:
     """The original table on the dataset's tasks, status / reason / detail / passed from the new
     tests. A reply that held no code stays failed as it was: there is no program to run."""
-    kept = table[table["task_id"].isin(list(by_id))].copy().reset_index(drop=True)
+    kept = with_current_columns(table[table["task_id"].isin(list(by_id))]).copy().reset_index(drop=True)
     runnable = [i for i in range(len(kept)) if kept.at[i, "reason"] != NO_CODE]
     verdicts = score_programs(
         [(by_id[kept.at[i, "task_id"]], str(kept.at[i, "final_code"])) for i in runnable], timeout_s
@@ -126,9 +127,9 @@ def _rescored_table(table: Any, by_id: dict[str, Problem], timeout_s: float) -> 
     for i, verdict in zip(runnable, verdicts, strict=True):
         kept.at[i, "status"], kept.at[i, "reason"] = verdict.status.value, verdict.reason
         kept.at[i, "detail"], kept.at[i, "passed"] = verdict.detail, verdict.passed
-        if "extra.isolation" in kept:
-            kept.at[i, "extra.isolation"] = verdict.isolation
-    return kept.drop(columns=_hidden_test_flags(kept))
+        if "isolation" in kept:  # a table from before isolation levels were recorded has none
+            kept.at[i, "isolation"] = verdict.isolation
+    return kept.drop(columns=_hidden_test_flags(kept, pipeline))
 
 
 def _metrics(table: Any, change: PassChange, missing: int) -> dict[str, float]:
@@ -183,10 +184,10 @@ def _score(client: Any, runs: list[ComparedRun], source: str, chosen_format: str
     dropped: set[str] = set()
     for run in runs:
         original = originals[run.run_id]
-        table = _rescored_table(original, by_id, _timeout(client, run.run_id, run.parent_id))
+        table = _rescored_table(original, by_id, _timeout(client, run.run_id, run.parent_id), run.pipeline)
         # The first version's flag goes too (see _hidden_test_flags), without a notice: for most
         # pipelines the first version is the final one.
-        dropped.update(c for c in _hidden_test_flags(original) if c != "extra.first_passed")
+        dropped.update(c for c in _hidden_test_flags(original, run.pipeline) if c != "extra.first_passed")
         before = _outcomes(original)
         scored.append(_Scored(run, before, table, pass_change(run.label, run.seed, before, _outcomes(table))))
     if dropped:

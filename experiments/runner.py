@@ -13,7 +13,7 @@ from typing import Any
 from core.errors import UserError
 from eval.datasets import load_problems
 from eval.problems import Problem
-from eval.results import ProblemResult, results_table
+from eval.results import ProblemResult, ResolvedParams, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
@@ -31,7 +31,8 @@ from experiments.paths import data_dir as default_data_dir
 from experiments.progress import ProgressBar
 from experiments.serving.provision import CacheUse, ModelIdentity, resolve_model, serve_model
 from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
-from experiments.spec import ExperimentSpec, PipelineSpec
+from experiments.spec import ExperimentSpec
+from experiments.spec.pipeline import PipelineSpec
 from experiments.tracking.run_records import child_run, open_parent_run, results_digest
 from experiments.tracking.store import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed
@@ -141,19 +142,19 @@ class _LazyLM:
 
 def _resolve_params(
     spec: PipelineSpec, seed: int, finished: list[ChildRun]
-) -> tuple[PipelineParams, dict[str, float]]:
+) -> tuple[PipelineParams, ResolvedParams]:
     """``token_budget_from: LABEL`` becomes ``token_budget``: that pipeline's measured tokens per
     problem under the same seed, so an equal-compute baseline spends what it is compared to.
-    Returns the params the pipeline runs with and what was resolved (empty: nothing)."""
+    Returns the params the pipeline runs with and what was resolved."""
     params = spec.params
     if not isinstance(params, TokenBudgetParams) or params.token_budget_from is None:
-        return params, {}
+        return params, ResolvedParams()
     source = params.token_budget_from
     match = next((c for c in finished if c.pipeline == source and c.seed == seed), None)
     if match is None:
         raise UserError(f"token_budget_from: no finished run of '{source}' with seed {seed}")
     budget = match.metrics["tokens_per_problem"]
-    return params.with_measured_budget(budget), {"token_budget": budget}
+    return params.with_measured_budget(budget), ResolvedParams(token_budget=budget)
 
 
 def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
@@ -211,9 +212,8 @@ def _run_child(
         "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
         "dataset.split": spec.dataset.split, **flatten(pipeline_spec.params.model_dump(), "pipeline.params."),
     })
-    if resolved:  # the values the pipeline runs with, less the label its budget came from
-        values = params.model_dump(exclude={"token_budget_from"})
-        tracker.log_params(run_id, flatten(values, "pipeline.resolved."))
+    if isinstance(params, TokenBudgetParams) and resolved.token_budget is not None:
+        tracker.log_params(run_id, flatten(params.running_values(), "pipeline.resolved."))
     pipeline = make_pipeline(pipeline_spec.name, params, spec.prompts_of(pipeline_spec), tracker.uri)
     memory = memory_of(pipeline_spec)
     bank = open_bank(ctx.home, memory, spec.pool.chroma_url) if memory else None

@@ -68,6 +68,8 @@ def solve_and_score(
         final_code=program.source,
         parsed=outcome.parsed,
         thread_id=outcome.thread_id,
+        # Per verdict: a run spread over machines must not mix sandbox levels.
+        isolation=verdict.isolation,
         usage_by_role={
             role: {
                 "calls": u.calls, "prompt_tokens": u.prompt_tokens,
@@ -85,8 +87,6 @@ def hidden_test_figures(
     """The figures only the hidden tests (or the reference solution) can give, measured after
     the pipeline returned: ``verdict`` is the final ``code``'s."""
     found: dict[str, Any] = {}
-    if verdict.isolation:  # per verdict: a run spread over machines must not mix sandbox levels
-        found["isolation"] = verdict.isolation
     if outcome.first_code is not None:
         # Multi-step pipelines also score their first version: first-pass vs final pass@1,
         # critique success and harmful revisions all need it.

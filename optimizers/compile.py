@@ -25,7 +25,8 @@ The metric needs the hidden tests, so it holds the problems in a closure keyed b
 the examples the optimisers see (and may turn into demos) carry only the prompt, entry point
 and task id. Feedback text for GEPA has hidden-test lines redacted, because GEPA's reflection
 LM writes instructions from it: a test line there would leak into a prompt. Each optimiser's
-parameters are typed and checked when the config is made (:mod:`optimizers.optimizer_params`).
+parameters are typed and checked once (:mod:`optimizers.optimizer_params`): when the optimisation
+spec is read, or when a config is made from a mapping.
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ from eval.problems import Problem
 from eval.scoring import score_code
 from eval.verdict import Verdict
 from optimizers.demo_filter import CodeDemoFilter, code_output_fields
-from optimizers.optimizer_params import optimizer_params
+from optimizers.optimizer_params import (
+    BootstrapParams,
+    GepaParams,
+    MiproParams,
+    OptimizerParams,
+    TracesParams,
+    optimizer_params,
+)
 from optimizers.training_examples import RoleTrace
 from signatures.adapter import CodeAdapter
 
@@ -189,16 +197,17 @@ def attach_trace_demos(
 
 @dataclass
 class CompileConfig:
-    """Which optimiser and its parameters (validated on creation: see
-    :mod:`optimizers.optimizer_params`; ``settings`` holds them typed, defaults filled in)."""
+    """Which optimiser and its parameters: the optimiser's own model (an optimisation spec's,
+    validated when the spec was read), or a mapping validated on creation (see
+    :mod:`optimizers.optimizer_params`); ``settings`` holds them typed, defaults filled in."""
 
     optimizer: str = "bootstrap"
-    params: dict[str, Any] = field(default_factory=dict)
+    params: OptimizerParams | Mapping[str, Any] = field(default_factory=dict)
     timeout_s: float = 10.0
     seed: int = 0
     log_dir: Path | None = None  # GEPA's state, so a killed optimisation resumes where it stopped
     roles: tuple[str, ...] | None = None  # the roles it may change (see keep_roles); None: all
-    settings: Any = field(init=False, repr=False)
+    settings: OptimizerParams = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.settings = optimizer_params(self.optimizer, self.params)
@@ -265,7 +274,7 @@ def _optimise(
 ) -> dspy.Module:
     """The optimiser ``config`` names, on a copy of ``program`` (see :func:`compile_program`)."""
     settings = config.settings
-    if config.optimizer == "traces":
+    if isinstance(settings, TracesParams):
         return attach_trace_demos(program, traces, k=settings.k, seed=config.seed, demo_filter=demo_filter)
     student = program.deepcopy()
     metric = PassMetric({p.task_id: p for p in [*train, *val]}, config.timeout_s)
@@ -278,7 +287,7 @@ def _optimise(
     trainset, valset = problem_examples(train), problem_examples(val) or None
     teacher = teacher_lm or task_lm
     with dspy.context(lm=task_lm, adapter=CodeAdapter()):
-        if config.optimizer == "bootstrap":
+        if isinstance(settings, BootstrapParams):
             optimizer = dspy.BootstrapFewShot(
                 metric=bootstrap_metric, max_bootstrapped_demos=settings.max_bootstrapped_demos,
                 max_labeled_demos=0,  # problem-level examples are not role demos
@@ -286,7 +295,7 @@ def _optimise(
                 teacher_settings={"lm": teacher} if teacher_lm is not None else {},
             )
             compiled = optimizer.compile(student, trainset=trainset)
-        elif config.optimizer == "mipro":
+        elif isinstance(settings, MiproParams):
             from optimizers.mipro import compile_mipro
 
             compiled, failed = compile_mipro(student, settings, bootstrap_metric, trainset, valset, task_lm,
@@ -294,6 +303,7 @@ def _optimise(
             if progress is not None:
                 progress("failed_proposals", float(len(failed)))
         else:
+            assert isinstance(settings, GepaParams), settings  # the four optimisers' models, each handled
             optimizer = dspy.GEPA(
                 metric=metric.with_feedback, reflection_lm=teacher, auto=settings.auto,
                 max_metric_calls=settings.max_metric_calls or (None if settings.auto else 50),
@@ -339,3 +349,8 @@ def evaluate(
                 history = pool.history(thread_id=thread_id, task_id=problem.task_id)
                 traces.extend(label_thread(history, TaskOutcome(passed, first_passed)))
     return results
+
+
+def pass_at_1(scores: Mapping[str, bool]) -> float:
+    """The share of :func:`evaluate`'s problems that passed; NaN for no problem (no score, not 0)."""
+    return sum(scores.values()) / len(scores) if scores else float("nan")

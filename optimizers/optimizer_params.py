@@ -20,15 +20,17 @@ from core.errors import UserError
 Budget = Literal["light", "medium", "heavy"]
 
 
-class _Params(BaseModel):
+class OptimizerParams(BaseModel):
+    """Base of every optimiser's parameters model."""
+
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
-class TracesParams(_Params):
+class TracesParams(OptimizerParams):
     k: int = Field(default=3, ge=1, description="Demos per role, drawn (seeded) from successful pool traces.")
 
 
-class BootstrapParams(_Params):
+class BootstrapParams(OptimizerParams):
     max_bootstrapped_demos: int = Field(
         default=2, ge=0,
         description="Demos per predictor, from runs whose final code passes the hidden tests.",
@@ -36,7 +38,7 @@ class BootstrapParams(_Params):
     max_rounds: int = Field(default=1, ge=1, description="Attempts per train problem to get a passing run.")
 
 
-class MiproParams(_Params):
+class MiproParams(OptimizerParams):
     auto: Budget | None = Field(
         default="light",
         description="DSPy's preset search budget; null: set num_candidates / num_trials yourself "
@@ -68,7 +70,7 @@ class MiproParams(_Params):
         return self
 
 
-class GepaParams(_Params):
+class GepaParams(OptimizerParams):
     auto: Budget | None = Field(
         default=None, description="DSPy's preset budget; or set max_metric_calls (not both).",
     )
@@ -87,7 +89,7 @@ class GepaParams(_Params):
         return self
 
 
-OPTIMIZER_PARAMS: dict[str, type[_Params]] = {
+OPTIMIZER_PARAMS: dict[str, type[OptimizerParams]] = {
     "traces": TracesParams, "bootstrap": BootstrapParams, "mipro": MiproParams, "gepa": GepaParams,
 }
 OPTIMIZERS = tuple(OPTIMIZER_PARAMS)
@@ -105,11 +107,17 @@ def params_problem(optimizer: str, error: ValidationError) -> str:
     return f"{optimizer} parameter {name}: {first['msg']}"
 
 
-def optimizer_params(optimizer: str, params: Mapping[str, Any]) -> _Params:
-    """``params`` validated as ``optimizer``'s parameters (defaults filled in)."""
+def optimizer_params(optimizer: str, params: Mapping[str, Any] | OptimizerParams) -> OptimizerParams:
+    """``params`` as ``optimizer``'s parameters model: a mapping validated (defaults filled in), a
+    model of that optimiser's (an optimisation spec holds one, validated when it was read) as it is."""
     if optimizer not in OPTIMIZER_PARAMS:
         raise UserError(f"unknown optimizer '{optimizer}'; one of {', '.join(OPTIMIZERS)}")
+    model = OPTIMIZER_PARAMS[optimizer]
+    if isinstance(params, OptimizerParams):
+        if type(params) is not model:
+            raise UserError(f"{optimizer}: expected {model.__name__}, got {type(params).__name__}")
+        return params
     try:
-        return OPTIMIZER_PARAMS[optimizer].model_validate(dict(params))
+        return model.model_validate(dict(params))
     except ValidationError as exc:
         raise UserError(params_problem(optimizer, exc)) from exc

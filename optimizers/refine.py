@@ -72,8 +72,9 @@ def role_predictors(program: dspy.Module, role: str) -> list[Any]:
     return [p for name, p in program.named_predictors() if role_of_predictor(name) == role]
 
 
-def pipeline_roles(program: dspy.Module) -> list[str]:
-    """The roles ``program``'s predictors play, sorted."""
+def program_roles(program: dspy.Module) -> list[str]:
+    """The roles ``program``'s predictors play, sorted: every role whose prompt an optimiser can
+    change (:func:`pipelines.registry.pipeline_roles` are those that take a model of their own)."""
     from optimizers.compile import role_of_predictor
 
     return sorted({role_of_predictor(name) for name, _ in program.named_predictors()})
@@ -84,7 +85,7 @@ def instruction_of(program: dspy.Module, role: str) -> str:
     if not found:
         from core.errors import UserError
 
-        roles = ", ".join(pipeline_roles(program))
+        roles = ", ".join(program_roles(program))
         raise UserError(f"the program has no '{role}' role to refine; roles: {roles}")
     return str(found[0].signature.instructions)
 
@@ -203,10 +204,6 @@ def _gradients_in_text_order(variable: Any) -> set[Any]:
     ))
 
 
-def _mean(scores: dict[str, bool]) -> float:
-    return sum(scores.values()) / len(scores) if scores else float("nan")
-
-
 def refine_instruction(
     program: dspy.Module,
     role: str,
@@ -236,7 +233,7 @@ def refine_instruction(
     to abort.
     """
     from core.errors import UserError
-    from optimizers.compile import evaluate
+    from optimizers.compile import evaluate, pass_at_1
     from optimizers.gate import gate
     from optimizers.textgrad_engine import import_textgrad
 
@@ -269,7 +266,7 @@ def refine_instruction(
                                    lm=task_lm, timeout_s=timeout_s)
         record: dict[str, Any] = {
             "step": step, "problems": [p.task_id for p in batch],
-            "train_pass_at_1": _mean({o.task_id: o.passed for o in outcomes}),
+            "train_pass_at_1": pass_at_1({o.task_id: o.passed for o in outcomes}),
             "losses": sum(o.needs_work for o in outcomes), "updated": False,
         }
         history.append(record)
@@ -299,13 +296,13 @@ def refine_instruction(
 
     after = instruction.value
     if val_before is None:
-        val_before = _mean(evaluate(base, problems_val, lm=task_lm, timeout_s=timeout_s))
+        val_before = pass_at_1(evaluate(base, problems_val, lm=task_lm, timeout_s=timeout_s))
     if after == before:
         return RefineResult(base, role, before, after, False, val_before, val_before, history=history,
                             reason="TextGrad proposed no new instruction")
     candidate = with_instruction(base, role, after)
     scores = evaluate(candidate, problems_val, lm=task_lm, timeout_s=timeout_s)
-    val_after = _mean(scores)
+    val_after = pass_at_1(scores)
     decision = gate(val_before, val_after, candidate="refined program")
     return RefineResult(
         candidate if decision.keep else base, role, before, after, decision.keep, val_before, val_after,
@@ -314,6 +311,6 @@ def refine_instruction(
 
 
 __all__ = [
-    "RefineResult", "guarded_engine", "instruction_of", "pipeline_roles", "refine_instruction",
+    "RefineResult", "guarded_engine", "instruction_of", "program_roles", "refine_instruction",
     "role_predictors", "run_and_explain", "with_instruction",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from pipelines.agents import agent_role
 from pipelines.outcomes import Figures
 from pipelines.pool.messages import Message
 
@@ -48,11 +49,6 @@ class AgentCountFigures(Figures):
                 else:
                     figures[f"agent.{agent}.{key}"] = value
         return figures
-
-
-def agent_role(sender: str) -> str:
-    """An agent's name without its thread suffix (``coder@1a2b…`` → ``coder``)."""
-    return sender.split("@", 1)[0]
 
 
 def agent_counts(history: Sequence[Message]) -> dict[str, dict[str, Any]]:

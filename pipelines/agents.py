@@ -79,6 +79,13 @@ class TaskContext:
         )
 
 
+
+def agent_role(name: str) -> str:
+    """The role an agent's name was made from (:meth:`TaskContext.agent_name`): ``critic@0123abcd4567``
+    → ``critic``."""
+    return name.split("@", 1)[0]
+
+
 class Agent(abc.ABC):
     """Base class: subscribe in ``__init__`` and implement :meth:`handle`."""
 

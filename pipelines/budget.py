@@ -9,7 +9,7 @@ with it is refused (:func:`require_resolved`) rather than silently running witho
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from pydantic import Field, model_validator
 
@@ -42,6 +42,11 @@ class TokenBudgetParams(PipelineParams):
         """These params once the pipeline ``token_budget_from`` names has run: its measured
         ``tokens`` per problem are the ``token_budget``, and no label is left to resolve."""
         return self.model_copy(update={"token_budget": tokens, "token_budget_from": None})
+
+    def running_values(self) -> dict[str, Any]:
+        """The values the pipeline runs with once :meth:`with_measured_budget` resolved its
+        budget: all but ``token_budget_from``, a label that has served its purpose."""
+        return self.model_dump(exclude={"token_budget_from"})
 
 
 def budget_source(params: PipelineParams) -> str | None:

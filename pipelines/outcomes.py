@@ -18,6 +18,11 @@ metrics apply to it, and :meth:`Outcome.run_metrics` (the run's MLflow metrics) 
 :meth:`Outcome.table_metrics` (compare's table, pooled over seeds) are the union of their
 summaries. Which summaries apply comes from the pipeline's registered model, never from which
 keys a stored result happens to hold.
+
+Type checking: pydantic's mypy plugin gives every model a ``model_construct`` typed by its own
+fields, so an outcome inheriting a figure group (two models with fields of their own) is reported
+as an incompatible redefinition (``misc``) — a false positive of the plugin, nothing to fix in the
+models; such a class statement carries ``# type: ignore[misc]``.
 """
 
 from __future__ import annotations
@@ -113,18 +118,26 @@ class Outcome(Figures):
         "scorer counts them and checks them against the dataset's reference solution (the figures "
         "generated_tests, generated_tests_correct).",
     )
-    isolation: str | None = Field(
-        default=None,
-        description="Set by the scorer: the sandbox isolation level the hidden tests ran under (per "
-        "problem, so a run spread over machines shows whether levels were mixed).",
-    )
+
+    @classmethod
+    def _passed_flag_lists(cls) -> list[str]:
+        """The figures declared ``PASSED_FLAGS``: where the scorer puts ``codes_to_score``'s results."""
+        return [name for name, info in cls.model_fields.items()
+                if not info.exclude and info.annotation == PASSED_FLAGS]
+
+    @classmethod
+    def hidden_test_figures(cls) -> list[str]:
+        """The figures the scorer fills from the hidden tests for code a result does not keep: the
+        first version's ``first_passed`` (where declared) and each list of ``codes_to_score``."""
+        first = ["first_passed"] if "first_passed" in cls.model_fields else []
+        return first + cls._passed_flag_lists()
 
     @model_validator(mode="after")
     def _scored_codes_have_a_figure(self) -> Self:
         """Whatever the scorer is to score must have a declared figure to go into."""
-        fields = type(self).model_fields
+        fields, lists = type(self).model_fields, type(self)._passed_flag_lists()
         for name in self.codes_to_score:
-            if name not in fields or fields[name].exclude or fields[name].annotation != PASSED_FLAGS:
+            if name not in lists:
                 raise ValueError(f"codes_to_score: '{name}' is no list[bool] figure of {type(self).__name__}")
         if self.first_code is not None and "first_passed" not in fields:
             raise ValueError(f"first_code given, but {type(self).__name__} declares no first_passed")

@@ -29,12 +29,18 @@ _EXPECTED = {
 }
 
 
-class _SchedulingOnly:
-    """Marks a parameter (in its ``Annotated`` type) that changes when calls are made, never what
-    they ask."""
+class SchedulingOnly:
+    """Marks a field (in its ``Annotated`` type) that changes when or where calls are made, never
+    what they ask: a pipeline's :data:`ParallelAgents`, an experiment's executor settings. Such
+    fields stay out of checkpoint and cost keys (:func:`scheduling_only_fields`)."""
 
 
-_SCHEDULING_ONLY = _SchedulingOnly()
+SCHEDULING_ONLY = SchedulingOnly()
+
+
+def scheduling_only_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The fields of ``model`` marked :data:`SCHEDULING_ONLY`."""
+    return frozenset(name for name, field in model.model_fields.items() if SCHEDULING_ONLY in field.metadata)
 
 
 class PipelineParams(BaseModel):
@@ -68,10 +74,7 @@ class PipelineParams(BaseModel):
         """What checkpoint and cost keys hash: :meth:`model_dump` without the fields declared
         :data:`ParallelAgents`, which change when role calls are made, never what they ask (tested
         for each pipeline), so runs that differ only in them share their finished problems."""
-        scheduling = {
-            name for name, field in type(self).model_fields.items() if _SCHEDULING_ONLY in field.metadata
-        }
-        return self.model_dump(exclude=scheduling)
+        return self.model_dump(exclude=set(scheduling_only_fields(type(self))))
 
 
 # Parameters several pipelines take, declared once so that their type, range and default mean
@@ -89,7 +92,7 @@ FeedbackTimeout = Annotated[float, Field(
 """Seconds one sandboxed run of the code on examples or tests may take (5 unless the pipeline
 says); the description is the common one, a pipeline that runs something else says what."""
 
-ParallelAgents = Annotated[int, Field(ge=1, le=MAX_PARALLEL_AGENTS), _SCHEDULING_ONLY]
+ParallelAgents = Annotated[int, Field(ge=1, le=MAX_PARALLEL_AGENTS), SCHEDULING_ONLY]
 """Role calls of one problem in flight at once (see :mod:`pipelines.parallel_agents`); no
 default, since how much of a pipeline can run at once is the pipeline's to say. A model that
 declares ``parallel_agents: ParallelAgents`` is a :class:`AgentsInParallel`."""

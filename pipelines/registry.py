@@ -76,7 +76,7 @@ _REGISTRY: dict[str, _Registered] = {}
 _BUILTIN_MODULES = (
     "pipelines.baseline", "pipelines.self_refine", "pipelines.reflexion",
     "pipelines.critic_loop.pipeline", "pipelines.debate.pipeline", "pipelines.vote.pipeline",
-    "pipelines.tree_search.pipeline", "pipelines.scratchpad.team", "pipelines.architect.pipeline",
+    "pipelines.tree_search.pipeline", "pipelines.scratchpad_team.pipeline", "pipelines.architect.pipeline",
     "pipelines.sop.pipeline", "pipelines.role_play.pipeline", "pipelines.distinguish.pipeline",
 )
 

@@ -51,6 +51,11 @@ class RoleResult:
     def get(self, name: str, default: Any = None) -> Any:
         return self.outputs.get(name, default)
 
+    @property
+    def total_tokens(self) -> int:
+        """Tokens the call spent, prompt and completion (what a token budget counts)."""
+        return int(self.usage.get("prompt_tokens", 0) + self.usage.get("completion_tokens", 0))
+
     def trace(self) -> dict[str, Any]:
         """What a pool message records of this call: the optimisers' training data."""
         return {

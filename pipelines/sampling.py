@@ -16,11 +16,6 @@ from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import RoleResult, call_role
 
 
-def _tokens(step: RoleResult) -> int:
-    """Tokens a role call spent, prompt and completion."""
-    return int(step.usage.get("prompt_tokens", 0) + step.usage.get("completion_tokens", 0))
-
-
 class SamplerAgent(Agent):
     """Draws independent samples for the task (with ``greedy_first``, the greedy answer first),
     then tells the agent that selects among them that it is done.
@@ -69,7 +64,7 @@ class SamplerAgent(Agent):
         spent = self.spent_before
         for earlier in range(index):
             if earlier in done:
-                spent += _tokens(done[earlier])
+                spent += done[earlier].total_tokens
             elif bound is None:
                 return False
             else:
@@ -95,7 +90,7 @@ class SamplerAgent(Agent):
             intent=Intent.PROPOSAL, sender=self.name, content=code, summary="greedy answer",
             in_reply_to=assignment.id, step=step, greedy=True, visible_passed=passed,
         )
-        self.spent_before += _tokens(step)
+        self.spent_before += step.total_tokens
         return passed
 
     def handle(self, message: Message) -> None:
@@ -125,10 +120,10 @@ class SamplerAgent(Agent):
                     done[index] = future.result()
                     if index == 0:
                         bound = self._bound(done[0])
-                    if bound is not None and _tokens(done[index]) > bound:
+                    if bound is not None and done[index].total_tokens > bound:
                         # Samples drawn ahead might then be ones a sequential run would not draw.
                         raise ServiceError(
-                            f"sample {index + 1} cost {_tokens(done[index])} tokens, more than the "
+                            f"sample {index + 1} cost {done[index].total_tokens} tokens, more than the "
                             f"prompt plus max_tokens ({bound}) that drawing ahead under a token budget "
                             "relies on (the endpoint answered past max_tokens); set the "
                             "pipeline's parallel_agents: 1"

@@ -15,7 +15,7 @@ from pipelines.parallel_agents import run_agents_concurrently
 from pipelines.pool.messages import Intent, Message
 
 
-class ThreadOutcome(Outcome, RevisionFigures):
+class ThreadOutcome(Outcome, RevisionFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
     """Figures of a coder whose version is reviewed and revised on one thread (baseline,
     self_refine, critic_loop, reflexion): its loop, from the thread's messages alone."""
 

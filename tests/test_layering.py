@@ -5,13 +5,18 @@ Layers (README "Layout"): ``core`` uses nothing of ours; ``signatures`` only its
 ``eval`` only itself and ``core``; ``pipelines`` adds ``signatures`` and ``eval``; ``optimizers``
 adds ``pipelines``; ``experiments`` may use everything. Inside ``pipelines``, a pipeline's
 sub-package never imports another pipeline's (nor does a subsystem: pool, memory, scratchpad), and
-the pool imports nothing else of ``pipelines``. Imports inside functions count too: deferring an
-import hides a dependency from import time, not from the design.
+the pool imports nothing else of ``pipelines``. Pipelines never import MLflow (the runner does
+the logging), and ``signatures`` imports nothing but DSPy, pydantic and the standard library
+besides ``core``. Imports inside functions count too: deferring an import hides a dependency
+from import time, not from the design; so do ``from package import module`` (an edge to the
+module, not only to the package) and relative imports (resolved against the importing module).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,11 +29,12 @@ ALLOWED = {
     "optimizers": {"optimizers", "pipelines", "signatures", "eval", "core"},
     "experiments": set(PACKAGES),
 }
-PIPELINE_PACKAGES = ("critic_loop", "debate", "vote", "tree_search", "architect", "sop", "role_play",
-                     "distinguish")
+# A pipeline's sub-package is one with a pipeline.py: found, not listed, so a new one is checked too.
+PIPELINE_PACKAGES = tuple(sorted(p.parent.name for p in (ROOT / "pipelines").glob("*/pipeline.py")))
 SUBSYSTEMS = ("pool", "memory", "scratchpad")
 
 
+@functools.cache
 def _modules() -> dict[str, Path]:
     found = {}
     for package in PACKAGES:
@@ -38,14 +44,29 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _imports(path: Path) -> set[str]:
+def _all_imports(path: Path, root: Path = ROOT) -> set[str]:
+    """Every module ``path`` imports, ours or not: for ``from package import name``, the package
+    and ``package.name`` (a module of that name is what is imported, if there is one)."""
+    package = list(path.relative_to(root).parts[:-1])  # of a package's __init__: the package itself
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        if isinstance(node, ast.ImportFrom):
+            # relative: from the importing module's package, one level further up per extra dot
+            base = package[:len(package) - node.level + 1] if node.level else []
+            source = ".".join([*base, *([node.module] if node.module else [])])
+            names.add(source)
+            names.update(f"{source}.{alias.name}" for alias in node.names if alias.name != "*")
         elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-    return {n for n in names if n.split(".")[0] in PACKAGES}
+    return names
+
+
+def _imports(path: Path) -> set[str]:
+    """The modules of ours ``path`` imports (a ``from module import name`` whose name is no
+    module is an edge to that module alone)."""
+    ours = _modules()
+    return {name for name in _all_imports(path) if name.split(".")[0] in PACKAGES
+            and (name in ours or name.rsplit(".", 1)[0] not in ours)}
 
 
 def _pipeline_part(module: str) -> str | None:
@@ -91,3 +112,41 @@ def test_no_import_cycle():
         if state[module] == 0:
             visit(module, [module])
     assert cycles == []
+
+
+def _third_party(path: Path) -> set[str]:
+    """The top-level names of what ``path`` imports from outside this project and the standard library."""
+    tops = {name.split(".")[0] for name in _all_imports(path)}
+    return {top for top in tops if top not in PACKAGES and top not in sys.stdlib_module_names and top}
+
+
+def test_pipelines_never_import_mlflow():
+    wrong = [f"{m} imports mlflow" for m, p in _modules().items()
+             if m.startswith("pipelines") and "mlflow" in _third_party(p)]
+    assert wrong == []
+
+
+def test_signatures_import_only_dspy_pydantic_and_the_standard_library():
+    wrong = [f"{m} imports {', '.join(sorted(extra))}" for m, p in _modules().items()
+             if m.startswith("signatures") and (extra := _third_party(p) - {"dspy", "pydantic"})]
+    assert wrong == []
+
+
+def test_the_import_reader_sees_submodules_and_relative_imports(tmp_path):
+    """What the rules above rest on: ``from package import module`` and relative imports are
+    edges to the module imported."""
+    package = tmp_path / "pipelines" / "demo"
+    package.mkdir(parents=True)
+    source = package / "pipeline.py"
+    source.write_text("from pipelines.demo import agents\nfrom .outcome import X\nfrom . import params\n"
+                      "from .. import registry\n")
+    (package / "__init__.py").write_text("from .pipeline import Demo\n")
+    assert {"pipelines.demo.agents", "pipelines.demo.outcome", "pipelines.demo.params",
+            "pipelines.registry"} <= _all_imports(source, tmp_path)
+    assert "pipelines.demo.pipeline" in _all_imports(package / "__init__.py", tmp_path)
+
+
+def test_every_pipeline_package_is_found():
+    assert set(PIPELINE_PACKAGES) >= {"critic_loop", "debate", "vote", "tree_search", "architect", "sop",
+                                      "role_play", "distinguish", "scratchpad_team"}
+    assert not set(PIPELINE_PACKAGES) & set(SUBSYSTEMS)

@@ -108,9 +108,10 @@ class NodeModelServer:
         """The server lists its model (an OpenAI-compatible ``/models``) within 10 s."""
         try:
             with urllib.request.urlopen(f"{self._api_base}/models", timeout=10) as reply:
-                return reply.status == 200
+                status: int = reply.status  # typeshed types urlopen's reply as Any
         except OSError:
             return False
+        return status == 200
 
     def stop(self) -> None:
         self._stack.close()

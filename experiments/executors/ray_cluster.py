@@ -279,11 +279,10 @@ class RayExecutor:
                 # the workers solve while the driver records.
                 self._submit(queue, in_flight, key, sizer)
                 for result, messages in solved:
-                    verdict_level = result.extra.get("isolation")
-                    mixed = verdict_level and verdict_level != level
+                    mixed = result.isolation and result.isolation != level
                     if mixed and not self._spec.execution.allow_mixed_isolation:
                         raise ServiceError(f"problem {result.task_id} was scored at isolation level "
-                                           f"'{verdict_level}', the run at '{level}'")
+                                           f"'{result.isolation}', the run at '{level}'")
                     for message in messages:  # in the order the worker published them
                         pool.publish(message)
                     self.problems_per_node[worker.node_id] += 1

@@ -10,10 +10,11 @@ writes anything.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic import Field, SerializeAsAny, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
@@ -21,12 +22,12 @@ from experiments.spec import (
     DatasetSpec,
     ExecutionSpec,
     ModelSpec,
-    PipelineSpec,
     StrictModel,
     TrackingSpec,
 )
-from experiments.spec_files import format_validation_error, load_yaml
-from optimizers.optimizer_params import optimizer_params
+from experiments.spec.files import format_validation_error, load_yaml
+from experiments.spec.pipeline import PipelineSpec
+from optimizers.optimizer_params import OptimizerParams, optimizer_params
 from optimizers.splits import SplitSpec
 
 
@@ -41,8 +42,10 @@ class OptimizerSpec(StrictModel):
         description="traces: demos from successful pool traces; bootstrap: BootstrapFewShot; "
         "mipro: MIPROv2; gepa: GEPA with sandbox feedback.",
     )
-    params: dict[str, Any] = Field(
-        default_factory=dict,
+    # Always given (validate_default): the validator below puts the optimiser's own model here, its
+    # defaults if the spec has no params. SerializeAsAny: dumped as that model, every field.
+    params: SerializeAsAny[OptimizerParams] = Field(
+        default_factory=OptimizerParams, validate_default=True,
         description="The optimiser's parameters, checked against its own documented set "
         "(optimizers/optimizer_params.py): traces: k; bootstrap: max_bootstrapped_demos, max_rounds; "
         "mipro: auto, num_candidates, num_trials, minibatch_size, max_bootstrapped_demos, num_threads; "
@@ -55,15 +58,20 @@ class OptimizerSpec(StrictModel):
         "role of the pipeline. Default: every role.",
     )
 
-    @field_validator("params")
+    @field_validator("params", mode="before")
     @classmethod
-    def _params_of_this_optimizer(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        if "name" in info.data:  # else the name is wrong, and that is the error reported
-            try:
-                optimizer_params(info.data["name"], params)
-            except UserError as exc:
-                raise _spec_error(str(exc)) from exc
-        return params
+    def _params_of_this_optimizer(cls, params: Any, info: ValidationInfo) -> Any:
+        """``params`` become the model of the optimiser ``name`` names: the one validation they get."""
+        if "name" not in info.data:  # the name is wrong, and that is the error reported
+            return OptimizerParams()
+        if type(params) is OptimizerParams:  # the default: none given
+            params = {}
+        if not isinstance(params, Mapping | OptimizerParams):
+            raise PydanticCustomError("dict_type", "Input should be a valid dictionary")
+        try:
+            return optimizer_params(info.data["name"], params)
+        except UserError as exc:
+            raise _spec_error(str(exc)) from exc
 
 
 class TraceSource(StrictModel):
@@ -147,11 +155,11 @@ def check_spec(spec: OptimizeSpec) -> None:
     model is a model."""
     from experiments.serving.model_files import resolve_bundled
     from experiments.serving.provision import resolve_model
-    from optimizers.refine import pipeline_roles
+    from optimizers.refine import program_roles
     from pipelines.registry import build_pipeline
 
     program = build_pipeline(spec.pipeline.name, spec.pipeline.params)
-    roles = pipeline_roles(program)
+    roles = program_roles(program)
     for role in spec.optimizer.roles or ():
         if role not in roles:
             raise UserError(f"optimizer.roles: '{role}' is not a role of pipeline '{spec.pipeline.name}'; "

@@ -21,12 +21,12 @@ from experiments.optimize.records import (
 from experiments.optimize.served_models import ModelRole
 from experiments.optimize.spec import OptimizeSpec
 from experiments.optimize.step import RunStep, Step
-from experiments.spec import ExperimentSpec, PipelineSpec
+from experiments.spec import ExperimentSpec
+from experiments.spec.pipeline import PipelineSpec
 from experiments.tracking.store import flatten, tracking_uri
-from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate
+from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate, pass_at_1
 from optimizers.export import export_program, load_program
 from optimizers.gate import GateDecision, gate
-from optimizers.optimizer_params import optimizer_params
 from optimizers.refine import refine_instruction
 from optimizers.training_examples import RoleTrace, collect_from_home
 from pipelines.registry import build_pipeline
@@ -41,10 +41,6 @@ def plan(spec: OptimizeSpec) -> list[Step[Any]]:
     if spec.refine is not None:
         steps.append(Refine())
     return [*steps, HeldOutTest()]
-
-
-def _mean(scores: dict[str, bool]) -> float:
-    return sum(scores.values()) / len(scores) if scores else float("nan")
 
 
 def _program(ctx: OptimizeContext, program_dir: str) -> dspy.Module:
@@ -74,7 +70,7 @@ class ValidationRun(RunStep[ScoredRecord]):
         scores = evaluate(program, ctx.problems_of(ctx.split.val), lm=ctx.models.get("task"),
                           timeout_s=ctx.spec.execution.timeout_s)
         ctx.tracker.log_text(run_id, json.dumps(scores, indent=2), "scores.json")
-        return ScoredRecord(run_id=run_id, pass_at_1=_mean(scores), scores=scores)
+        return ScoredRecord(run_id=run_id, pass_at_1=pass_at_1(scores), scores=scores)
 
 
 class Compile(RunStep[CompileRecord]):
@@ -89,15 +85,14 @@ class Compile(RunStep[CompileRecord]):
 
     def params(self, ctx: OptimizeContext) -> dict[str, Any]:
         optimizer = ctx.spec.optimizer
-        effective = optimizer_params(optimizer.name, optimizer.params).model_dump()
-        return {"optimizer": optimizer.name, **flatten(effective, "optimizer.params."),
+        return {"optimizer": optimizer.name, **flatten(optimizer.params.model_dump(), "optimizer.params."),
                 "optimizer.roles": ",".join(optimizer.roles or ["all"])}
 
     def run(self, ctx: OptimizeContext, run_id: str) -> CompileRecord:
         spec, split = ctx.spec, ctx.split
         traces = _traces(ctx) if spec.optimizer.name == "traces" else []
         roles = tuple(spec.optimizer.roles) if spec.optimizer.roles else None
-        config = CompileConfig(spec.optimizer.name, dict(spec.optimizer.params), spec.execution.timeout_s,
+        config = CompileConfig(spec.optimizer.name, spec.optimizer.params, spec.execution.timeout_s,
                                spec.split.seed, log_dir=ctx.directory / "optimizer_state", roles=roles)
         metrics: dict[str, float] = {}
         original = build_pipeline(spec.pipeline.name, spec.pipeline.params)

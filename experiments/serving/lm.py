@@ -176,7 +176,7 @@ class HarnessLM(dspy.LM):
         """A copy that keeps its responses in ``holder`` (``get()`` gives an object with diskcache's
         ``get(key)``/``set(key, value)``/``delete(key)``; ``close()``) instead of a directory: the Ray
         executor's cluster-wide cache. Keys are unchanged, so either cache replays the other's answers."""
-        lm = self.copy()
+        lm: HarnessLM = self.copy()  # dspy.LM.copy is untyped: a deep copy, so of this class
         lm._store = holder
         return lm
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from eval.results import ProblemResult
-from experiments.pipeline_spec import RoleSpec
 from experiments.serving.provision import ModelIdentity, resolve_model, serve_model
-from experiments.spec import ExperimentSpec, ModelSpec, PipelineSpec
+from experiments.spec import ExperimentSpec, ModelSpec
+from experiments.spec.pipeline import PipelineSpec, RoleSpec
 
 _Key = tuple[str, str | None]  # (model, api_base)
 

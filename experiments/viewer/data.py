@@ -156,11 +156,6 @@ def json_text(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
 
 
-def agent_label(sender: str) -> str:
-    """``critic@0123abcd4567`` -> ``critic``: agent names carry their thread id."""
-    return sender.split("@", 1)[0]
-
-
 def message_trace(message: Message) -> dict[str, Any]:
     """The role call a message records (inputs, exchanges, usage, latency); empty if none."""
     return message.metadata.get("trace") or {}

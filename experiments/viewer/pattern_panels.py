@@ -15,8 +15,9 @@ from html import escape
 from typing import Any
 
 from eval.results import ProblemResult
-from experiments.viewer.data import agent_label, json_text, message_trace
+from experiments.viewer.data import json_text, message_trace
 from experiments.viewer.search_tree_panel import search_tree_panel
+from pipelines.agents import agent_role
 from pipelines.architect.session_tree import export_session_tree
 from pipelines.debate.outcome import ConsensusFigures
 from pipelines.pool.messages import Intent, Message
@@ -116,7 +117,7 @@ def _scratchpad(messages: Sequence[Message], scratchpad_id: str) -> str:
         shown = value if isinstance(value, str) else json_text(value)
         rows.setdefault(event.channel, []).append(
             f'<tr class="pad-event {kind}"><td>{step}</td><td>{message.created_at - t0:.2f} s</td>'
-            f"<td>{escape(agent_label(event.agent))}</td><td>{escape(operation)}</td>"
+            f"<td>{escape(agent_role(event.agent))}</td><td>{escape(operation)}</td>"
             f"<td>{state.versions.get(event.channel, '–')}</td><td>{size_bytes(state.values):,} B</td>"
             f"<td><pre>{escape(shown)}</pre></td></tr>"
         )
@@ -174,7 +175,7 @@ def _session(session: dict[str, Any], triggers: dict[str, dict[str, Any]]) -> st
     count = len(session["messages"])
     return (f'<li class="session session-{escape(session["kind"])}" '
             f'data-session="{escape(session["session_id"])}">'
-            f'<b>{escape(session["kind"])}</b> {escape(agent_label(session["agent"]))} · '
+            f'<b>{escape(session["kind"])}</b> {escape(agent_role(session["agent"]))} · '
             f'{escape(session["session_id"])} · {count} message{"" if count == 1 else "s"}'
             f"<ul>{_session_facts(session, triggers)}{children}</ul></li>")
 

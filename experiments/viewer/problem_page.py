@@ -14,8 +14,9 @@ from html import escape
 from typing import Any
 
 from eval.results import ProblemResult
-from experiments.viewer.data import agent_label, json_text, message_trace
+from experiments.viewer.data import json_text, message_trace
 from experiments.viewer.pattern_panels import pattern_panels
+from pipelines.agents import agent_role
 from pipelines.pool.messages import Intent, Message
 
 CODE_INTENTS = (Intent.OUTPUT_COMPLETE, Intent.FIX, Intent.PROPOSAL, Intent.ARGUMENT, Intent.VERDICT)
@@ -53,7 +54,7 @@ def swimlanes(messages: Sequence[Message]) -> str:
         parts.append(f'<rect class="lane" x="0" y="{top}" width="{_WIDTH}" height="{_LANE_HEIGHT}" '
                      f'fill="{"#f7f7f7" if index % 2 else "#fff"}"/>')
         parts.append(f'<text x="4" y="{top + _LANE_HEIGHT / 2 + 4}" class="lane-label">'
-                     f"{escape(agent_label(sender))}</text>")
+                     f"{escape(agent_role(sender))}</text>")
     by_id = {m.id: m for m in messages}
     for message in messages:
         source = by_id.get(message.in_reply_to or "")
@@ -87,7 +88,7 @@ def agent_cards(messages: Sequence[Message]) -> str:
         card["tokens"] += int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
         card["seconds"] += float(message_trace(message).get("latency_s", 0.0))
     return '<div class="cards">' + "".join(
-        f'<div class="card"><b>{escape(agent_label(sender))}</b><br>{int(c["messages"])} messages, '
+        f'<div class="card"><b>{escape(agent_role(sender))}</b><br>{int(c["messages"])} messages, '
         f'{int(c["calls"])} LM calls<br>{int(c["tokens"]):,} tokens, {c["seconds"]:.1f} s</div>'
         for sender, c in cards.items()
     ) + "</div>"
@@ -105,7 +106,7 @@ def _verdicts(version: Message, messages: Sequence[Message]) -> list[str]:
         if message.in_reply_to != version.id and message.metadata.get("code_message_id") != version.id:
             continue
         if "verdict" in message.metadata:
-            found.append(f"{agent_label(message.sender)}: {message.metadata['verdict']}")
+            found.append(f"{agent_role(message.sender)}: {message.metadata['verdict']}")
         elif message.intent == Intent.EXECUTION_FEEDBACK:
             found.append(f"visible examples: {message.content.splitlines()[0] if message.content else ''}")
     return found
@@ -137,7 +138,7 @@ def versions_panel(messages: Sequence[Message], problem: ProblemResult) -> str:
         verdicts = _verdicts(version, messages)
         final = " final" if number == final_index else ""
         items.append(
-            f'<details class="version{final}"><summary>v{number} · {escape(agent_label(version.sender))} · '
+            f'<details class="version{final}"><summary>v{number} · {escape(agent_role(version.sender))} · '
             f'{escape(version.intent)} · {escape(version.summary)}'
             + (f' · <i>{escape("; ".join(verdicts))}</i>' if verdicts else "")
             + (" · <b>final</b>" if final else "")
@@ -185,11 +186,11 @@ def message_list(messages: Sequence[Message]) -> str:
                         f"latency {float(trace.get('latency_s', 0.0)):.2f} s</pre>")
         if rest:
             body.append(f"<h4>metadata</h4><pre>{escape(json_text(rest))}</pre>")
-        recipient = agent_label(message.recipient) if message.recipient else "all"
+        recipient = agent_role(message.recipient) if message.recipient else "all"
         items.append(
             f'<details class="message" id="m{number}" data-intent="{escape(message.intent)}"><summary>'
             f'#{number} <span class="intent">{escape(message.intent)}</span> '
-            f"{escape(agent_label(message.sender))} → {escape(recipient)}: {escape(message.summary)}"
+            f"{escape(agent_role(message.sender))} → {escape(recipient)}: {escape(message.summary)}"
             f"</summary>{''.join(body)}</details>"
         )
     return "".join(items) or "<p>No messages were logged for this problem.</p>"

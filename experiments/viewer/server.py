@@ -4,7 +4,6 @@ as static files that open from disk."""
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 from html import escape
 from http import HTTPStatus
@@ -139,13 +138,6 @@ def make_server(viewer: Viewer, port: int) -> ThreadingHTTPServer:
         return ThreadingHTTPServer((HOST, port), _handler(viewer))
     except OSError as exc:
         raise UserError(f"view --port {port}: cannot listen on {HOST}:{port} ({exc.strerror})") from exc
-
-
-def serve_in_thread(viewer: Viewer, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
-    """Start a server in a daemon thread (tests, notebooks); returns it and its base URL."""
-    server = make_server(viewer, port)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://{HOST}:{server.server_address[1]}"
 
 
 def open_viewer(home: Path, uri: str, run_id: str | None = None) -> tuple[Viewer, str]:

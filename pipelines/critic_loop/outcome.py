@@ -39,5 +39,5 @@ class PanelFigures(RevisionFigures):
         return metrics
 
 
-class CriticLoopOutcome(ThreadOutcome, PanelFigures):
+class CriticLoopOutcome(ThreadOutcome, PanelFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
     """Figures of ``critic_loop``."""

@@ -95,7 +95,7 @@ class ConsensusFigures(FigureGroup):
         return applicable(out)
 
 
-class DebateOutcome(Outcome, ConsensusFigures):
+class DebateOutcome(Outcome, ConsensusFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
     """Figures of ``debate``."""
 
     consensus: bool = Field(description="Whether a majority of debaters' final solutions behave alike.")

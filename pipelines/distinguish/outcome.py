@@ -56,7 +56,7 @@ class SelectionFigures(FigureGroup):
         return metrics
 
 
-class DistinguishOutcome(Outcome, SelectionFigures):
+class DistinguishOutcome(Outcome, SelectionFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
     """Figures of ``distinguish``."""
 
     samples: int = Field(description="Samples drawn (the greedy answer is none).")

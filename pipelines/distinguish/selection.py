@@ -63,7 +63,7 @@ def distinguishing_input(a: Group, b: Group, visible: int) -> int:
     """The input on which two groups differ that a judge is shown: the first generated one, else
     the first visible one (groups differ somewhere, or they would be one group)."""
     width = len(a.outcomes)
-    order = [*range(visible, width), *range(visible)]
+    order: list[int] = [*range(visible, width), *range(visible)]  # mypy infers list[Any] unannotated
     return next(i for i in order if a.outcomes[i] != b.outcomes[i])
 
 

@@ -58,11 +58,6 @@ def current_pool() -> MessagePool:
     return pool if pool is not None else MessagePool()
 
 
-def active_pool() -> MessagePool | None:
-    """The active pool, or ``None`` (for code that wants to know whether one was installed)."""
-    return _ACTIVE_POOL.get()
-
-
 def bind_pool(pool: MessagePool, fn: Callable[P, R], *, run_id: str = "") -> Callable[P, R]:
     """``fn`` wrapped to run with ``pool`` active: for submitting to worker threads."""
 

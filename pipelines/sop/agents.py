@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from eval.assembly import assemble_program
 from eval.generated_tests import parse_asserts, render_tests
-from eval.visible_examples import execution_feedback, visible_examples
+from eval.visible_examples import VisibleExample, execution_feedback, visible_examples
 from pipelines.agents import TaskContext
 from pipelines.handoff import HandoffAgent, code_of
 from pipelines.pool.messages import Intent, Message
@@ -191,14 +191,14 @@ class QaEngineerAgent(HandoffAgent):
     ) -> None:
         super().__init__(ctx, max_retries=max_retries)
         self.qa, self.n_tests, self.timeout_s, self.reviewer = qa, n_tests, timeout_s, reviewer
-        self.tests: list | None = None
+        self.tests: list[VisibleExample] | None = None
         self.checks["code"] = self._compiles
 
     def _compiles(self, artifact: BaseModel) -> str:
         program = assemble_program(self.ctx.prompt, getattr(artifact, "code", ""), self.ctx.entry_point)
         return "" if program.ok else f"the code does not compile: {program.syntax_error}"
 
-    def _write_tests(self, in_reply_to: str) -> list:
+    def _write_tests(self, in_reply_to: str) -> list[VisibleExample]:
         # The spec and the prompt only: never the code, the hidden tests or a reference solution.
         step = call_role(
             self.qa, self.role, prompt=self.ctx.prompt, spec=latest_artifact(self.ctx, "spec"),

@@ -62,10 +62,6 @@ class SearchRoles:
     reflector: dspy.Module
 
 
-def _tokens(step: RoleResult) -> int:
-    return int(step.usage.get("prompt_tokens", 0) + step.usage.get("completion_tokens", 0))
-
-
 def _fingerprint(code: str, outcomes: list[tuple[str, str]]) -> str:
     """Behaviour on the visible examples; with none, the normalised syntax tree (CodeT-style)."""
     if outcomes:
@@ -161,7 +157,7 @@ class SearchAgent(Agent):
             steps = [future.result() for future in futures]
         children = [child for child, _ in draws]
         for child, step in zip(children, steps, strict=True):
-            self.spent += _tokens(step)
+            self.spent += step.total_tokens
             child.code = step.get("code") or step.get("repaired_code") or step.raw
             self._fingerprints[child.index] = self._simulate(child)
             self._publish_node(child, step)
@@ -218,7 +214,7 @@ class SearchAgent(Agent):
             steps = [future.result() for future in futures]
         scores: list[float | None] = []
         for child, step in zip(children, steps, strict=True):
-            self.spent += _tokens(step)
+            self.spent += step.total_tokens
             raw = step.get("score")
             score = min(max(int(raw), 0), SCORE_MAX) / SCORE_MAX if isinstance(raw, int) else None
             scores.append(score)
@@ -237,7 +233,7 @@ class SearchAgent(Agent):
             for i, step in enumerate(node.path(), start=1)
         )
         step = call_role(self.roles.reflector, "path_reflector", prompt=self.ctx.prompt, attempts=attempts)
-        self.spent += _tokens(step)
+        self.spent += step.total_tokens
         text = str(step.get("reflection") or step.raw).strip()
         if text:
             self.reflections.append(text)

@@ -33,7 +33,7 @@ class SearchFigures(FigureGroup):
         }
 
 
-class TreeSearchOutcome(Outcome, SearchFigures):
+class TreeSearchOutcome(Outcome, SearchFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
     """Figures of ``tree_search``."""
 
     nodes: int = Field(description="Programs in the tree (proposals).")

@@ -1,9 +1,17 @@
 """One result schema: the per-problem table (problems.parquet) reads back into the runner's own
 ProblemResult, figures and all — the viewer and compare read nothing else."""
 
+import json
+
 import pandas as pd
 
-from eval.results import ProblemResult, results_from_table, results_table
+from eval.results import (
+    ProblemResult,
+    ResolvedParams,
+    results_from_table,
+    results_table,
+    with_current_columns,
+)
 from eval.verdict import Status
 
 
@@ -32,3 +40,29 @@ def test_an_older_table_without_some_columns_reads_with_their_defaults():
     [result] = results_from_table(frame)
     assert (result.status, result.reason, result.iterations, result.final_code) == (Status.FAILED, "", 1, "")
     assert result.extra == {}  # an empty cell is a figure not recorded, not a value
+
+
+def test_resolved_params_keep_the_checkpoint_shape():
+    """A checkpoint line holds only what was resolved ({} or {"token_budget": …}), as written
+    before resolved params were a model, and such a line reads back to an equal result."""
+    plain = _result("T/0", Status.PASSED)
+    budgeted = plain.model_copy(update={"resolved_params": ResolvedParams(token_budget=1234.5)})
+    assert json.loads(plain.model_dump_json())["resolved_params"] == {}
+    assert json.loads(budgeted.model_dump_json())["resolved_params"] == {"token_budget": 1234.5}
+    for result in (plain, budgeted):
+        assert ProblemResult.model_validate_json(result.model_dump_json()) == result
+    written_before = {**json.loads(plain.model_dump_json()), "resolved_params": {"token_budget": 1234}}
+    assert ProblemResult.model_validate(written_before).resolved_params == ResolvedParams(token_budget=1234.0)
+
+
+def test_isolation_written_among_the_figures_by_older_code_reads_into_its_field():
+    """The sandbox level was once the figure extra.isolation: checkpoints, traces and tables
+    written then load with it in its own field, and it is no figure any more."""
+    line = {**json.loads(_result("T/0", Status.PASSED).model_dump_json(exclude={"isolation"})),
+            "extra": {"isolation": "bwrap", "consensus": True}}
+    old = ProblemResult.model_validate_json(json.dumps(line))
+    assert (old.isolation, old.extra) == ("bwrap", {"consensus": True})
+    table = results_table([old]).rename(columns={"isolation": "extra.isolation"})  # an older table
+    assert results_from_table(table) == [old]
+    assert "isolation" in with_current_columns(table) and "extra.isolation" not in with_current_columns(table)
+    assert ProblemResult.model_validate_json(old.model_dump_json()) == old

@@ -18,8 +18,8 @@ from eval.held_out import select_split
 from experiments.api import load_experiment, run
 from experiments.checkpoints import checkpoint_key, input_fingerprints
 from experiments.cli import main
-from experiments.overrides import RunOverrides
 from experiments.serving.provision import resolve_model
+from experiments.spec.overrides import RunOverrides
 from experiments.tracking.store import PARENT_TAG, tracking_uri
 
 # Not in sorted order: the split follows the file's order, whatever the ids say.

@@ -178,8 +178,9 @@ def test_a_token_budget_measured_on_other_problems_is_not_reused(home, humaneval
     assert small_budget != large_budget  # problems of other lengths: another mean
 
     assert large.children[0].results[0] == small.children[0].results[0]  # no budget: reused
-    assert small.children[1].results[0].resolved_params == {"token_budget": small_budget}
-    assert [r.resolved_params for r in large.children[1].results] == [{"token_budget": large_budget}] * 3
+    assert small.children[1].results[0].resolved_params.model_dump() == {"token_budget": small_budget}
+    assert [r.resolved_params.model_dump() for r in large.children[1].results] == [
+        {"token_budget": large_budget}] * 3
     assert large.children[1].results[0].thread_id != small.children[1].results[0].thread_id
     assert [r.model_dump() for r in again.children[1].results] == [
         r.model_dump() for r in large.children[1].results

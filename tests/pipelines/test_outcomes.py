@@ -93,7 +93,7 @@ def test_an_undeclared_figure_or_a_wrong_type_is_an_error(solved):
         with pytest.raises(ValueError):
             outcome.undeclared_figure = 1
         with pytest.raises(ValidationError):
-            outcome.isolation = 3  # strict: a number is no sandbox level
+            outcome.thread_id = 3  # strict: a number is no thread id
         assert "undeclared_figure" not in outcome.figures(), name
 
 

@@ -78,8 +78,8 @@ def test_ray_run_matches_local_run(cluster, tmp_path, humaneval_problems):
         distributed = run({**spec, "execution": _ray(ray_cluster.address)}, home=tmp_path / "ray",
                           progress=False)
         assert _table(distributed) == _table(local)
-        assert {r.extra["isolation"] for c in distributed.children for r in c.results} == {
-            r.extra["isolation"] for c in local.children for r in c.results}
+        assert {r.isolation for c in distributed.children for r in c.results} == {
+            r.isolation for c in local.children for r in c.results}
         assert _messages(tmp_path / "ray", distributed) == _messages(tmp_path / "local", local)
         assert sorted(_checkpoint_lines(tmp_path / "ray")) == sorted(_checkpoint_lines(tmp_path / "local"))
         for ours, theirs in zip(distributed.children, local.children, strict=True):
@@ -251,7 +251,7 @@ def test_a_node_at_another_isolation_level_is_refused_unless_allowed(tmp_path, h
 
         allowed = {**spec, "execution": _ray(ray_cluster.address, allow_mixed_isolation=True)}
         result = run(allowed, home=tmp_path / "allowed", progress=False)
-    levels = {r.extra["isolation"] for r in result.children[0].results}
+    levels = {r.isolation for r in result.children[0].results}
     assert levels == {ours, other}  # each verdict says which sandbox scored it
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -14,7 +15,7 @@ from support.viewer_run import LOST, SCRIPT
 from experiments.compare import compare_runs
 from experiments.tracking.store import tracking_uri
 from experiments.viewer.pages import slug
-from experiments.viewer.server import DEFAULT_PORT, open_viewer, serve_in_thread
+from experiments.viewer.server import DEFAULT_PORT, HOST, make_server, open_viewer
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -35,6 +36,13 @@ def browser():
     driver.implicitly_wait(5)
     yield driver
     driver.quit()
+
+
+def serve_in_thread(viewer):
+    """The viewer's server on a free port, in a daemon thread; it and its base URL."""
+    server = make_server(viewer, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://{HOST}:{server.server_address[1]}"
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from support.pool import make_message
 
 from core.errors import UserError
-from pipelines.pool.context import active_pool, bind_pool, current_pool, using_pool
+from pipelines.pool.context import bind_pool, current_pool, using_pool
 from pipelines.pool.message_pool import MessagePool, seq_of
 from pipelines.pool.messages import Intent, Message
 from pipelines.pool.store import PoolStore, from_record, matches, sort_messages, to_record
@@ -310,7 +310,6 @@ def test_record_round_trip_keeps_every_field() -> None:
 
 def test_using_pool_nests_and_current_pool_falls_back_to_a_fresh_one() -> None:
     outer, inner = MessagePool(), MessagePool()
-    assert active_pool() is None
     fallback = current_pool()
     assert isinstance(fallback, MessagePool) and current_pool() is not fallback
     with using_pool(outer):
@@ -319,6 +318,6 @@ def test_using_pool_nests_and_current_pool_falls_back_to_a_fresh_one() -> None:
             assert current_pool() is inner
         assert current_pool() is outer
         with ThreadPoolExecutor(1) as executor:  # a new thread does not inherit the context …
-            assert executor.submit(active_pool).result() is None
-            assert executor.submit(bind_pool(outer, active_pool)).result() is outer  # … unless bound
-    assert active_pool() is None
+            assert executor.submit(current_pool).result() is not outer
+            assert executor.submit(bind_pool(outer, current_pool)).result() is outer  # … unless bound
+    assert current_pool() is not outer

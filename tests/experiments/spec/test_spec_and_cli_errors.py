@@ -141,7 +141,7 @@ def test_params_are_completed_so_explicit_defaults_share_checkpoints():
     }
 
 
-DATA = Path(__file__).parents[1] / "eval" / "data"
+DATA = Path(__file__).parents[2] / "eval" / "data"
 
 
 def _refused(capsys, home, *args):

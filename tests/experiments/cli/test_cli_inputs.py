@@ -90,7 +90,7 @@ def test_python_api_takes_a_str_home_and_a_hostile_name_stays_inside_it(
 def test_the_yaml_loader_still_reads_every_shipped_spec():
     from pathlib import Path
 
-    from experiments.spec_files import load_yaml
+    from experiments.spec.files import load_yaml
 
     for path in sorted(Path("experiments").glob("*.yaml")):
         assert load_yaml(path) == yaml.safe_load(path.read_text()), path

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from experiments.cli_args import output_dir
+from experiments.cli.arg_types import output_dir
 
 
 def add_rescore_parser(commands: Any) -> None:

@@ -1,5 +1,5 @@
 """Argument types of the command line that refuse a bad value before anything runs: argparse
-turns the ``ArgumentTypeError`` into one line and exit code 2 (see ``experiments.cli._Parser``)."""
+turns the ``ArgumentTypeError`` into one line and exit code 2 (see ``experiments.cli.parser``)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,20 @@ def int_between(low: int, high: int, what: str = "a whole number") -> Callable[[
 
 # A TCP port (a larger one overflowed deep in the socket layer).
 port = int_between(1, 65535, "a port number")
+
+
+def comma_separated(text: str) -> list[str]:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list, got '{text}'")
+    return parts
+
+
+def comma_separated_ints(text: str) -> list[int]:
+    try:
+        return [int(part) for part in comma_separated(text)]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from exc
 
 
 def output_dir(text: str) -> Path:

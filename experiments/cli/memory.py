@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from core.errors import UserError
-from experiments.cli_args import int_between
+from experiments.cli.arg_types import int_between
 from experiments.paths import data_dir
 from pipelines.memory.bank import MemoryBank, memory_dir
 from pipelines.memory.config import DEFAULT_COLLECTION, STORE_NAME

@@ -101,8 +101,8 @@ def _base_spec() -> dict:
 
 
 def _spec_leaves() -> list[tuple[tuple[str, ...], object]]:
-    from experiments.pipeline_spec import PipelineSpec
     from experiments.spec import ExperimentSpec
+    from experiments.spec.pipeline import PipelineSpec
 
     top = [leaf for leaf in _leaves(ExperimentSpec) if leaf[0][0] != "pipelines"]
     return top + [(("pipelines", 0, *path), annotation) for path, annotation in _leaves(PipelineSpec)

@@ -1,15 +1,16 @@
 """Experiment specs: the YAML a researcher writes, validated by pydantic.
 
-Every field is documented here (a pipeline entry's in :mod:`experiments.pipeline_spec`); unknown
+Every field is documented here (a pipeline entry's in :mod:`experiments.spec.pipeline`); unknown
 keys are errors (a typo must not silently fall back to a default). ``parse_spec`` turns any problem
 into one :class:`UserError` line that names the file and the field; reading the YAML is
-:mod:`experiments.spec_files`.
+:mod:`experiments.spec.files` (shared with optimisation specs), and what ``run``'s options replace
+in a spec is :mod:`experiments.spec.overrides`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -18,11 +19,11 @@ from core.errors import UserError
 from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
 from eval.hub_datasets import HubSource, hub_location
-from experiments.pipeline_spec import PipelineSpec
 from experiments.serving.local_server import ServerChoice
-from experiments.spec_files import format_validation_error
+from experiments.spec.files import format_validation_error
+from experiments.spec.pipeline import PipelineSpec
 from pipelines.budget import budget_source
-from pipelines.params import agents_in_flight
+from pipelines.params import SCHEDULING_ONLY, agents_in_flight
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0
@@ -185,29 +186,32 @@ class TrackingSpec(StrictModel):
 
 
 class ExecutionSpec(StrictModel):
+    # Fields marked SCHEDULING_ONLY say where problems run, not what they answer: they stay out of
+    # the checkpoint key, so a run resumed on another executor (or cluster size) reuses every
+    # finished problem.
     timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit per test run.")
-    executor: Literal["local", "ray"] = Field(
+    executor: Annotated[Literal["local", "ray"], SCHEDULING_ONLY] = Field(
         default="local",
         description="Where problems are solved: 'local' (threads in this process) or 'ray' (worker "
         "processes on a Ray cluster; this process stays the driver: checkpoints, pool, MLflow). "
         "Results do not depend on it.",
     )
-    address: str = Field(
+    address: Annotated[str, SCHEDULING_ONLY] = Field(
         default="auto",
         description="ray only: the cluster to join — 'auto' (the one `ray start` runs on this machine), "
         "host:6379, or ray://host:10001 (Ray Client).",
     )
-    max_retries: int = Field(
+    max_retries: Annotated[int, SCHEDULING_ONLY] = Field(
         default=3, ge=0, le=20,
         description="ray only: times a problem is resubmitted after the worker solving it was lost "
         "(its node died); beyond that the run stops with exit code 3, resumable.",
     )
-    in_flight_per_node: int = Field(
+    in_flight_per_node: Annotated[int, SCHEDULING_ONLY] = Field(
         default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY,
         description="ray only: problems solved at once on each node (split over `workers_per_node`); "
         "`concurrency` stays the limit across the whole cluster.",
     )
-    workers_per_node: int = Field(
+    workers_per_node: Annotated[int, SCHEDULING_ONLY] = Field(
         default=1, ge=1, le=MAX_CONCURRENCY,
         description="ray only: worker processes per node (Python threads of one process share a GIL).",
     )
@@ -221,7 +225,7 @@ class ExecutionSpec(StrictModel):
         default=16, ge=1, le=256,
         description="ray only: most problems in one call to a worker (see `batch_target_s`).",
     )
-    allow_mixed_isolation: bool = Field(
+    allow_mixed_isolation: Annotated[bool, SCHEDULING_ONLY] = Field(
         default=False,
         description="ray only: accept nodes whose sandbox runs at another isolation level than the "
         "driver's (bubblewrap / setuid / process); refused by default, since verdicts would differ.",
@@ -236,13 +240,6 @@ class ExecutionSpec(StrictModel):
             )
             raise PydanticCustomError("node_share", "{message}", {"message": message})
         return self
-
-
-# Where problems run, not what they answer: left out of the checkpoint key, so a run resumed on
-# another executor (or cluster size) reuses every finished problem.
-SCHEDULING_FIELDS = frozenset(
-    {"executor", "address", "max_retries", "in_flight_per_node", "workers_per_node", "allow_mixed_isolation"}
-)
 
 
 class ExperimentSpec(StrictModel):
@@ -357,7 +354,7 @@ def parse_spec(
 ) -> ExperimentSpec:
     """``data`` validated into a spec; any problem is one :class:`UserError` line naming ``source``
     and the field, or the line ``blame`` gives for it (an option that replaced the field's value:
-    :meth:`experiments.overrides.RunOverrides.blamed`)."""
+    :meth:`experiments.spec.overrides.RunOverrides.blamed`)."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of fields at the top level")
     try:

@@ -23,7 +23,7 @@ from pipelines.pool.messages import Message
 from pipelines.registry import register_pipeline
 from pipelines.scratchpad.events import ScratchpadIntent, UpdateEvent
 from pipelines.scratchpad.shared import ScratchpadConfig, SharedScratchpad
-from pipelines.scratchpad.team_agents import (
+from pipelines.scratchpad_team.agents import (
     CHANGES,
     CHANNELS,
     AnalystAgent,
@@ -32,7 +32,7 @@ from pipelines.scratchpad.team_agents import (
     TesterAgent,
     team_access,
 )
-from pipelines.scratchpad.team_outcome import ScratchpadOutcome
+from pipelines.scratchpad_team.outcome import ScratchpadOutcome
 from pipelines.threads import converse
 from signatures.analyst import Analyst
 from signatures.scratchpad_coder import ScratchpadCoder

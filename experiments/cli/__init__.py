@@ -1,0 +1,108 @@
+"""The ``critiquelab`` command line, a thin layer over :mod:`experiments.api`: its entry point
+and how a command ends.
+
+Exit codes: 0 done; 2 bad input (one line naming it, nothing written); 3 an external service
+(model endpoint, Chroma or MLflow server) failed mid-run (one line; the same command resumes);
+130 interrupted by Ctrl-C or SIGTERM (the process ends within seconds, resumable). ``--debug``
+shows tracebacks; any other traceback is a bug.
+
+:func:`main` is the ``critiquelab`` script and ``python -m experiments.cli``; the verbs and their
+options are :mod:`experiments.cli.parser`, what each verb does :mod:`experiments.cli.commands`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any, NoReturn
+
+from core.errors import ServiceError, UserError
+from experiments.cli.commands import HANDLERS
+from experiments.cli.parser import build_parser
+
+# After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
+# pool; whatever still hangs then (a model request in flight) must not keep the process alive.
+STOP_GRACE_S = 4.0
+INTERRUPTED = "critiquelab: interrupted; run the same command again to resume"
+
+
+def _stop_on_signal(signum: int, frame: Any) -> None:
+    """Ctrl-C and SIGTERM: unwind (runs marked KILLED, model server stopped, pool flushed), and
+    end the process after ``STOP_GRACE_S`` whatever is still in flight."""
+    timer = threading.Timer(STOP_GRACE_S, _hard_exit, (130, INTERRUPTED))
+    timer.daemon = True
+    timer.start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the unwinding
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def _one_line(error: Exception) -> str:
+    """Whatever a message quotes (a file name, a server's reply), it stays one line."""
+    return " ".join(str(error).split())
+
+
+def _hard_exit(code: int, message: str = "") -> NoReturn:
+    """Exit without joining worker threads that are blocked in a model request."""
+    if message:
+        print(message, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error, already printed as one line (2)
+        return int(exc.code or 0)
+    from experiments.api import offline_defaults
+
+    offline_defaults()
+    if args.home:
+        os.environ["CRITIQUELAB_HOME"] = str(args.home)
+    logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING, format="%(message)s")
+    if not args.debug:  # its retries before an unreachable server is reported are not the user's news
+        logging.getLogger("urllib3").setLevel(logging.ERROR)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread:
+        before = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _handle(args, argv)
+    finally:
+        if in_main_thread:  # a signal during shutdown (flushing, library atexit hooks) ends quietly too
+            for sig, handler in before.items():
+                signal.signal(sig, _stop_while_shutting_down if argv is None else handler)
+
+
+def _stop_while_shutting_down(signum: int, frame: Any) -> None:
+    _hard_exit(130, "critiquelab: interrupted while shutting down")
+
+
+def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Run the command; every way it can end is one line and an exit code (see module docstring)."""
+    try:
+        return HANDLERS[args.command](args)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"critiquelab: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except ServiceError as exc:
+        if args.debug:
+            raise
+        print(f"critiquelab: error: {_one_line(exc)}; run the same command again to resume",
+              file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        if argv is None:  # the process is ours (not a test calling main): leave at once
+            _hard_exit(130)
+        return 130
+
