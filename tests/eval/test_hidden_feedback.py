@@ -51,7 +51,8 @@ def test_an_exception_names_its_type_and_message():
 
 @pytest.mark.parametrize("code", ["", "I cannot solve this."])
 def test_a_reply_without_code_says_so_without_running(code):
-    assert hidden_test_feedback(PROBLEM, code, timeout_s=5) == "FAIL (no_code): the reply holds no code to test."
+    report = hidden_test_feedback(PROBLEM, code, timeout_s=5)
+    assert report == "FAIL (no_code): the reply holds no code to test."
 
 
 def test_explaining_leaves_the_verdict_as_scoring_gives_it():
