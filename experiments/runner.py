@@ -17,6 +17,7 @@ from eval.results import ProblemResult, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
+from experiments.controls import marked_label
 from experiments.executors.factory import open_executor
 from experiments.executors.job import Executor, SolveJob
 from experiments.memory_run import (
@@ -36,6 +37,7 @@ from experiments.tracking.run_records import child_run, open_parent_run, results
 from experiments.tracking.store import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed
 from pipelines.budget import TokenBudgetParams
+from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
 from pipelines.params import PipelineParams
 from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import build_pipeline, outcome_model
@@ -211,6 +213,9 @@ def _run_child(
         "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
         "dataset.split": spec.dataset.split, **flatten(pipeline_spec.params.model_dump(), "pipeline.params."),
     })
+    control = control_of(pipeline_spec.params)
+    if control != NO_CONTROL:  # a positive control: named as one wherever its results are shown
+        tracker.set_tags(run_id, {CONTROL_TAG: control})
     if resolved:  # the values the pipeline runs with, less the label its budget came from
         values = params.model_dump(exclude={"token_budget_from"})
         tracker.log_params(run_id, flatten(values, "pipeline.resolved."))
@@ -219,7 +224,8 @@ def _run_child(
     bank = open_bank(ctx.home, memory, spec.pool.chroma_url) if memory else None
     if memory and bank:
         pipeline = with_memory(pipeline, bank, memory, run_id)
-    bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=ctx.show_progress)
+    bar = ProgressBar(f"{marked_label(label, control)} seed={seed}", total=len(problems),
+                      enabled=ctx.show_progress)
     for task in problems:
         if task.task_id in done:
             bar.update(done[task.task_id])

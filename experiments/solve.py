@@ -46,7 +46,7 @@ def solve_and_score(
     meter = UsageMeter()
     start = time.monotonic()
     oracle: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-    if control_of(pipeline) == ORACLE_FEEDBACK:
+    if control_of(getattr(pipeline, "params", None)) == ORACLE_FEEDBACK:
         oracle = using_oracle(functools.partial(hidden_test_feedback, problem, timeout_s=timeout_s))
     with dspy.context(lm=lm, adapter=CodeAdapter()), metering(meter), using_role_lms(role_lms or {}), oracle:
         prediction = pipeline(

@@ -18,17 +18,22 @@ context they were started in.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
+from core.errors import UserError
 from pipelines.params import KEYED_WHEN_SET
 
 Control = Literal["none", "oracle_feedback"]
 ORACLE_FEEDBACK: Control = "oracle_feedback"
 NO_CONTROL: Control = "none"
+# The MLflow tag the runner puts on a control's run (value: the control); what refuses a control
+# run as a source of traces or prompts reads it.
+CONTROL_TAG = "critiquelab.control"
+WHY_FENCED = "its prompts carry hidden-test text"
 
 ControlArm = Annotated[Control, Field(
     default=NO_CONTROL,
@@ -52,9 +57,8 @@ class Controlled(Protocol):
     control: Control
 
 
-def control_of(pipeline: object) -> Control:
-    """The control a built pipeline runs as (``none`` for a pipeline that offers none)."""
-    params = getattr(pipeline, "params", None)
+def control_of(params: object) -> Control:
+    """The control a pipeline's params ask for (``none`` for a pipeline that offers none)."""
     return params.control if isinstance(params, Controlled) else NO_CONTROL
 
 
@@ -77,3 +81,12 @@ def oracle_feedback(code: str) -> str:
         raise RuntimeError("oracle_feedback needs the problem's hidden tests, which only the runner binds "
                            "(experiments.solve.solve_and_score) for a pipeline run as that control")
     return feedback(code)
+
+
+def refuse_control_runs(runs: Iterable[tuple[str, Mapping[str, str]]], use: str) -> None:
+    """:class:`UserError` naming the first control run among ``(run id, MLflow tags)``, refused
+    as ``use`` (e.g. "a trace source"): what learns from runs must never learn from a control."""
+    for run_id, tags in runs:
+        control = tags.get(CONTROL_TAG)
+        if control:
+            raise UserError(f"run {run_id} is the {control} control: {WHY_FENCED}, so it is refused as {use}")

@@ -6,6 +6,8 @@ author gives itself free-text feedback and a stop flag, then revises, through th
 
 from __future__ import annotations
 
+from typing import Any
+
 import dspy
 from pydantic import Field
 
@@ -73,7 +75,7 @@ class SelfRefineAgent(Agent):
             return
         code = self.ctx.pool_message(message.metadata["code_message_id"]).content
         # Only the control adds the field: every other run's request is the same as before.
-        control = {"test_results": oracle_feedback(code)} if self.oracle else {}
+        control: dict[str, Any] = {"test_results": oracle_feedback(code)} if self.oracle else {}
         step = call_role(self.refiner, self.role, prompt=self.ctx.prompt, code=code, review=message.content,
                          **control)
         self.ctx.publish(intent=Intent.FIX, sender=self.name,

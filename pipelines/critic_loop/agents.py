@@ -5,6 +5,7 @@ pool and publishes its step."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import dspy
 
@@ -157,7 +158,7 @@ class FixerAgent(Agent):
         code = self.ctx.pool_message(message.metadata["code_message_id"]).content
         review = render_review(Review.model_validate_json(message.content))
         # Only the control adds the field: every other run's request is the same as before.
-        control = {"test_results": oracle_feedback(code)} if self.oracle else {}
+        control: dict[str, Any] = {"test_results": oracle_feedback(code)} if self.oracle else {}
         step = call_role(self.fixer, self.role, prompt=self.ctx.prompt, code=code, review=review, **control)
         self.ctx.publish(
             intent=Intent.FIX, sender=self.name, content=step.get("revised_code") or step.raw or code,
