@@ -30,6 +30,7 @@ from typing import Any
 
 from core.errors import UserError
 from eval.summary import FigureMetrics
+from experiments.compare_attribution import attribution_section, log_attribution_metrics
 from experiments.compare_controls import controls_section, split_controls
 from experiments.controls import control_of_run, marked_label
 from experiments.paths import data_dir as default_data_dir
@@ -402,6 +403,8 @@ def compare_runs(
     )
     files, markdown = write_report(context, split.table, split.pairs, out)
     added = controls_section(split, out, files)
+    attribution = attribution_section(problems, resolved, out, files, viewer_url)  # where problems ended
+    added += attribution.markdown
     added += learning_section(client, resolved, problems, out, files)
     added += lost_passes_section(client, resolved, problems, out, files)
     if added:
@@ -415,6 +418,7 @@ def compare_runs(
         if not single_parent:
             tags["critiquelab.compared_runs"] = ",".join(r.run_id for r in resolved)[:5000]
         logged = _log(client, resolved, run_ids[0] if single_parent else None, out, tags)
+        log_attribution_metrics(client, logged, attribution.metrics)
     return ComparisonResult(
         split.table, split.pairs, problems, markdown, out, files, list(resolved), logged, bootstrap_seed,
         notices, split.controls,

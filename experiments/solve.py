@@ -20,10 +20,12 @@ from core.usage import UsageMeter, metering
 from eval.generated_tests import canonical_passes, parse_asserts
 from eval.hidden_feedback import hidden_test_feedback
 from eval.problems import Problem
+from eval.program_identity import same_program
 from eval.results import ProblemResult
 from eval.scoring import score_code
 from eval.verdict import Verdict
 from pipelines.controls import ORACLE_FEEDBACK, control_of, using_oracle
+from pipelines.figure_groups import RevisionFigures
 from pipelines.outcomes import Outcome
 from pipelines.role_lms import using_role_lms
 from signatures.adapter import CodeAdapter
@@ -103,6 +105,8 @@ def hidden_test_figures(
             found["first_passed"] = verdict.passed
         else:
             found["first_passed"] = score_code(problem, outcome.first_code, timeout_s)[1].passed
+        if isinstance(outcome, RevisionFigures):  # failure attribution tells an echo from a repair miss
+            found["final_unchanged"] = same_program(outcome.first_code, code)
     for figure, codes in outcome.codes_to_score.items():
         # Per-candidate hidden-test results (debaters' solutions, vote samples, tree nodes): for
         # flips, consensus correctness and pass@k.
