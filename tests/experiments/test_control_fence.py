@@ -15,6 +15,7 @@ from support.specs import fake_spec
 from experiments.api import run
 from experiments.cli import main
 from experiments.tracking.store import Tracker, tracking_uri
+from experiments.viewer.data import ViewerData
 from optimizers.training_examples import runs_of_experiment
 from pipelines.controls import CONTROL_TAG
 
@@ -64,6 +65,8 @@ def test_a_control_run_is_tagged_and_reported_only_in_the_controls_block(control
     assert MARKED in (comparison.out_dir / "controls.csv").read_text()
     pairs = (comparison.out_dir / "control_pairs.csv").read_text()
     assert pairs.count(MARKED) == 2  # against baseline and against its own arm
+    viewed = {run.run_id: run.label for run in ViewerData(tracking_uri(home)).runs()}
+    assert {viewed[c.run_id] for c in result.children} == {"baseline", "critic_loop", MARKED}
 
 
 def test_an_experiment_s_control_runs_are_never_collected_as_traces(control_run):
