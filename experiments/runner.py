@@ -53,6 +53,7 @@ class ChildRun:
     results: list[ProblemResult]
     metrics: dict[str, float]
     warnings: list[str] = field(default_factory=list)  # what may make its numbers misleading
+    control: str = NO_CONTROL  # a positive control (pipelines.controls) is shown as one
 
 
 @dataclass
@@ -73,7 +74,7 @@ class ExperimentResult:
 
         rows = [
             {
-                "pipeline": c.pipeline, "seed": c.seed,
+                "pipeline": marked_label(c.pipeline, c.control), "seed": c.seed,
                 "pass@1": round(c.metrics["pass_at_1"], 4),
                 "passed": int(c.metrics["problems_passed"]), "problems": int(c.metrics["problems"]),
                 "tokens/problem": round(c.metrics["tokens_per_problem"], 1),
@@ -194,6 +195,7 @@ def _run_child(
 ) -> ChildRun:
     spec, tracker, store, pool = ctx.spec, ctx.tracker, ctx.store, ctx.pool
     label = pipeline_spec.display_name
+    control = control_of(pipeline_spec.params)
     problems = run_order(ctx.problems, spec.order_seed, seed)
     run_id, logged = child_run(tracker, ctx.parent_id, ctx.siblings, label, seed)
     params, resolved = _resolve_params(pipeline_spec, seed, finished)
@@ -206,14 +208,13 @@ def _run_child(
             metrics = {**summarize(results, outcome_model(pipeline_spec.name).run_metrics),
                        "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
             warnings = _no_code_warnings(label, seed, results)
-            return ChildRun(label, seed, run_id, results, metrics, warnings)  # left as it was
+            return ChildRun(label, seed, run_id, results, metrics, warnings, control)  # left as it was
     if logged is not None:
         tracker.reopen(run_id)
     tracker.log_params(run_id, {
         "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
         "dataset.split": spec.dataset.split, **flatten(pipeline_spec.params.model_dump(), "pipeline.params."),
     })
-    control = control_of(pipeline_spec.params)
     if control != NO_CONTROL:  # a positive control: named as one wherever its results are shown
         tracker.set_tags(run_id, {CONTROL_TAG: control})
     if resolved:  # the values the pipeline runs with, less the label its budget came from
@@ -284,7 +285,7 @@ def _run_child(
     # Last: the digest says "everything above is logged", so a kill before it relogs on resume.
     tracker.set_tags(run_id, {RESULTS_TAG: results_digest(results)})
     tracker.finish(run_id)
-    return ChildRun(label, seed, run_id, results, metrics, warnings)
+    return ChildRun(label, seed, run_id, results, metrics, warnings, control)
 
 
 def run_experiment(

@@ -65,6 +65,7 @@ def test_a_control_run_is_tagged_and_reported_only_in_the_controls_block(control
     assert MARKED in (comparison.out_dir / "controls.csv").read_text()
     pairs = (comparison.out_dir / "control_pairs.csv").read_text()
     assert pairs.count(MARKED) == 2  # against baseline and against its own arm
+    assert list(result.summary()["pipeline"]) == ["baseline", "critic_loop", MARKED]  # run's printed table
     viewed = {run.run_id: run.label for run in ViewerData(tracking_uri(home)).runs()}
     assert {viewed[c.run_id] for c in result.children} == {"baseline", "critic_loop", MARKED}
 
