@@ -9,7 +9,8 @@ that learns or ships prompts.
 - export: a control run's prompts are refused.
 
 Every refusal is one :class:`~core.errors.UserError` line (exit 2) raised before anything is
-written. Labels of control runs carry :func:`marked_label`'s marker in every table and plot.
+written. Labels of control runs carry :func:`marked_label`'s marker wherever they are listed (run's
+table, compare's Controls block, the viewer); compare draws no control in its plots.
 """
 
 from __future__ import annotations
@@ -57,10 +58,14 @@ def refuse_control_trace_sources(run_ids: Sequence[str], home: Path, tracking: s
     if not run_ids:
         return
     from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
 
-    from experiments.compare import open_client
+    from experiments.tracking.store import ServiceClient, is_server, tracking_uri
 
-    client = open_client(home, tracking)
+    uri = tracking_uri(home, tracking)
+    if not is_server(uri) and not (home / "mlflow.db").exists():  # opening it would create it
+        raise UserError(f"traces.run_ids: no MLflow store under {home} holds run '{run_ids[0]}'")
+    client = ServiceClient(MlflowClient(tracking_uri=uri), uri)  # a server down: exit 3, not "unknown"
     tags = []
     for run_id in run_ids:
         try:
