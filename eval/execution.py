@@ -111,6 +111,31 @@ def run_program(
     return _to_verdict(pool.run(_job_dict(job)), pool.level)
 
 
+class FailureExplanation(BaseModel):
+    """Where a test run failed, as text from the trusted side: the test's line the failure
+    surfaced at, and the candidate's last call before it (its arguments, and what it returned or
+    raised; both empty when the call never answered or no call was made)."""
+
+    test_line: str = ""
+    args: str = ""
+    returned: str = ""
+    raised: str = ""
+
+
+def run_program_explained(
+    program: str, test: str, entry_point: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+    prompt: str | None = None,
+) -> tuple[Verdict, FailureExplanation]:
+    """:func:`run_program`, and on a failure inside the test where it failed and on what. Only
+    for a positive control (``pipelines.controls``): the explanation quotes the hidden test."""
+    pool = _pool()
+    result = pool.run({**_job_dict(ExecutionJob(program, test, entry_point, timeout_s, prompt)),
+                       "explain": True})
+    explanation = result.get("explanation")
+    found = FailureExplanation.model_validate(explanation if isinstance(explanation, dict) else {})
+    return _to_verdict(result, pool.level), found
+
+
 def run_many(
     jobs: Sequence[ExecutionJob], *, workers: int | None = None, limits: Any = None
 ) -> list[Verdict]:

@@ -207,6 +207,33 @@ def render_html(
             f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
 
 
+CONTROLS_SECTION_ID = "controls"
+CONTROLS_NOTE = (
+    "Positive controls see the hidden tests (oracle_feedback: the reviser reads what they say about "
+    "the code it revises): each measures a ceiling of its pipeline, not a method, so it is never a "
+    "row of the table above. Compare a control with its own arm to read how far that arm is from it."
+)
+
+
+def controls_markdown(controls: pd.DataFrame, pairs: pd.DataFrame) -> str:
+    """The Controls block of ``summary.md``: the controls' rows and their paired comparisons."""
+    summary = _with_ci(controls)
+    columns = _present(summary, SUMMARY_COLUMNS) + _present(summary, BEHAVIOUR_COLUMNS)
+    parts = ["", "## Controls", "", CONTROLS_NOTE, "", markdown_table(summary, columns), ""]
+    if len(pairs):
+        parts += ["Paired with the other pipelines:", "", markdown_table(_with_ci(pairs), PAIR_COLUMNS), ""]
+    return "\n".join(parts)
+
+
+def render_controls_html(controls: pd.DataFrame, pairs: pd.DataFrame) -> str:
+    """The Controls block as a ``report.html`` section (see :func:`add_html_section`)."""
+    parts = [f'<section id="{CONTROLS_SECTION_ID}"><h2>Controls</h2><p>{html.escape(CONTROLS_NOTE)}</p>',
+             frame_html(controls)]
+    if len(pairs):
+        parts += ["<p>Paired with the other pipelines:</p>", frame_html(pairs)]
+    return "".join(parts) + "</section>"
+
+
 MEMORY_SECTION_ID = "memory"
 _METHOD_HEADING = "<h2>Method</h2>"
 

@@ -104,6 +104,7 @@ def export(
     Formats and ``out`` are checked before anything is read or downloaded.
     """
     from core.errors import UserError
+    from experiments.controls import refuse_control_params
     from experiments.paths import data_dir
     from experiments.tracking.store import tracking_uri
     from optimizers.export import check_formats, export_program, load_program, register_prompts
@@ -117,6 +118,7 @@ def export(
     if not path.exists():
         run_id, path = str(target), _download_program(home, str(target))
     program, manifest = load_program(path)
+    refuse_control_params(manifest.get("params", {}), str(target), "an export")
     name = run_id or path.resolve().name
     out = out or home / "exports" / name
     files = [f for f in formats if f != "mlflow"]
@@ -139,15 +141,17 @@ def _download_program(home: Path, run_id: str) -> Path:
 
     from core.errors import UserError
     from experiments.tracking.store import ServiceClient, is_server, tracking_uri
+    from pipelines.controls import refuse_control_runs
 
     uri = tracking_uri(home)
     if not is_server(uri) and not (home / "mlflow.db").exists():
         raise UserError(f"'{run_id}' is neither a path nor a run in {home} (no MLflow store there)")
     client = ServiceClient(MlflowClient(tracking_uri=uri), uri)  # a server down: exit 3, not "unknown"
     try:
-        client.get_run(run_id)
+        run = client.get_run(run_id)
     except MlflowException as exc:
         raise UserError(f"'{run_id}' is neither a path nor an MLflow run id in {uri}") from exc
+    refuse_control_runs([(run_id, run.data.tags)], "an export")  # before anything is downloaded
     missing = UserError(f"run {run_id} has no 'program' artifact (not an optimisation run?)")
     # Looked up first: downloading a missing artifact draws MLflow's progress bar before failing.
     if not any(a.path == "program" and a.is_dir for a in client.list_artifacts(run_id)):

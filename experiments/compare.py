@@ -30,6 +30,9 @@ from typing import Any
 
 from core.errors import UserError
 from eval.summary import FigureMetrics
+from experiments.compare_attribution import attribution_section, log_attribution_metrics
+from experiments.compare_controls import controls_section, split_controls
+from experiments.controls import control_of_run, marked_label
 from experiments.paths import data_dir as default_data_dir
 from experiments.rescore_pairs import lost_passes_section
 from experiments.tracking.compare_provenance import provenance_notices
@@ -57,6 +60,7 @@ class ComparedRun:
     label: str
     seed: int
     pipeline: str = ""  # the registered pipeline the run ran (its outcome model summarises its figures)
+    control: str = ""  # the positive control the run was (experiments.controls), '' for none
 
 
 @dataclass
@@ -73,6 +77,7 @@ class ComparisonResult:
     logged_run_id: str | None = None
     bootstrap_seed: int = 0
     notices: list[str] = field(default_factory=list)  # one line each: what was chosen or left out
+    controls: Any = None  # pandas DataFrame: the positive controls' rows, apart from ``table``
 
     def _repr_markdown_(self) -> str:  # Jupyter shows the summary
         return self.markdown
@@ -100,10 +105,11 @@ def _get_run(client: Any, run_id: str) -> Any:
 
 
 def _as_compared(run: Any) -> ComparedRun:
-    params = run.data.params
+    params, control = run.data.params, control_of_run(run.data.tags)
     return ComparedRun(
         run.info.run_id, run.data.tags.get(PARENT_TAG, ""), run.info.experiment_id,
-        params["pipeline.label"], int(params.get("seed", 0)), params.get("pipeline", ""),
+        marked_label(params["pipeline.label"], control), int(params.get("seed", 0)),
+        params.get("pipeline", ""), control,
     )
 
 
@@ -388,14 +394,18 @@ def compare_runs(
     table = pipeline_summary(problems, confidence, figure_tables(resolved, notices))
     notices += sample_coverage_notices(table)
     pairs = pairwise_tests(problems, seed=bootstrap_seed, n_resamples=n_resamples, confidence=confidence)
+    split = split_controls(table, pairs, resolved)  # controls: a block of their own, never a headline row
     out = Path(out) if out else _default_out(home, run_ids, resolved, single_parent)
     title = f"Pipeline comparison: {run_ids[0] if single_parent else f'{len(resolved)} runs'}"
     context = ReportContext(
         title, [(r.label, str(r.seed), r.run_id, r.parent_id or "–") for r in resolved],
         bootstrap_seed, n_resamples, confidence, tuple(notices), discordant_links(problems, viewer_url),
     )
-    files, markdown = write_report(context, table, pairs, out)
-    added = learning_section(client, resolved, problems, out, files)
+    files, markdown = write_report(context, split.table, split.pairs, out)
+    added = controls_section(split, out, files)
+    attribution = attribution_section(problems, resolved, out, files, viewer_url)  # where problems ended
+    added += attribution.markdown
+    added += learning_section(client, resolved, problems, out, files)
     added += lost_passes_section(client, resolved, problems, out, files)
     if added:
         markdown += added
@@ -408,6 +418,8 @@ def compare_runs(
         if not single_parent:
             tags["critiquelab.compared_runs"] = ",".join(r.run_id for r in resolved)[:5000]
         logged = _log(client, resolved, run_ids[0] if single_parent else None, out, tags)
+        log_attribution_metrics(client, logged, attribution.metrics)
     return ComparisonResult(
-        table, pairs, problems, markdown, out, files, list(resolved), logged, bootstrap_seed, notices
+        split.table, split.pairs, problems, markdown, out, files, list(resolved), logged, bootstrap_seed,
+        notices, split.controls,
     )

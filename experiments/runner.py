@@ -17,6 +17,7 @@ from eval.results import ProblemResult, ResolvedParams, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
+from experiments.controls import marked_label
 from experiments.executors.factory import open_executor
 from experiments.executors.job import Executor, SolveJob
 from experiments.memory_run import (
@@ -37,6 +38,7 @@ from experiments.tracking.run_records import child_run, open_parent_run, results
 from experiments.tracking.store import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed
 from pipelines.budget import TokenBudgetParams
+from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
 from pipelines.params import PipelineParams
 from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import build_pipeline, outcome_model
@@ -52,6 +54,7 @@ class ChildRun:
     results: list[ProblemResult]
     metrics: dict[str, float]
     warnings: list[str] = field(default_factory=list)  # what may make its numbers misleading
+    control: str = NO_CONTROL  # a positive control (pipelines.controls) is shown as one
 
 
 @dataclass
@@ -72,7 +75,7 @@ class ExperimentResult:
 
         rows = [
             {
-                "pipeline": c.pipeline, "seed": c.seed,
+                "pipeline": marked_label(c.pipeline, c.control), "seed": c.seed,
                 "pass@1": round(c.metrics["pass_at_1"], 4),
                 "passed": int(c.metrics["problems_passed"]), "problems": int(c.metrics["problems"]),
                 "tokens/problem": round(c.metrics["tokens_per_problem"], 1),
@@ -193,6 +196,7 @@ def _run_child(
 ) -> ChildRun:
     spec, tracker, store, pool = ctx.spec, ctx.tracker, ctx.store, ctx.pool
     label = pipeline_spec.display_name
+    control = control_of(pipeline_spec.params)
     problems = run_order(ctx.problems, spec.order_seed, seed)
     run_id, logged = child_run(tracker, ctx.parent_id, ctx.siblings, label, seed)
     params, resolved = _resolve_params(pipeline_spec, seed, finished)
@@ -205,7 +209,7 @@ def _run_child(
             metrics = {**summarize(results, outcome_model(pipeline_spec.name).run_metrics),
                        "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
             warnings = _no_code_warnings(label, seed, results)
-            return ChildRun(label, seed, run_id, results, metrics, warnings)  # left as it was
+            return ChildRun(label, seed, run_id, results, metrics, warnings, control)  # left as it was
     if logged is not None:
         tracker.reopen(run_id)
     tracker.log_params(run_id, {
@@ -214,12 +218,15 @@ def _run_child(
     })
     if isinstance(params, TokenBudgetParams) and resolved.token_budget is not None:
         tracker.log_params(run_id, flatten(params.running_values(), "pipeline.resolved."))
+    if control != NO_CONTROL:  # a positive control: named as one wherever its results are shown
+        tracker.set_tags(run_id, {CONTROL_TAG: control})
     pipeline = make_pipeline(pipeline_spec.name, params, spec.prompts_of(pipeline_spec), tracker.uri)
     memory = memory_of(pipeline_spec)
     bank = open_bank(ctx.home, memory, spec.pool.chroma_url) if memory else None
     if memory and bank:
         pipeline = with_memory(pipeline, bank, memory, run_id)
-    bar = ProgressBar(f"{label} seed={seed}", total=len(problems), enabled=ctx.show_progress)
+    bar = ProgressBar(f"{marked_label(label, control)} seed={seed}", total=len(problems),
+                      enabled=ctx.show_progress)
     for task in problems:
         if task.task_id in done:
             bar.update(done[task.task_id])
@@ -278,7 +285,7 @@ def _run_child(
     # Last: the digest says "everything above is logged", so a kill before it relogs on resume.
     tracker.set_tags(run_id, {RESULTS_TAG: results_digest(results)})
     tracker.finish(run_id)
-    return ChildRun(label, seed, run_id, results, metrics, warnings)
+    return ChildRun(label, seed, run_id, results, metrics, warnings, control)
 
 
 def run_experiment(

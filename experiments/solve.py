@@ -8,6 +8,8 @@ wrote. Those results are validated into the outcome's own figures and stored, fl
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -16,10 +18,14 @@ import dspy
 
 from core.usage import UsageMeter, metering
 from eval.generated_tests import canonical_passes, parse_asserts
+from eval.hidden_feedback import hidden_test_feedback
 from eval.problems import Problem
+from eval.program_identity import same_program
 from eval.results import ProblemResult
 from eval.scoring import score_code
 from eval.verdict import Verdict
+from pipelines.controls import ORACLE_FEEDBACK, control_of, using_oracle
+from pipelines.figure_groups import RevisionFigures
 from pipelines.outcomes import Outcome
 from pipelines.role_lms import using_role_lms
 from signatures.adapter import CodeAdapter
@@ -36,10 +42,15 @@ def solve_and_score(
     role_lms: Mapping[str, Any] | None = None,
 ) -> ProblemResult:
     """The pipeline sees only the prompt and entry point; the hidden test is used after it
-    returns, to score the final code. ``role_lms``: roles that run on an LM of their own."""
+    returns, to score the final code — except in a positive control (``oracle_feedback``), the
+    one arm given the hidden tests' report on the code it revises (:mod:`pipelines.controls`).
+    ``role_lms``: roles that run on an LM of their own."""
     meter = UsageMeter()
     start = time.monotonic()
-    with dspy.context(lm=lm, adapter=CodeAdapter()), metering(meter), using_role_lms(role_lms or {}):
+    oracle: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if control_of(getattr(pipeline, "params", None)) == ORACLE_FEEDBACK:
+        oracle = using_oracle(functools.partial(hidden_test_feedback, problem, timeout_s=timeout_s))
+    with dspy.context(lm=lm, adapter=CodeAdapter()), metering(meter), using_role_lms(role_lms or {}), oracle:
         prediction = pipeline(
             prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
         )
@@ -94,6 +105,8 @@ def hidden_test_figures(
             found["first_passed"] = verdict.passed
         else:
             found["first_passed"] = score_code(problem, outcome.first_code, timeout_s)[1].passed
+        if isinstance(outcome, RevisionFigures):  # failure attribution tells an echo from a repair miss
+            found["final_unchanged"] = same_program(outcome.first_code, code)
     for figure, codes in outcome.codes_to_score.items():
         # Per-candidate hidden-test results (debaters' solutions, vote samples, tree nodes): for
         # flips, consensus correctness and pass@k.

@@ -21,7 +21,9 @@ never guessed):
   a critic that rightly rejected a wrong first draft is right even if the task ends failed.
 
 Hidden tests never reach an example: examples hold only role inputs and outputs (the prompt the
-role saw, the code, reviews), and :func:`assert_no_hidden_tests` checks that explicitly.
+role saw, the code, reviews), and :func:`assert_no_hidden_tests` checks that explicitly. A positive
+control's runs (``pipelines.controls``: their prompts do carry hidden-test text) are refused as a
+source when named, and never collected from an experiment.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, Protocol
 
 from eval.problems import Problem
 from pipelines.agents import code_messages
+from pipelines.controls import CONTROL_TAG, refuse_control_runs
 from pipelines.pool.messages import Message
 
 REVIEW_ROLES = ("critic", "meta_critic")
@@ -206,6 +209,7 @@ def runs_of_experiment(tracking_uri: str, experiment: str, pipeline: str | None 
     return [
         r.info.run_id for r in runs
         if "mlflow.parentRunId" in r.data.tags
+        and CONTROL_TAG not in r.data.tags  # a positive control's prompts carry hidden-test text
         and (pipeline is None or r.data.params.get("pipeline") == pipeline)
     ]
 
@@ -216,10 +220,14 @@ def collect_from_home(
 ) -> list[RoleTrace]:
     """Traces from a data directory's persisted pool and the MLflow store its runs were logged
     to (``uri``; default the data directory's own), by run ids and/or an experiment name."""
+    from mlflow.tracking import MlflowClient
+
     from pipelines.pool.chroma_store import ChromaPoolStore
 
     uri = uri or f"sqlite:///{home / 'mlflow.db'}"
     ids = list(run_ids)
+    client = MlflowClient(tracking_uri=uri)
+    refuse_control_runs(((run_id, client.get_run(run_id).data.tags) for run_id in ids), "a trace source")
     if experiment:
         ids += runs_of_experiment(uri, experiment, pipeline)
     outcomes = load_outcomes(uri, ids)

@@ -17,7 +17,14 @@ class BaselineParams(PipelineParams):
     """``baseline`` takes no parameters (any name given is an error)."""
 
 
-@register_pipeline("baseline", params=BaselineParams, outcome=ThreadOutcome, roles=("coder",))
+class BaselineOutcome(ThreadOutcome):
+    """Figures of ``baseline``: its thread's. Its one version is no draft that a review let through,
+    so compare's failure attribution leaves it out."""
+
+    attributed = False
+
+
+@register_pipeline("baseline", params=BaselineParams, outcome=BaselineOutcome, roles=("coder",))
 class Baseline(dspy.Module):
     """The coder answers once; no review. The reference point every other pipeline is compared to.
 
@@ -33,4 +40,4 @@ class Baseline(dspy.Module):
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
-        return run_thread(ctx, [CoderAgent(ctx, self.coder)])
+        return run_thread(ctx, [CoderAgent(ctx, self.coder)], BaselineOutcome)

@@ -5,11 +5,12 @@ wrote, and per-problem counts that add up over a run."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import Field
 
 from eval.metrics import applicable, rate
+from pipelines.attribution import REVISION_ENDS, revision_end
 from pipelines.outcomes import FigureGroup, Scored
 
 
@@ -21,6 +22,25 @@ class RevisionFigures(FigureGroup):
     )
     changes_requested: bool | None = Field(default=None, description="Whether a review asked for changes.")
     messages: int | None = Field(default=None, description="Messages on the problem's thread.")
+    fixes: int | None = Field(
+        default=None, description="Revised versions (where the pipeline counts them: also a retry that "
+        "no review asked for, such as reflexion's after failing visible examples).",
+    )
+    final_unchanged: bool | None = Field(
+        default=None, description="Set by the scorer: whether the final code is the first version "
+        "again, formatting and comments aside (an echo of the draft).",
+    )
+
+    ENDS: ClassVar[tuple[str, ...]] = REVISION_ENDS
+
+    @classmethod
+    def attribute(cls, row: Scored[Self]) -> str | None:
+        """Kept passing, broken by a revision, a critic miss (no change asked for a failing first
+        version), an echo, a repair miss, or fixed (:func:`pipelines.attribution.revision_end`)."""
+        figures = row.figures
+        asked = bool(figures.changes_requested) or bool(figures.fixes)
+        return revision_end(figures.first_passed, row.passed, revision_asked=asked,
+                            unchanged=figures.final_unchanged)
 
     @classmethod
     def summarise_run(cls, rows: Sequence[Scored[Self]]) -> dict[str, float]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -63,7 +63,13 @@ class FigureGroup(Figures):
     MLflow) and/or ``summarise_table`` (compare's metrics over all seeds of a pipeline); only
     summaries a group defines itself count, so a group that extends another (to read its fields)
     does not repeat the other's metrics. A metric whose denominator is empty is left out (the
-    rule in :mod:`eval.summary`)."""
+    rule in :mod:`eval.summary`).
+
+    A group whose figures say where a problem ended (:mod:`pipelines.attribution`) defines
+    ``attribute`` and lists the places it can answer in ``ENDS``; a pipeline's outcome is
+    attributed by the most derived such group it inherits."""
+
+    ENDS: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def read(cls, extra: Mapping[str, Any]) -> Self:
@@ -83,6 +89,11 @@ class FigureGroup(Figures):
     @classmethod
     def summarise_table(cls, rows: Sequence[Scored[Self]]) -> dict[str, float]:
         return {}
+
+    @classmethod
+    def attribute(cls, row: Scored[Self]) -> str | None:
+        """Where the problem ended, one of ``ENDS``; None: the group cannot tell for this row."""
+        return None
 
 
 class Outcome(Figures):
@@ -131,6 +142,9 @@ class Outcome(Figures):
         first version's ``first_passed`` (where declared) and each list of ``codes_to_score``."""
         first = ["first_passed"] if "first_passed" in cls.model_fields else []
         return first + cls._passed_flag_lists()
+    # False for a pipeline whose inherited groups' places do not apply to it (the baseline's one
+    # version is no draft that a review let through): its problems are not attributed.
+    attributed: ClassVar[bool] = True
 
     @model_validator(mode="after")
     def _scored_codes_have_a_figure(self) -> Self:
@@ -163,6 +177,32 @@ class Outcome(Figures):
                     and kind in vars(group):
                 metrics.update(getattr(group, kind)(group.rows(results)))
         return metrics
+
+    @classmethod
+    def _attributing_group(cls) -> type[FigureGroup] | None:
+        """The most derived figure group of this outcome that attributes problems, if any."""
+        if not cls.attributed:
+            return None
+        for group in cls.__mro__:
+            if isinstance(group, type) and issubclass(group, FigureGroup) and group is not FigureGroup \
+                    and "attribute" in vars(group):
+                return group
+        return None
+
+    @classmethod
+    def attribution_ends(cls) -> tuple[str, ...]:
+        """Where this pipeline's problems can end (empty: it attributes none)."""
+        group = cls._attributing_group()
+        return group.ENDS if group is not None else ()
+
+    @classmethod
+    def attributions(cls, results: Sequence[ProblemResult]) -> list[str | None]:
+        """Where each problem ended, in order (None: not attributable); compare's failure
+        attribution."""
+        group = cls._attributing_group()
+        if group is None:
+            return [None] * len(results)
+        return [group.attribute(row) for row in group.rows(results)]
 
     @classmethod
     def run_metrics(cls, results: Sequence[ProblemResult]) -> dict[str, float]:

@@ -43,6 +43,16 @@ def scheduling_only_fields(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(name for name, field in model.model_fields.items() if SCHEDULING_ONLY in field.metadata)
 
 
+class _KeyedWhenSet:
+    """Marks a parameter (in its ``Annotated`` type) that is left out of checkpoint and cost keys
+    while it holds its default: a parameter added after results were checkpointed under keys
+    without it, so those keys — and the runs behind them — stand, and setting it gives a key of
+    its own."""
+
+
+KEYED_WHEN_SET = _KeyedWhenSet()
+
+
 class PipelineParams(BaseModel):
     """Base of every pipeline's parameter model.
 
@@ -73,8 +83,13 @@ class PipelineParams(BaseModel):
     def key_values(self) -> dict[str, Any]:
         """What checkpoint and cost keys hash: :meth:`model_dump` without the fields declared
         :data:`ParallelAgents`, which change when role calls are made, never what they ask (tested
-        for each pipeline), so runs that differ only in them share their finished problems."""
-        return self.model_dump(exclude=set(scheduling_only_fields(type(self))))
+        for each pipeline), so runs that differ only in them share their finished problems; and
+        without a :data:`KEYED_WHEN_SET` field at its default."""
+        fields = type(self).model_fields
+        left_out = set(scheduling_only_fields(type(self)))
+        left_out |= {name for name, field in fields.items()
+                     if KEYED_WHEN_SET in field.metadata and getattr(self, name) == field.get_default()}
+        return self.model_dump(exclude=left_out)
 
 
 # Parameters several pipelines take, declared once so that their type, range and default mean

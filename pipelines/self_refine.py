@@ -6,11 +6,14 @@ author gives itself free-text feedback and a stop flag, then revises, through th
 
 from __future__ import annotations
 
+from typing import Any
+
 import dspy
 from pydantic import Field
 
 from pipelines.agents import Agent, TaskContext
 from pipelines.coder_agent import CoderAgent
+from pipelines.controls import ORACLE_FEEDBACK, ControlArm, oracle_feedback
 from pipelines.params import MaxIterations, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
@@ -20,6 +23,7 @@ from pipelines.threads import ThreadOutcome, run_thread
 from signatures.coder import Coder
 from signatures.fixer import Fixer
 from signatures.self_refine import SelfFeedback
+from signatures.test_results import with_test_results
 
 
 class SelfReviewAgent(Agent):
@@ -55,20 +59,25 @@ class SelfReviewAgent(Agent):
 
 
 class SelfRefineAgent(Agent):
-    """The author revising its code from its own feedback."""
+    """The author revising its code from its own feedback; as the oracle_feedback control
+    (``oracle``) also from the hidden tests' report on that code."""
 
     role = "self_refiner"
 
-    def __init__(self, ctx: TaskContext, refiner: dspy.Module) -> None:
+    def __init__(self, ctx: TaskContext, refiner: dspy.Module, *, oracle: bool = False) -> None:
         super().__init__(ctx)
         self.refiner = refiner
+        self.oracle = oracle
         self.listen([Intent.CRITIQUE])
 
     def handle(self, message: Message) -> None:
         if message.metadata.get("verdict") != "request_changes":
             return
         code = self.ctx.pool_message(message.metadata["code_message_id"]).content
-        step = call_role(self.refiner, self.role, prompt=self.ctx.prompt, code=code, review=message.content)
+        # Only the control adds the field: every other run's request is the same as before.
+        control: dict[str, Any] = {"test_results": oracle_feedback(code)} if self.oracle else {}
+        step = call_role(self.refiner, self.role, prompt=self.ctx.prompt, code=code, review=message.content,
+                         **control)
         self.ctx.publish(intent=Intent.FIX, sender=self.name,
                          content=step.get("revised_code") or step.raw or code,
                          summary="self-refinement", in_reply_to=message.id, step=step)
@@ -80,6 +89,7 @@ class SelfRefineParams(PipelineParams):
     max_iterations: MaxIterations = Field(
         description="Self-reviews before the loop stops without the author judging its code correct.",
     )
+    control: ControlArm
 
 
 @register_pipeline(
@@ -88,7 +98,7 @@ class SelfRefineParams(PipelineParams):
 )
 class SelfRefine(dspy.Module):
     """The author reviews its own code and refines it, until its review says correct or
-    max_iterations.
+    max_iterations; as the oracle_feedback control the refiner also reads the hidden tests' report.
 
     Parameters: :class:`SelfRefineParams` (``SelfRefine(SelfRefineParams(max_iterations=2))``).
     """
@@ -99,13 +109,14 @@ class SelfRefine(dspy.Module):
         self.params = params if params is not None else SelfRefineParams.defaults()
         self.coder = dspy.Predict(Coder)
         self.feedback = dspy.Predict(SelfFeedback)
-        self.refiner = dspy.Predict(Fixer)
+        self.oracle = self.params.control == ORACLE_FEEDBACK
+        self.refiner = dspy.Predict(with_test_results(Fixer) if self.oracle else Fixer)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
         agents = [
             CoderAgent(ctx, self.coder),
             SelfReviewAgent(ctx, self.feedback, self.params.max_iterations),
-            SelfRefineAgent(ctx, self.refiner),
+            SelfRefineAgent(ctx, self.refiner, oracle=self.oracle),
         ]
         return run_thread(ctx, agents)

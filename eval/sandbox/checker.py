@@ -147,12 +147,20 @@ def _mirror(type_name: str, message: str) -> Exception:
 class Proxy:
     """What the test calls as ``candidate``: marshals plain-data calls into the sandbox."""
 
-    def __init__(self, sandbox: Sandbox, deadline: float) -> None:
+    def __init__(self, sandbox: Sandbox, deadline: float, *, explain: bool = False) -> None:
         self._sandbox = sandbox
         self.deadline = deadline
         self.stop: dict[str, Any] | None = None
         self.raised: list[tuple[BaseException, str, str]] = []
         self.calls = 0
+        # Only for an explained check (a positive control's feedback): the last call's arguments
+        # and what came back, as text. Off by default, so a scoring run reprs nothing.
+        self.explain = explain
+        self.last_call: dict[str, str] = {}
+
+    def _note(self, **fields: str) -> None:
+        if self.explain:
+            self.last_call.update({name: _short(text) for name, text in fields.items()})
 
     def _end(self, verdict: dict[str, Any]) -> CandidateStop:
         self.stop = self.stop or verdict
@@ -171,6 +179,8 @@ class Proxy:
         if remaining <= 0:
             raise self._end(_verdict("timed_out", "timeout", "wall-clock limit reached"))
         self.calls += 1
+        if self.explain:  # before the call: a call that never answers is the one to name
+            self.last_call = {"args": _short(", ".join(map(repr, args)))}
         try:
             kind, body = self._sandbox.request(b"C", remaining, payload)
         except SandboxFailure as exc:
@@ -182,11 +192,14 @@ class Proxy:
         tag = message[0]
         if tag == "ret" and len(message) == 2:
             try:
-                return codec.decode_tree(message[1])
+                value = codec.decode_tree(message[1])
             except (codec.CodecError, RecursionError) as exc:
                 raise self._end(_verdict("failed", "protocol", f"bad value: {exc}")) from None
+            self._note(returned=repr(value))
+            return value
         if tag == "exc":
             type_name, text = _text(message, 1), _text(message, 2)
+            self._note(raised=f"{type_name}: {text}" if text else type_name)
             verdict = _exception_verdict(type_name, text)
             if verdict["reason"] != "exception":
                 raise self._end(verdict)
@@ -206,6 +219,23 @@ def _sandbox_died(level: str, detail: str) -> dict[str, Any]:
     if level == "bwrap":
         return _verdict("error", "sandbox", detail)
     return _verdict("failed", "crash", f"sandbox server killed during the sample: {detail}")
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _failing_test_line(exc: BaseException, test: str) -> str:
+    """The line of the test (``<test>``) where ``exc`` surfaced: the innermost frame of the test
+    code, so a helper the test defines names its own line. '' when the test code is not on the
+    traceback."""
+    line, trace = 0, exc.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == "<test>":
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    lines = test.splitlines()
+    return _short(lines[line - 1].strip()) if 0 < line <= len(lines) else ""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -253,7 +283,7 @@ class Checker:
 
     def check(self, job: dict[str, Any]) -> dict[str, Any]:
         entry, prompt = job["entry_point"], job.get("prompt")
-        proxy = Proxy(self.sandbox, 0.0)
+        proxy = Proxy(self.sandbox, 0.0, explain=bool(job.get("explain")))
         namespace: dict[str, Any] = {"__name__": "__critiquelab_test__"}
         try:  # dataset code only: the prompt's helpers, then the test
             if prompt:
@@ -272,6 +302,9 @@ class Checker:
                 check(proxy)
             except BaseException as exc:
                 outcome = self._classify(exc, proxy, bool(prompt))
+                if proxy.explain:  # which check failed, and on what: a positive control's feedback
+                    outcome["explanation"] = {"test_line": _failing_test_line(exc, job["test"]),
+                                              **proxy.last_call}
             else:
                 outcome = proxy.stop or _verdict("passed")
         return _with_output_note(outcome, self._end())

@@ -44,6 +44,7 @@ from typing import Any
 from core.errors import UserError
 from eval.datasets import load_problems
 from eval.problems import Problem
+from experiments.controls import refuse_control_trace_sources
 from experiments.optimize.context import Finished, OptimizeContext
 from experiments.optimize.records import RunRecord, StepStore
 from experiments.optimize.served_models import ModelRole, ServedModels
@@ -118,6 +119,10 @@ def run_optimization(
     bar per program on the held-out test (on stderr, as ``critiquelab run`` shows them)."""
     home = home or default_data_dir()
     problems, split = _checked_problems(spec, source)
+    try:  # a positive control's traces carry hidden-test text (experiments.controls)
+        refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri)
+    except UserError as exc:
+        raise UserError(f"{source}: {exc}") from exc
     directory = home / "optimize" / f"{path_segment(spec.name)}-{_key(spec)}"
     if fresh and directory.exists():
         directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))

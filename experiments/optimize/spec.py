@@ -18,6 +18,7 @@ from pydantic import Field, SerializeAsAny, ValidationError, ValidationInfo, fie
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
+from experiments.controls import optimisation_refusal
 from experiments.spec import (
     DatasetSpec,
     ExecutionSpec,
@@ -117,6 +118,14 @@ class OptimizeSpec(StrictModel):
     )
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
     tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+
+    @field_validator("pipeline")
+    @classmethod
+    def _no_control(cls, pipeline: PipelineSpec) -> PipelineSpec:
+        refusal = optimisation_refusal(pipeline.name, pipeline.params)  # see experiments.controls
+        if refusal:
+            raise _spec_error(refusal)
+        return pipeline
 
     @field_validator("traces")
     @classmethod

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validat
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
+from experiments.controls import memory_refusal
 from experiments.serving.model_files import resolve_bundled
 from pipelines.memory.config import MemoryConfig
 from pipelines.params import PipelineParams
@@ -121,6 +122,13 @@ class PipelineSpec(BaseModel):
                 allowed = ", ".join(known) or "none (this pipeline declares no configurable roles)"
                 message = f"pipeline '{self.name}': roles.{role}: unknown role; roles: {allowed}"
                 raise PydanticCustomError("pipeline_roles", "{message}", {"message": message})
+        return self
+
+    @model_validator(mode="after")
+    def _control_without_memory(self) -> PipelineSpec:
+        refusal = memory_refusal(self.name, self.params, self.memory)  # see experiments.controls
+        if refusal:
+            raise PydanticCustomError("pipeline_control", "{message}", {"message": refusal})
         return self
 
     @property

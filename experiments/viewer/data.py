@@ -21,6 +21,7 @@ from typing import Any
 
 from core.errors import UserError
 from eval.results import ProblemResult, results_from_table
+from experiments.controls import control_of_run, marked_label
 from experiments.tracking.store import CHILD_TAG, PARENT_TAG, child_key
 from experiments.tracking.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, run_traces
 from pipelines.pool.messages import Message
@@ -65,6 +66,7 @@ class ViewerData:
         tags = run.data.tags
         is_child = CHILD_TAG in tags or "pipeline.label" in run.data.params
         label, _, seed = child_key(run).partition("/seed=") if is_child else ("", "", "")
+        label = marked_label(label, control_of_run(tags))  # a positive control reads as one here too
         return RunInfo(
             run_id=run.info.run_id, name=run.info.run_name or run.info.run_id, experiment=experiment,
             parent_id=tags.get(PARENT_TAG, ""), status=run.info.status,

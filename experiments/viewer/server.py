@@ -39,6 +39,12 @@ def check_viewer_url(url: str, name: str = "viewer_url") -> str:
     return url.rstrip("/")
 
 
+def problem_link(viewer_url: str, run_id: str, task_id: str) -> str:
+    """Where the viewer at ``viewer_url`` shows ``task_id``'s transcript under run ``run_id``
+    (compare's failure attribution lists each problem here)."""
+    return f"{viewer_url}/problems/{run_id}/{slug(task_id)}.html"
+
+
 def pair_link(viewer_url: str, run_a: str, run_b: str, task_id: str) -> str:
     """Where the viewer at ``viewer_url`` shows ``task_id`` under two runs side by side
     (compare's report links each discordant problem here)."""

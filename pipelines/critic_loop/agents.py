@@ -5,11 +5,13 @@ pool and publishes its step."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import dspy
 
 from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
+from pipelines.controls import oracle_feedback
 from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import call_role
 from signatures.review import Finding, Review, render_review
@@ -138,13 +140,16 @@ class MetaCriticAgent(Agent):
 
 
 class FixerAgent(Agent):
-    """Revises the reviewed code when the (meta-)review asks for changes."""
+    """Revises the reviewed code when the (meta-)review asks for changes. As the oracle_feedback
+    control (``oracle``) it also reads the hidden tests' report on that code
+    (:mod:`pipelines.controls`; its signature then has the ``test_results`` field)."""
 
     role = "fixer"
 
-    def __init__(self, ctx: TaskContext, fixer: dspy.Module, *, listen_to: str) -> None:
+    def __init__(self, ctx: TaskContext, fixer: dspy.Module, *, listen_to: str, oracle: bool = False) -> None:
         super().__init__(ctx)
         self.fixer = fixer
+        self.oracle = oracle
         self.listen([listen_to])
 
     def handle(self, message: Message) -> None:
@@ -152,7 +157,9 @@ class FixerAgent(Agent):
             return
         code = self.ctx.pool_message(message.metadata["code_message_id"]).content
         review = render_review(Review.model_validate_json(message.content))
-        step = call_role(self.fixer, self.role, prompt=self.ctx.prompt, code=code, review=review)
+        # Only the control adds the field: every other run's request is the same as before.
+        control: dict[str, Any] = {"test_results": oracle_feedback(code)} if self.oracle else {}
+        step = call_role(self.fixer, self.role, prompt=self.ctx.prompt, code=code, review=review, **control)
         self.ctx.publish(
             intent=Intent.FIX, sender=self.name, content=step.get("revised_code") or step.raw or code,
             summary=f"revision after review {message.metadata.get('iteration')}",

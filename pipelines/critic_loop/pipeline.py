@@ -12,6 +12,7 @@ from pydantic import Field, field_validator
 
 from pipelines.agents import Agent, TaskContext
 from pipelines.coder_agent import CoderAgent
+from pipelines.controls import ORACLE_FEEDBACK, ControlArm
 from pipelines.critic_loop.agents import CriticAgent, FixerAgent, MetaCriticAgent
 from pipelines.critic_loop.outcome import CriticLoopOutcome
 from pipelines.critic_loop.panel import PanelCriticAgent, critics_requesting_changes
@@ -25,6 +26,7 @@ from signatures.critic import Critic
 from signatures.fixer import Fixer
 from signatures.focused_critic import CriticFocus, FocusedCritic
 from signatures.meta_critic import MetaCritic
+from signatures.test_results import with_test_results
 
 
 class CriticLoopParams(PipelineParams):
@@ -55,6 +57,7 @@ class CriticLoopParams(PipelineParams):
         description="Panel critics' model calls in flight at once (1: one after another). Requests "
         "and results do not depend on this. Helps with an endpoint that serves requests in parallel.",
     )
+    control: ControlArm
 
     @field_validator("critics")
     @classmethod
@@ -71,7 +74,8 @@ class CriticLoopParams(PipelineParams):
 class CriticLoop(dspy.Module):
     """Coder → critic → fixer until the critic approves or max_iterations; optionally execution
     feedback from the visible examples, a meta-critic reviewing each critique, and a panel of
-    critics with their own focuses whose reviews are bundled for the fixer.
+    critics with their own focuses whose reviews are bundled for the fixer. As the
+    oracle_feedback control the fixer also reads the hidden tests' report on the code it revises.
 
     Parameters: :class:`CriticLoopParams` (``CriticLoop(CriticLoopParams(max_iterations=2))``).
     """
@@ -82,7 +86,8 @@ class CriticLoop(dspy.Module):
         self.params = params if params is not None else CriticLoopParams.defaults()
         self.coder = dspy.Predict(Coder)
         self.critic = dspy.Predict(FocusedCritic) if self.params.critics else dspy.Predict(Critic)
-        self.fixer = dspy.Predict(Fixer)
+        self.oracle = self.params.control == ORACLE_FEEDBACK
+        self.fixer = dspy.Predict(with_test_results(Fixer) if self.oracle else Fixer)
         self.meta_critic = dspy.Predict(MetaCritic) if self.params.meta_critic else None
 
     def _agents(self, ctx: TaskContext) -> list[Agent]:
@@ -99,7 +104,7 @@ class CriticLoop(dspy.Module):
         if self.meta_critic is not None:
             agents.append(MetaCriticAgent(ctx, self.meta_critic))
         listen_to = Intent.META_CRITIQUE if self.meta_critic is not None else Intent.CRITIQUE
-        agents.append(FixerAgent(ctx, self.fixer, listen_to=listen_to))
+        agents.append(FixerAgent(ctx, self.fixer, listen_to=listen_to, oracle=self.oracle))
         return agents
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:

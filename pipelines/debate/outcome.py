@@ -4,11 +4,12 @@ and final solution judged on the hidden tests after the debate (flips, consensus
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import ClassVar, Self
 
 from pydantic import Field
 
 from eval.metrics import applicable, rate
+from pipelines.attribution import SELECTION_ENDS, selection_end
 from pipelines.outcomes import FigureGroup, Outcome, Scored
 
 
@@ -93,6 +94,15 @@ class ConsensusFigures(FigureGroup):
             out["flip_c2w_rate"] = rate([not b for b in final], first)
             out["flip_w2c_rate"] = rate(final, [not a for a in first])
         return applicable(out)
+
+    ENDS: ClassVar[tuple[str, ...]] = SELECTION_ENDS
+
+    @classmethod
+    def attribute(cls, row: Scored[Self]) -> str | None:
+        """Where the problem ended among the debaters' final solutions
+        (what the judge chose from):
+        :func:`pipelines.attribution.selection_end`."""
+        return selection_end(row.passed, row.figures.debaters_final_passed)
 
 
 class DebateOutcome(Outcome, ConsensusFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes

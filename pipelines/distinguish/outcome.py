@@ -5,10 +5,11 @@ tests after the run — so selection accuracy and right or wrong replacements ca
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import ClassVar, Self
 
 from pydantic import Field
 
+from pipelines.attribution import SELECTION_ENDS, selection_end
 from pipelines.outcomes import FigureGroup, Outcome, Scored
 
 
@@ -54,6 +55,15 @@ class SelectionFigures(FigureGroup):
         if solvable:
             metrics["selection_accuracy"] = sum(r.passed for r in solvable) / len(solvable)
         return metrics
+
+    ENDS: ClassVar[tuple[str, ...]] = SELECTION_ENDS
+
+    @classmethod
+    def attribute(cls, row: Scored[Self]) -> str | None:
+        """Where the problem ended among the greedy answer and
+        the samples:
+        :func:`pipelines.attribution.selection_end`."""
+        return selection_end(row.passed, row.figures.candidates_passed)
 
 
 class DistinguishOutcome(Outcome, SelectionFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes

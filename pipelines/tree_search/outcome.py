@@ -4,10 +4,11 @@ tests after it (was a right node in the tree, and did selection miss it?)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import ClassVar, Self
 
 from pydantic import Field
 
+from pipelines.attribution import SELECTION_ENDS, selection_end
 from pipelines.outcomes import FigureGroup, Outcome, Scored
 
 
@@ -31,6 +32,14 @@ class SearchFigures(FigureGroup):
             "passing_node_not_chosen": sum(not r.passed for r in held),
             "mean_nodes": sum(len(r.figures.nodes_passed or []) for r in scored) / len(scored),
         }
+
+    ENDS: ClassVar[tuple[str, ...]] = SELECTION_ENDS
+
+    @classmethod
+    def attribute(cls, row: Scored[Self]) -> str | None:
+        """Where the problem ended among the tree's nodes:
+        :func:`pipelines.attribution.selection_end`."""
+        return selection_end(row.passed, row.figures.nodes_passed)
 
 
 class TreeSearchOutcome(Outcome, SearchFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes

@@ -5,11 +5,12 @@ writer wrote some."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import ClassVar, Self
 
 from pydantic import Field
 
 from eval.metrics import SAMPLE_KS, pass_at_k
+from pipelines.attribution import SELECTION_ENDS, selection_end
 from pipelines.figure_groups import GeneratedTestFigures
 from pipelines.outcomes import FigureGroup, Outcome, Scored
 
@@ -62,6 +63,15 @@ class SampleFigures(FigureGroup):
         if votes:
             out["vote_agreement"] = sum((f.largest_group or 0) / (f.samples or 1) for f in votes) / len(votes)
         return out
+
+    ENDS: ClassVar[tuple[str, ...]] = SELECTION_ENDS
+
+    @classmethod
+    def attribute(cls, row: Scored[Self]) -> str | None:
+        """Where the problem ended among the samples (a greedy answer that was
+        not sampled is no candidate):
+        :func:`pipelines.attribution.selection_end`."""
+        return selection_end(row.passed, row.figures.samples_passed)
 
 
 class VoteOutcome(Outcome, SampleFigures, GeneratedTestFigures):

@@ -70,10 +70,15 @@ def _run_spec(path: Path, fake: FakeOpenAIServer, tmp_path: Path, home: Path) ->
     data["model"].pop("server", None)
     data["dataset"] = {**data.get("dataset", {}), "limit": 8 if "optimizer" in data else 2}
     if "optimizer" not in data:
+        keys = _cost_keys(data)  # with the spec's own role models (the fake endpoint's port varies)
+        for entry in data["pipelines"]:
+            for role in entry.get("roles", {}).values():
+                if "model" in role:  # a role's own model (local-1.5b) is scripted by the fake too
+                    role.update(model="openai/fake", api_base=fake.api_base)
         result = run(data, progress=False)
         children = {c.pipeline: {"metrics": _figures(c.metrics), "outcomes": _outcomes(c.results)}
                     for c in result.children}
-        return {"cost_keys": _cost_keys(data), "children": children}
+        return {"cost_keys": keys, "children": children}
     data["split"] = {"seed": data.get("split", {}).get("seed", 0), "train": 4, "val": 2}
     if "refine" in data:
         data["refine"]["model"] = {"id": "openai/fake", "api_base": fake.api_base}

@@ -53,7 +53,7 @@ def test_good_params_reach_the_module_with_defaults_filled_in():
 
 
 def test_validate_params_completes_without_building():
-    assert validate_params("self_refine", {}).model_dump() == {"max_iterations": 3}
+    assert validate_params("self_refine", {}).model_dump() == {"max_iterations": 3, "control": "none"}
     assert validate_params("vote", {"token_budget_from": "debate"}).token_budget_from == "debate"
     with pytest.raises(UserError, match="unknown pipeline 'nope'; registered: architect, baseline"):
         validate_params("nope", {})

@@ -13,7 +13,9 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("critic_loop", {"feedback_timeout_s": 0}, "params.feedback_timeout_s: must be > 0.0 (got 0)"),
     ("critic_loop", {"max_iteration": 2},
      "params.max_iteration: unknown field; allowed: max_iterations, execution_feedback, meta_critic, "
-     "feedback_timeout_s, critics, parallel_agents"),
+     "feedback_timeout_s, critics, parallel_agents, control"),
+    ("critic_loop", {"control": "oracle"},
+     "params.control: must be one of none, oracle_feedback (got 'oracle')"),
     ("critic_loop", {"critics": ["correctness", "speed"]},
      "params.critics.1: must be one of correctness, edge_cases, performance, readability, security "
      "(got 'speed')"),
@@ -23,7 +25,8 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("critic_loop", {"parallel_agents": 0}, "params.parallel_agents: must be >= 1 (got 0)"),
     ("self_refine", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
     ("self_refine", {"max_iterations": 2.5}, "params.max_iterations: expected an integer, got 2.5"),
-    ("self_refine", {"rounds": 2}, "params.rounds: unknown field; allowed: max_iterations"),
+    ("self_refine", {"rounds": 2}, "params.rounds: unknown field; allowed: max_iterations, control"),
+    ("self_refine", {"control": True}, "params.control: must be one of none, oracle_feedback (got true)"),
     ("debate", {"debaters": "three"}, "params.debaters: expected an integer, got 'three'"),
     ("debate", {"debaters": "3"}, "params.debaters: expected an integer, got '3'"),
     ("debate", {"debaters": 1}, "params.debaters: must be >= 2 (got 1)"),

@@ -90,7 +90,9 @@ def test_llama_server_params_name_the_vendored_commit():
 
 def test_speculation_off_adds_no_option_and_ngram_turns_on_llama_servers_ngram_drafts():
     def server(mode: str) -> LocalModelServer:
-        return LocalModelServer(Path("/m.gguf"), "a", backend=Backend("llama-server", BUILT), speculation=mode)
+        return LocalModelServer(
+            Path("/m.gguf"), "a", backend=Backend("llama-server", BUILT), speculation=mode,  # type: ignore[arg-type]
+        )
 
     off, ngram = server("off"), server("ngram")
     assert not any(option.startswith("--spec") for option in off.command(port=1))

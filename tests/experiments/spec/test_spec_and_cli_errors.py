@@ -137,7 +137,7 @@ def test_params_are_completed_so_explicit_defaults_share_checkpoints():
     assert implicit.pipelines[0].model_dump() == explicit.pipelines[0].model_dump()
     assert implicit.pipelines[0].params.model_dump() == {
         "max_iterations": 3, "execution_feedback": False, "meta_critic": False, "feedback_timeout_s": 5.0,
-        "critics": [], "parallel_agents": 1,
+        "critics": [], "parallel_agents": 1, "control": "none",
     }
 
 
