@@ -39,6 +39,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
+# ModelSpec fields that decide how and where replies are produced, never which (README, Models).
+_SERVING_SETTINGS = {"num_retries", "timeout_s", "server", "slots", "speculative"}
+
+
 def cost_keys(
     spec: ExperimentSpec, model_identity: str, dataset_fingerprint: str, prompts: Mapping[str, str]
 ) -> dict[str, str]:
@@ -101,7 +105,7 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, fingerprints: 
             "format": spec.dataset.format, "challenge_tests": spec.dataset.challenge_tests,
         },
         # Transport and serving settings change no answer's cache key, so no checkpoint either.
-        "model": spec.model.model_dump(exclude={"num_retries", "timeout_s", "server", "slots"}),
+        "model": spec.model.model_dump(exclude=_SERVING_SETTINGS),
         "model_identity": identity.cache_identity,
         # parallel_agents changes when role calls are made, never what they ask (tested): runs
         # that differ only in it share their finished problems (PipelineParams.key_values).

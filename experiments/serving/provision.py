@@ -53,6 +53,14 @@ def resolve_model(spec: ModelSpec) -> ModelIdentity:
     return ModelIdentity(spec.id, spec.id, api_base=spec.api_base)
 
 
+def draft_model_file() -> Path:
+    """The bundled model that drafts under ``speculative: draft``: the 0.5B, for the 1.5B of the
+    same family and tokenizer (the spec allows 'draft' with 'local-1.5b' only)."""
+    draft = resolve_bundled("local")
+    assert draft is not None
+    return ensure_model_file(draft)
+
+
 def _api_key(spec: ModelSpec) -> str | None:
     if spec.api_key_env:
         value = os.environ.get(spec.api_key_env)
@@ -107,7 +115,8 @@ def serve_model(
         backend = select_backend(spec.server, find_built_server())
         with LocalModelServer(
             identity.file_path, alias, backend=backend, n_ctx=spec.n_ctx, slots=spec.slots,
-            log_path=logs / "llama-server.log",
+            log_path=logs / "llama-server.log", speculation=spec.speculative,
+            draft_model=draft_model_file() if spec.speculative == "draft" else None,
         ) as server:
             # The model name, like the cache key, is the same whichever server runs.
             lm = HarnessLM(f"openai/{alias}", api_base=server.api_base, api_key="local", **common)

@@ -35,6 +35,9 @@ class RoleModels:
                 key = self._key(role)
                 if key is not None and key not in self._identities:
                     model = spec.model.model_copy(update={"id": key[0], "api_base": key[1]})
+                    if model.speculative == "draft" and model.id != "local-1.5b":
+                        # the 0.5B drafts for the 1.5B; a role on another model generates plainly
+                        model = model.model_copy(update={"speculative": "off"})
                     self._identities[key] = (resolve_model(model), model)
 
     def _key(self, role: RoleSpec) -> _Key | None:

@@ -20,6 +20,7 @@ from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
 from eval.hub_datasets import HubSource, hub_location
 from experiments.serving.local_server import ServerChoice
+from experiments.serving.speculation import Speculation
 from experiments.spec.files import format_validation_error
 from experiments.spec.pipeline import PipelineSpec
 from pipelines.budget import budget_source
@@ -137,6 +138,14 @@ class ModelSpec(StrictModel):
         description="llama-server only: requests served at once (continuous batching), each slot "
         "with `n_ctx` tokens of context and its own prompt cache.",
     )
+    speculative: Speculation = Field(
+        default="off",
+        description="Bundled models on llama-server only: speculative decoding. 'ngram' drafts from "
+        "the request's own tokens (code a role copies — a fixer's input, a debater's own solution — "
+        "costs a fraction of its tokens), 'draft' lets the bundled 0.5B draft for 'local-1.5b', "
+        "'off' generates one token per step. Greedy replies are the model's either way (README, "
+        "Models: measured); never part of the LM cache key or the checkpoint key.",
+    )
     send_seed: bool = Field(
         default=True, description="Send the run's seed with each request (for sampling)."
     )
@@ -151,6 +160,17 @@ class ModelSpec(StrictModel):
         "the bundled models (a 2-core machine, requests queued behind each other), 120 for an "
         "endpoint given by --model/--api-base.",
     )
+
+    @model_validator(mode="after")
+    def _draft_has_a_smaller_sibling(self) -> ModelSpec:
+        # The bundled 0.5B (same tokenizer) is the one draft model there is, for the 1.5B.
+        if self.speculative == "draft" and self.id != "local-1.5b":
+            raise PydanticCustomError(
+                "speculative", "{message}",
+                {"message": f"speculative 'draft' needs model.id 'local-1.5b' (the bundled 0.5B drafts "
+                            f"for it), not '{self.id}'; use 'ngram' or 'off'"},
+            )
+        return self
 
     @property
     def request_timeout_s(self) -> float:

@@ -129,7 +129,17 @@ def test_server_and_slots_share_checkpoints():
         return checkpoint_key(spec, identity, input_fingerprints(spec, "sqlite:///unused.db"))
 
     assert key({}) == key({"server": "llama-cpp-python"}) == key({"server": "llama-server", "slots": 8})
+    assert key({}) == key({"speculative": "ngram"})  # the model's answers either way
     assert key({}) != key({"n_ctx": 2048})
+
+
+@pytest.mark.parametrize("model", [{"speculative": "draft"}, {"speculative": "draft", "id": "openai/x"}])
+def test_draft_speculation_is_for_the_bundled_1_5b_only(model):
+    with pytest.raises(UserError) as error:
+        parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "model": model})
+    assert "speculative 'draft' needs model.id 'local-1.5b'" in str(error.value)
+    assert parse_spec({"name": "x", "pipelines": [{"name": "baseline"}],
+                       "model": {"id": "local-1.5b", "speculative": "draft"}}).model.speculative == "draft"
 
 
 def test_missing_llama_server_is_exit_2_before_anything_is_written(tmp_path, capsys, home, monkeypatch):
