@@ -1,15 +1,21 @@
 """The README's main job, old serving vs new, side by side in one run on the bundled model.
 
-*old*: llama-cpp-python's server, one problem at a time, a problem's agents one call at a time
-(how the job ran before llama-server). *new*: the job exactly as `experiments/debate_vs_critic.yaml`
-configures it (llama-server with parallel slots, its concurrency and parallel agents). Both start
-from an empty LM cache, each in its own temporary data directory. The problems are run in chunks
-of ``--chunk`` problems, old and new alternating (old first in odd chunks, new first in even
-ones), so a machine whose load changes over the run slows both alike. Prints per pipeline: wall
-time old / new and their ratio, problems passed, problems whose outcome differs, and the share
-of prompt tokens llama-server reused from its slots' caches.
+*new*: the job exactly as `experiments/debate_vs_critic.yaml` configures it. *old* is one of:
 
-    .venv/bin/python benchmarks/job_old_vs_new.py [--limit 8] [--chunk 4]
+- ``--old unsped`` (default): the same job as served before speculative decoding and the
+  scheduling chosen for prompt reuse (``model.speculative: off``, 4 problems at once, a round's
+  debaters and 4 vote samples in flight at once) — what "today's settings" meant for issue #35;
+- ``--old llama-cpp-python``: llama-cpp-python's server, one problem at a time, a problem's agents
+  one call at a time (how the job ran before llama-server).
+
+Both start from an empty LM cache, each in its own temporary data directory. The problems are run
+in chunks of ``--chunk`` problems, old and new alternating (old first in odd chunks, new first in
+even ones), so a machine whose load changes over the run slows both alike. Prints per pipeline:
+wall time old / new and their ratio, problems passed, problems whose outcome differs, and the
+share of prompt tokens llama-server reused from its slots' caches (old / new).
+
+    .venv/bin/python benchmarks/job_old_vs_new.py [--old unsped|llama-cpp-python] [--limit 8]
+        [--chunk 4] [--start 0]
 
 Vote's budget comes from debate's tokens in the same chunk, in both configurations alike.
 """
@@ -35,16 +41,31 @@ from experiments.tracking.store import tracking_uri
 SPEC = Path(__file__).resolve().parents[1] / "experiments" / "debate_vs_critic.yaml"
 
 
-def old_serving(spec: dict[str, Any]) -> dict[str, Any]:
-    """The same experiment served the old way: one request at a time everywhere."""
+def one_at_a_time(spec: dict[str, Any]) -> dict[str, Any]:
+    """The same experiment served the oldest way: llama-cpp-python, one request at a time."""
     old = {**spec, "name": f"{spec['name']}_old", "concurrency": 1,
-           "model": {**spec["model"], "server": "llama-cpp-python"}}
-    old["pipelines"] = [
-        {**p, "params": {**p.get("params", {}), "parallel_agents": 1}}
-        if p["name"] in ("debate", "vote") else p
+           "model": {**spec["model"], "server": "llama-cpp-python", "speculative": "off"}}
+    old["pipelines"] = _with_parallel_agents(spec, {"debate": 1, "vote": 1})
+    return old
+
+
+def unsped(spec: dict[str, Any]) -> dict[str, Any]:
+    """The same experiment as served before issue #35: no speculation, the old scheduling."""
+    old = {**spec, "name": f"{spec['name']}_old", "concurrency": 4,
+           "model": {**spec["model"], "speculative": "off"}}
+    old["pipelines"] = _with_parallel_agents(spec, {"debate": 3, "vote": 4})
+    return old
+
+
+def _with_parallel_agents(spec: dict[str, Any], agents: dict[str, int]) -> list[dict[str, Any]]:
+    return [
+        {**p, "params": {**p.get("params", {}), "parallel_agents": agents[p["name"]]}}
+        if p["name"] in agents else p
         for p in spec["pipelines"]
     ]
-    return old
+
+
+OLD = {"unsped": unsped, "llama-cpp-python": one_at_a_time}
 
 
 def _pipeline_walls(home: Path, result: Any) -> dict[str, float]:
@@ -60,21 +81,22 @@ def _pipeline_walls(home: Path, result: Any) -> dict[str, float]:
 
 def print_table(pipelines: list[str], done: int, chunk: int, loads: list[float],
                 wall: dict[str, dict[str, float]], passed: dict[tuple[str, str], dict[str, bool]],
-                reused: dict[str, list[float]]) -> None:
+                reused: dict[tuple[str, str], list[float]]) -> None:
     """The figures so far; printed after every chunk, so a run stopped early still has them."""
     print(f"{done} HumanEval problems, chunks of {chunk}; 1-min load average at each "
           f"start: {min(loads):.1f}–{max(loads):.1f}", flush=True)
     print(f"{'pipeline':<14}{'old s':>9}{'new s':>9}{'old/new':>9}{'pass old':>10}{'pass new':>10}"
-          f"{'differ':>8}{'reused':>8}")
+          f"{'differ':>8}{'reused old / new':>18}")
     for pipeline in [*pipelines, "(whole job)"]:
         old_s, new_s = wall["old"][pipeline], wall["new"][pipeline]
         outcome_old, outcome_new = passed.get(("old", pipeline), {}), passed.get(("new", pipeline), {})
         differ = sum(outcome_old.get(t) != outcome_new.get(t) for t in outcome_old)
-        share = reused[pipeline][0] / reused[pipeline][1] if reused[pipeline][1] else None
+        shares = [f"{r[0] / r[1]:.0%}" if r[1] else "-"
+                  for r in (reused[("old", pipeline)], reused[("new", pipeline)])]
         print(f"{pipeline:<14}{old_s:>9.0f}{new_s:>9.0f}{old_s / new_s:>9.2f}"
               + (f"{sum(outcome_old.values()):>10}{sum(outcome_new.values()):>10}{differ:>8}"
                  if outcome_old else f"{'':>28}")
-              + (f"{share:>8.0%}" if share is not None else ""))
+              + f"{' / '.join(shares):>18}")
     sys.stdout.flush()
 
 
@@ -82,16 +104,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=8, help="first N HumanEval problems")
     parser.add_argument("--chunk", type=int, default=4, help="problems per alternation")
+    parser.add_argument("--start", type=int, default=0, help="skip the first N HumanEval problems")
+    parser.add_argument("--old", choices=sorted(OLD), default="unsped", help="what 'old' serving is")
     args = parser.parse_args()
     offline_defaults()
     new = load_yaml(SPEC)
     new["name"] = f"{new['name']}_new"
-    configs = {"old": old_serving(new), "new": new}
-    task_ids = [p.task_id for p in load_problems("humaneval", limit=args.limit)]
+    configs = {"old": OLD[args.old](new), "new": new}
+    task_ids = [p.task_id for p in load_problems("humaneval", limit=args.start + args.limit)][args.start:]
     chunks = [task_ids[i:i + args.chunk] for i in range(0, len(task_ids), args.chunk)]
     wall: dict[str, dict[str, float]] = {name: defaultdict(float) for name in configs}
     passed: dict[tuple[str, str], dict[str, bool]] = defaultdict(dict)
-    reused: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    reused: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     loads = []
     with tempfile.TemporaryDirectory(prefix="job-old-vs-new-") as scratch:
         for index, chunk in enumerate(chunks):
@@ -109,9 +133,9 @@ def main() -> None:
                 for child in result.children:
                     for problem in child.results:
                         passed[(name, child.pipeline)][problem.task_id] = problem.passed
-                    if name == "new" and "prompt_reuse_ratio" in child.metrics:
-                        reused[child.pipeline][0] += child.metrics["prompt_tokens_reused"]
-                        reused[child.pipeline][1] += child.metrics["prompt_tokens"]
+                    if "prompt_reuse_ratio" in child.metrics:
+                        reused[(name, child.pipeline)][0] += child.metrics["prompt_tokens_reused"]
+                        reused[(name, child.pipeline)][1] += child.metrics["prompt_tokens"]
                 print(f"chunk {index + 1}/{len(chunks)} {name}: {total:.0f} s", file=sys.stderr, flush=True)
             print_table([p["name"] for p in new["pipelines"]], sum(map(len, chunks[:index + 1])),
                         args.chunk, loads, wall, passed, reused)
