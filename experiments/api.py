@@ -103,16 +103,15 @@ def export(
     ``formats`` registers one prompt per role in the Prompt Registry. Returns what was written.
     Formats and ``out`` are checked before anything is read or downloaded.
     """
-    from core.errors import UserError
     from experiments.controls import refuse_control_params
-    from experiments.paths import data_dir
+    from experiments.paths import check_writable_dir, data_dir
     from experiments.tracking.store import tracking_uri
     from optimizers.export import check_formats, export_program, load_program, register_prompts
 
     offline_defaults()
     formats = check_formats(formats)
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"{out}: exists and is not a directory (where the export would go)")
+    if out is not None:
+        out = check_writable_dir(out, "where the export would go")
     home = Path(home) if home else data_dir()
     path, run_id = Path(target), ""
     if not path.exists():

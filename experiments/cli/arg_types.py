@@ -4,10 +4,11 @@ turns the ``ArgumentTypeError`` into one line and exit code 2 (see ``experiments
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+
+from experiments.paths import unwritable_dir
 
 
 def int_between(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
@@ -44,18 +45,13 @@ def comma_separated_ints(text: str) -> list[int]:
 
 
 def output_dir(text: str) -> Path:
-    """A directory to write into: an existing directory, or one that can be created (its nearest
-    existing ancestor is a writable directory). Checked here, so a bad one is refused before any
-    work is done, and nothing is created yet."""
-    path = Path(text).expanduser()
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"'{text}' exists and is not a directory")
-    ancestor = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), None)
-    if ancestor is None or not ancestor.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot create '{text}': '{ancestor}' is not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write into '{text}': '{ancestor}' is not writable")
-    return path
+    """A directory to write into: an existing directory that takes new entries, or one that can
+    be created — tried here (and undone, see :func:`experiments.paths.unwritable_dir`), so a bad
+    one is refused before any work is done, and nothing is left behind."""
+    problem = unwritable_dir(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(text).expanduser()
 
 
 def data_home(text: str) -> Path:
