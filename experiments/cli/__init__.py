@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import logging
 import os
+import select
 import signal
 import sys
 import threading
@@ -29,6 +30,9 @@ from experiments.cli.parser import build_parser
 # pool; whatever still hangs then (a model request in flight) must not keep the process alive.
 STOP_GRACE_S = 4.0
 INTERRUPTED = "critiquelab: interrupted; run the same command again to resume"
+# Standard output closed by its reader (``critiquelab pipelines | head -1``): nothing more to say
+# to anyone, so no message; the code a command killed by SIGPIPE has in a shell (128 + 13).
+STDOUT_CLOSED = 141
 
 
 def _stop_on_signal(signum: int, frame: Any) -> None:
@@ -59,6 +63,18 @@ def _hard_exit(code: int, message: str = "") -> NoReturn:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe could not be handled
+        return code
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        _discard_stdout()
+        return STDOUT_CLOSED
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error, already printed as one line (2)
         return int(exc.code or 0)
@@ -79,6 +95,28 @@ def main(argv: list[str] | None = None) -> int:
         if in_main_thread:  # a signal during shutdown (flushing, library atexit hooks) ends quietly too
             for sig, handler in before.items():
                 signal.signal(sig, _stop_while_shutting_down if argv is None else handler)
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe (or socket) whose reader has gone (``… | head -1``), as
+    opposed to a broken pipe of the command's own, which stays a bug with its traceback."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _discard_stdout() -> None:
+    """What is still buffered for the closed stdout goes nowhere, so the interpreter's own flush
+    at exit does not fail again (the Python documentation's recipe for SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _stop_while_shutting_down(signum: int, frame: Any) -> None:
