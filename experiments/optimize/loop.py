@@ -124,13 +124,16 @@ def run_optimization(
     except UserError as exc:
         raise UserError(f"{source}: {exc}") from exc
     directory = home / "optimize" / f"{path_segment(spec.name)}-{_key(spec)}"
-    if fresh and directory.exists():
-        directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))
     store = StepStore(directory)
-    tracker = Tracker(home, spec.name, spec.tracking.uri)
-    parent = _parent_run(tracker, store, spec, split)
     steps = plan(spec)
     with ServedModels(spec, home, cache=cache) as models:
+        # What can refuse the start (the endpoints, the tracking) comes before the first file.
+        models.check(steps if fresh else [step for step in steps if not store.has(step.name)])
+        tracker = Tracker(home, spec.name, spec.tracking.uri)
+        if fresh and directory.exists():
+            directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))
+        directory.mkdir(parents=True, exist_ok=True)
+        parent = _parent_run(tracker, store, spec, split)
         ctx = OptimizeContext(
             spec=spec, home=home, directory=directory, store=store, split=split,
             problems={p.task_id: p for p in problems}, tracker=tracker, parent_run_id=parent, models=models,

@@ -136,21 +136,52 @@ def test_a_hung_endpoint_at_start_up_names_the_probe_and_its_limit(tmp_path, hom
                     "that the server is running, and the API key")
 
 
-@pytest.mark.parametrize("refusal", ["a failing endpoint", "an unset API key variable"])
-def test_a_refused_start_leaves_no_pool_store_behind(refusal, tmp_path, home, capsys, monkeypatch):
-    """The message pool persists in Chroma under the data directory by default: it must open only
-    after every check that can refuse the start."""
+REFUSALS = ["a failing endpoint", "an unset API key variable", "an unreachable Chroma server",
+            "an unreachable Chroma server for memory only", "an unreachable tracking server"]
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+def test_a_refused_start_writes_nothing(refusal, tmp_path, home, capsys, monkeypatch, humaneval_problems):
+    """Every check that can refuse the start (the endpoint's probe, the Chroma server, the
+    tracking server) runs before the first file is made: no mlflow.db, no pool store, nothing
+    under the data directory."""
     monkeypatch.delenv("CRITIQUELAB_NO_SUCH_KEY", raising=False)
-    with FakeOpenAIServer(lambda messages: HttpError(500, "boom")) as fake:
+    failing = refusal in ("a failing endpoint", "an unset API key variable")
+    responder = humaneval_responder(humaneval_problems)
+    if failing:
+        responder = lambda messages: HttpError(500, "boom")  # noqa: E731
+    with FakeOpenAIServer(responder) as fake:
         spec = fake_spec(fake.api_base, limit=2)  # pool.persist left at its default: true
         if refusal == "an unset API key variable":
             spec["model"]["api_key_env"] = "CRITIQUELAB_NO_SUCH_KEY"
+        elif refusal == "an unreachable Chroma server":
+            spec["pool"] = {"chroma_url": "http://127.0.0.1:9"}
+        elif refusal == "an unreachable Chroma server for memory only":
+            spec["pool"] = {"persist": False, "chroma_url": "http://127.0.0.1:9"}
+            spec["pipelines"] = [{"name": "baseline", "memory": {"enabled": True}}]
+        elif refusal == "an unreachable tracking server":
+            spec["tracking"] = {"uri": "http://127.0.0.1:9"}
         path = tmp_path / "spec.yaml"
         path.write_text(yaml.safe_dump(spec))
         code = main(["run", str(path), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert not (home / "chroma").exists() and not (home / "mlflow.db").exists()
+    assert not home.exists(), sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+
+
+def test_a_refused_fresh_start_keeps_the_checkpoints(tmp_path, home, capsys, humaneval_problems):
+    """--fresh sets earlier checkpoints aside only once the start is sure: a refused one leaves
+    them where the next command finds them."""
+    responder = Switchable(humaneval_problems, None)
+    with FakeOpenAIServer(responder) as fake:
+        spec = _spec(tmp_path, fake.api_base)
+        assert main(["run", spec, "--no-progress"]) == 0
+        before = sorted(p.name for p in (home / "checkpoints").iterdir())
+        responder.fault, responder.calls = HttpError(500, "boom"), 10
+        capsys.readouterr()
+        assert main(["run", spec, "--no-progress", "--fresh"]) == 2
+    assert "not usable at start-up" in capsys.readouterr().err
+    assert sorted(p.name for p in (home / "checkpoints").iterdir()) == before
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -173,6 +173,30 @@ def test_bad_optimize_specs_are_one_line_exit_2_before_anything_is_written(
     assert written <= {"datasets"}, written
 
 
+@pytest.mark.parametrize("refusal", ["a dead endpoint", "a dead teacher endpoint",
+                                     "an unreachable tracking server"])
+def test_a_refused_optimize_start_writes_nothing(refusal, tmp_path, home, capsys, humaneval_problems):
+    """Every endpoint a step still to run will ask (the teacher's too) and the tracking are checked
+    before the first file and the first step's line: no mlflow.db, split.json or steps/."""
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        spec = yaml.safe_load(_spec(tmp_path, fake.api_base).read_text())
+        if refusal == "a dead endpoint":
+            spec["model"]["api_base"] = "http://127.0.0.1:9/v1"
+        elif refusal == "a dead teacher endpoint":
+            spec["teacher"] = {"id": "openai/teacher", "api_base": "http://127.0.0.1:9/v1", "num_retries": 0}
+        else:
+            spec["tracking"] = {"uri": "http://127.0.0.1:9"}
+        path = tmp_path / "refused.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        assert main(["optimize", str(path)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("critiquelab: error: "), captured.err
+    assert "127.0.0.1:9" in err[0] and not captured.out
+    written = sorted(str(p.relative_to(home)) for p in home.rglob("*")) if home.exists() else []
+    assert set(written) <= {"datasets"}, written
+
+
 def _fixer_worse_with_demos(problems):
     """The critic loop's scripts, except that a fixer shown demos writes wrong code: compiling
     (BootstrapFewShot adds demos) makes the program worse on validation."""
