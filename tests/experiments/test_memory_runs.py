@@ -188,6 +188,8 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
     ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: Input should be less than or "
                                  "equal to 2"),
     ({"kk": 1}, "pipelines.0.memory.kk: unknown field (check its spelling)"),
+    ({"promote_distance": float("nan")},
+     "pipelines.0.memory.promote_distance: expected a finite number, got nan"),
     ({"enabled": True, "warm_start": "abc"}, "pipeline 'baseline': memory.warm_start: this data directory "
                                              "holds no memory"),
 ])

@@ -137,7 +137,16 @@ BAD_SPECS = {
     ),
     "teacher that is no model": ({"teacher": {"id": "gpt4"}}, "teacher: model 'gpt4'"),
     "no validation part": (
-        {"split": {"seed": 1, "train": 3, "val": 0}}, "split.val: Input should be greater than 0",
+        {"split": {"seed": 1, "train": 3, "val": 0}}, "split.val: a count must be at least 1 (got 0)",
+    ),
+    "a boolean seed": ({"split": {"seed": True}}, "split.seed: expected an integer, got true"),
+    "a fraction written as text": (
+        {"split": {"val": "0.25"}}, "split.val: expected a count (a whole number, at least 1) or a fraction",
+    ),
+    "overlap allowed as text": ({"split": {"allow_overlap": "yes"}},
+                                "split.allow_overlap: expected true or false, got 'yes'"),
+    "a size that is neither count nor fraction": (
+        {"split": {"train": 1.5}}, "split.train: a fraction must be between 0 and 1, exclusive (got 1.5)",
     ),
     "no test part": (
         {"split": {"seed": 1, "train": 6, "val": 0.1}},
