@@ -181,12 +181,11 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
 
 @pytest.mark.parametrize(("memory", "expected"), [
     ({"enabled": "yes"}, "pipelines.0.memory.enabled: expected true or false"),
-    ({"k": 0}, "pipelines.0.memory.k: Input should be greater than or equal to 1"),
+    ({"k": 0}, "pipelines.0.memory.k: must be >= 1 (got 0)"),
     ({"approval": "maybe"}, "pipelines.0.memory.approval: Input should be 'manual' or 'auto'"),
     ({"store": "../x"}, "pipelines.0.memory.store: String should match pattern"),
     ({"record": ["reflection"]}, "pipelines.0.memory.record.0: Input should be 'error_pattern'"),
-    ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: Input should be less than or "
-                                 "equal to 2"),
+    ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: must be <= 2.0 (got 3)"),
     ({"kk": 1}, "pipelines.0.memory.kk: unknown field (check its spelling)"),
     ({"promote_distance": float("nan")},
      "pipelines.0.memory.promote_distance: expected a finite number, got nan"),

@@ -37,7 +37,10 @@ def _run_cli(capsys, *args):
         ("name: x\npipelines: []\n", "pipelines"),
         ("name: x\npipelines: [{name: nope}]\n", "unknown pipeline 'nope'"),
         ("- just\n- a list\n", "expected a mapping"),
-        ("name: x\npipelines: [{name: baseline}]\nmodel: {max_tokens: -1}\n", "model.max_tokens"),
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {max_tokens: -1}\n",
+         "model.max_tokens: must be >= 1 (got -1)"),  # as a pipeline param's range reads
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {temperature: 2.5}\n",
+         "model.temperature: must be <= 2.0 (got 2.5)"),
         (
             "name: x\nconcurrency: 8\npipelines: [{name: vote, params: {parallel_agents: 16}}]\n",
             "concurrency 8 × pipeline 'vote' params.parallel_agents 16 = 128 model calls at once; at most 64",
