@@ -43,10 +43,10 @@ def load_experiment(
     problem is one :class:`core.errors.UserError` line, naming the option at fault if one is."""
     overrides = overrides or RunOverrides()
     source = "spec" if isinstance(spec, dict) else str(spec)
-    data = spec if isinstance(spec, dict) else load_yaml(Path(spec))
-    if isinstance(data, dict):  # else parse_spec says what the top level should be
-        data = overrides.apply(data)
-    return parse_spec(data, source, blame=overrides.blamed)
+    written = spec if isinstance(spec, dict) else load_yaml(Path(spec))
+    data = overrides.apply(written) if isinstance(written, dict) else written  # else parse_spec says
+    return parse_spec(data, source, blame=lambda error: overrides.blamed(
+        error, written, ExperimentSpec.model_validate))
 
 
 def run(

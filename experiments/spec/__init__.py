@@ -353,7 +353,7 @@ def parse_spec(
     data: Any, source: str = "spec", blame: Callable[[ValidationError], str | None] | None = None
 ) -> ExperimentSpec:
     """``data`` validated into a spec; any problem is one :class:`UserError` line naming ``source``
-    and the field, or the line ``blame`` gives for it (an option that replaced the field's value:
+    and the field, or the line ``blame`` gives for it (an option that set the value at fault:
     :meth:`experiments.spec.overrides.RunOverrides.blamed`)."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of fields at the top level")

@@ -43,6 +43,29 @@ def test_a_bad_option_is_blamed_on_the_option(overrides, line):
     assert str(error.value) == line
 
 
+VOTE_16 = {**SPEC, "pipelines": [{"name": "vote", "params": {"parallel_agents": 16}}]}
+
+
+@pytest.mark.parametrize(("data", "overrides", "line"), [
+    # A problem of a whole section, or across fields: blamed on the option that brought it.
+    (SPEC, RunOverrides(dataset="hf://"),
+     "--dataset hf://: dataset 'hf://': expected hf://OWNER/NAME, e.g. hf://openai/openai_humaneval"),
+    (VOTE_16, RunOverrides(concurrency=8),
+     "--concurrency 8: concurrency 8 × pipeline 'vote' params.parallel_agents 16 = 128 model calls at once; "
+     "at most 64"),
+    # ... and on the spec when its own values are at fault, whatever the options.
+    ({**SPEC, "dataset": {"source": "hf://"}}, RunOverrides(limit=2),
+     "spec: dataset: dataset 'hf://': expected hf://OWNER/NAME, e.g. hf://openai/openai_humaneval"),
+    ({**VOTE_16, "concurrency": 8}, RunOverrides(seeds=[1]),
+     "spec: (top level): concurrency 8 × pipeline 'vote' params.parallel_agents 16 = 128 model calls at "
+     "once; at most 64"),
+])
+def test_a_problem_across_fields_is_blamed_on_where_the_value_came_from(data, overrides, line):
+    with pytest.raises(UserError) as error:
+        load_experiment(data, overrides)
+    assert str(error.value) == line
+
+
 def test_the_spec_is_blamed_for_its_own_values():
     with pytest.raises(UserError, match=r"^spec: dataset.limit: "):
         load_experiment({**SPEC, "dataset": {"limit": 0}}, RunOverrides(seeds=[0]))

@@ -69,6 +69,12 @@ def test_missing_spec_file(capsys, home, tmp_path):
     assert code == 2 and "no such file" in err
 
 
+def test_a_bad_dataset_option_is_blamed_on_the_option_not_the_spec(tmp_path, capsys, home):
+    spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\n")
+    code, err = _run_cli(capsys, "run", str(spec), "--dataset", "hf://")
+    assert code == 2 and err.startswith("critiquelab: error: --dataset hf://: dataset 'hf://': expected"), err
+
+
 def test_missing_dataset_field_is_named(tmp_path, capsys, home):
     data = tmp_path / "d.jsonl"
     data.write_text('{"task_id": "a", "prompt": "def f():\\n", "test": "x"}\n')
