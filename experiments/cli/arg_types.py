@@ -31,9 +31,12 @@ port = int_between(1, 65535, "a port number")
 
 
 def comma_separated(text: str) -> list[str]:
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not parts:
+    """``A,B`` as ``[A, B]``; an empty item (``A,,B``, a trailing comma) is refused, not dropped."""
+    parts = [part.strip() for part in text.split(",")]
+    if not any(parts):
         raise argparse.ArgumentTypeError(f"expected a comma-separated list, got '{text}'")
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"an empty item in '{text}' (two commas, or one at an end)")
     return parts
 
 
@@ -42,6 +45,30 @@ def comma_separated_ints(text: str) -> list[int]:
         return [int(part) for part in comma_separated(text)]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from exc
+
+
+def request_timeout(text: str) -> float:
+    """``--request-timeout``: seconds within the range of the spec field it replaces
+    (``model.timeout_s``), refused with the text as typed (``1e400``, not ``inf``)."""
+    import math
+
+    from experiments.spec import ModelSpec
+
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got '{text}'") from exc
+    bounds = {name: getattr(rule, name) for rule in ModelSpec.model_fields["timeout_s"].metadata
+              for name in ("gt", "ge", "lt", "le") if getattr(rule, name, None) is not None}
+    low = bounds.get("gt", bounds.get("ge", -math.inf))
+    high = bounds.get("le", bounds.get("lt", math.inf))
+    inside = ((value > low if "gt" in bounds else value >= low)
+              and (value <= high if "le" in bounds else value < high))
+    if not math.isfinite(value) or not inside:
+        raise argparse.ArgumentTypeError(
+            f"must be {'above' if 'gt' in bounds else 'at least'} {low:g} and "
+            f"{'at most' if 'le' in bounds else 'below'} {high:g} seconds, got '{text}'")
+    return value
 
 
 def output_dir(text: str) -> Path:
