@@ -81,6 +81,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_yaml(path: Path) -> Any:
     """Read a YAML file; a missing or unreadable file, text that is not UTF-8, malformed YAML or a
     repeated key is one clear UserError line."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a spec file")
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:

@@ -50,6 +50,14 @@ BAD = {  # name: (spec text, extra arguments after `run SPEC`, what the line mus
 }
 
 
+@pytest.mark.parametrize("verb", ["run", "optimize"])
+def test_a_spec_path_that_is_a_directory_says_so(verb, tmp_path, home, capsys):
+    assert main(["--home", str(home), verb, str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"critiquelab: error: {tmp_path}: is a directory, not a spec file"
+    assert not home.exists()
+
+
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_run_input_is_one_line_exit_2_nothing_written(case, tmp_path, home, capsys):
     text, extra, expected = BAD[case]
