@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import FieldError
 from experiments.estimate import Estimate, estimate_run
 from experiments.runner import ExperimentResult, run_experiment
 from experiments.spec import ExperimentSpec, parse_spec
@@ -36,13 +37,18 @@ def offline_defaults() -> None:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
 
 
+def _source(spec: str | Path | dict[str, Any]) -> str:
+    """How errors name a spec: its file, or 'spec' for one given as data."""
+    return "spec" if isinstance(spec, dict) else str(spec)
+
+
 def load_experiment(
     spec: str | Path | dict[str, Any], overrides: RunOverrides | None = None
 ) -> ExperimentSpec:
     """A spec (a YAML path, or its data as a dict) with ``overrides`` applied, validated once; any
     problem is one :class:`core.errors.UserError` line, naming the option at fault if one is."""
     overrides = overrides or RunOverrides()
-    source = "spec" if isinstance(spec, dict) else str(spec)
+    source = _source(spec)
     written = spec if isinstance(spec, dict) else load_yaml(Path(spec))
     data = overrides.apply(written) if isinstance(written, dict) else written  # else parse_spec says
     return parse_spec(data, source, blame=lambda error: overrides.blamed(
@@ -66,11 +72,15 @@ def run(
     by default when it has two or more.
     """
     offline_defaults()
+    overrides = overrides or RunOverrides()
     experiment = load_experiment(spec, overrides)
-    return run_experiment(
-        experiment, home=Path(home) if home is not None else None, fresh=fresh, cache=cache,
-        progress=progress, compare=compare,
-    )
+    try:
+        return run_experiment(
+            experiment, home=Path(home) if home is not None else None, fresh=fresh, cache=cache,
+            progress=progress, compare=compare,
+        )
+    except FieldError as exc:  # a value refused at start-up: blamed on where it came from
+        raise overrides.blamed_field(exc, _source(spec)) from exc
 
 
 def estimate(
@@ -84,8 +94,12 @@ def estimate(
     :class:`experiments.estimate.Estimate` (``.table()`` prints as ``run --estimate`` does). Calls
     no model and writes nothing; the spec is checked as ``run`` checks it."""
     offline_defaults()
+    overrides = overrides or RunOverrides()
     experiment = load_experiment(spec, overrides)
-    return estimate_run(experiment, Path(home) if home is not None else None, fresh=fresh)
+    try:
+        return estimate_run(experiment, Path(home) if home is not None else None, fresh=fresh)
+    except FieldError as exc:
+        raise overrides.blamed_field(exc, _source(spec)) from exc
 
 
 def export(

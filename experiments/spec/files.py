@@ -54,6 +54,8 @@ def format_validation_error(error: ValidationError, source: str) -> str:
         message = "unknown field (check its spelling)"
     elif first["type"] in _EXPECTED:  # strict: a value of another type is refused, never converted
         message = f"expected {_EXPECTED[first['type']]}, got {_as_written(first.get('input'))}"
+    elif first["type"] == "string_too_short" and first["ctx"].get("min_length") == 1:
+        message = "must not be empty (leave the field out for its default)"
     elif first["type"] in _BOUNDS:
         key, symbol = _BOUNDS[first["type"]]
         message = f"must be {symbol} {first['ctx'][key]} (got {_as_written(first.get('input'))})"

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.errors import FieldError, UserError
 from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
 
@@ -83,10 +84,15 @@ class RunOverrides(BaseModel):
     )
 
     def _given(self) -> list[tuple[str, tuple[str, ...], Any]]:
-        """(name, spec path, value) of every override that is set, values as a spec holds them."""
+        """(name, spec path, value) of every override that is set, values as a spec holds them.
+        An empty one (``--api-key-env ''``) is refused: it would read as not given, and the spec's
+        value (or none) would be used without a word."""
         given = []
         for name, field in type(self).model_fields.items():
             value = getattr(self, name)
+            if isinstance(value, str | Path) and not str(value).strip():
+                raise UserError(f"{option_text(name, str(value))}: an empty value; leave the option out "
+                                "to keep the spec's")
             if value is not None:
                 (target,) = (m for m in field.metadata if isinstance(m, _Replaces))
                 given.append((name, target.path, str(value) if isinstance(value, Path) else value))
@@ -128,6 +134,15 @@ class RunOverrides(BaseModel):
         more = len(problems) - 1
         suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         return f"{option_text(name, value)}: {_problem(first)}{suffix}"
+
+
+    def blamed_field(self, error: FieldError, source: str) -> UserError:
+        """A spec field refused at start-up (``error``), blamed on the option that set its value
+        (``--ray bogus:1: …``), else on the spec ``source``."""
+        for name, path, value in self._given():
+            if ".".join(path) == error.field:
+                return UserError(f"{option_text(name, value)}: {error.problem}")
+        return UserError(f"{source}: {error}")
 
 
 def option_text(name: str, value: Any) -> str:
