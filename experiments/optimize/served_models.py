@@ -66,7 +66,8 @@ class ServedModels:
             return
         spec = self._spec
         # The held-out test runs an experiment that serves the task model itself.
-        wanted = {self.served_as(role) for step in pending for role in step.models(spec)} | {"task"}
+        task: ModelRole = "task"
+        wanted = {self.served_as(role) for step in pending for role in step.models(spec)} | {task}
         first = next((step for step in pending if step.models(spec)), None)
         now = {self.served_as(role) for role in first.models(spec)} if first is not None else set()
         for served in sorted(wanted):
