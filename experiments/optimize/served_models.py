@@ -7,10 +7,10 @@ stopped once no later step needs it: the 1.5B model's server alone takes ~5 GB.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from core.errors import UserError
 from experiments.optimize.spec import OptimizeSpec
@@ -18,9 +18,6 @@ from experiments.serving.lm import HarnessLM
 from experiments.serving.model_files import resolve_bundled
 from experiments.serving.provision import CacheUse, resolve_model, serve_model
 from experiments.spec import ModelSpec
-
-if TYPE_CHECKING:
-    from experiments.optimize.step import Step
 
 ModelRole = Literal["task", "teacher", "refine"]
 
@@ -57,20 +54,13 @@ class ServedModels:
             self._servers[served] = server
         return self._lms[served]
 
-    def check(self, pending: Sequence[Step[Any]]) -> None:
-        """Before anything is written: every remote endpoint the steps still to run may ask is
-        probed (and kept: it holds nothing), and the first such step's LMs are served — a bundled
-        model's server too, which that step starts at once anyway. A later step's bundled model
-        is started when its step comes, so two local servers never hold memory together."""
-        if not pending:
-            return
-        spec = self._spec
-        # The held-out test runs an experiment that serves the task model itself.
-        task: ModelRole = "task"
-        wanted = {self.served_as(role) for step in pending for role in step.models(spec)} | {task}
-        first = next((step for step in pending if step.models(spec)), None)
-        now = {self.served_as(role) for role in first.models(spec)} if first is not None else set()
-        for served in sorted(wanted):
+    def check(self, roles: Iterable[ModelRole], start: Iterable[ModelRole]) -> None:
+        """Before anything is written: the LM of each of ``roles`` that a remote endpoint serves is
+        probed (and kept: it holds nothing), and those of ``start`` are served now — a bundled
+        model's server too (the first step starts them at once anyway). A later step's bundled
+        model is started when its step comes, so two local servers never hold memory together."""
+        now = {self.served_as(role) for role in start}
+        for served in sorted({self.served_as(role) for role in roles} | now):
             if served in now or resolve_bundled(self._model_spec(served).id) is None:
                 try:
                     self.get(served)
