@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import FieldError
 from experiments.estimate import Estimate, estimate_run
 from experiments.runner import ExperimentResult, run_experiment
 from experiments.spec import ExperimentSpec, parse_spec
@@ -36,17 +37,22 @@ def offline_defaults() -> None:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
 
 
+def _source(spec: str | Path | dict[str, Any]) -> str:
+    """How errors name a spec: its file, or 'spec' for one given as data."""
+    return "spec" if isinstance(spec, dict) else str(spec)
+
+
 def load_experiment(
     spec: str | Path | dict[str, Any], overrides: RunOverrides | None = None
 ) -> ExperimentSpec:
     """A spec (a YAML path, or its data as a dict) with ``overrides`` applied, validated once; any
     problem is one :class:`core.errors.UserError` line, naming the option at fault if one is."""
     overrides = overrides or RunOverrides()
-    source = "spec" if isinstance(spec, dict) else str(spec)
-    data = spec if isinstance(spec, dict) else load_yaml(Path(spec))
-    if isinstance(data, dict):  # else parse_spec says what the top level should be
-        data = overrides.apply(data)
-    return parse_spec(data, source, blame=overrides.blamed)
+    source = _source(spec)
+    written = spec if isinstance(spec, dict) else load_yaml(Path(spec))
+    data = overrides.apply(written) if isinstance(written, dict) else written  # else parse_spec says
+    return parse_spec(data, source, blame=lambda error: overrides.blamed(
+        error, written, ExperimentSpec.model_validate))
 
 
 def run(
@@ -66,11 +72,15 @@ def run(
     by default when it has two or more.
     """
     offline_defaults()
+    overrides = overrides or RunOverrides()
     experiment = load_experiment(spec, overrides)
-    return run_experiment(
-        experiment, home=Path(home) if home is not None else None, fresh=fresh, cache=cache,
-        progress=progress, compare=compare,
-    )
+    try:
+        return run_experiment(
+            experiment, home=Path(home) if home is not None else None, fresh=fresh, cache=cache,
+            progress=progress, compare=compare,
+        )
+    except FieldError as exc:  # a value refused at start-up: blamed on where it came from
+        raise overrides.blamed_field(exc, _source(spec)) from exc
 
 
 def estimate(
@@ -84,8 +94,12 @@ def estimate(
     :class:`experiments.estimate.Estimate` (``.table()`` prints as ``run --estimate`` does). Calls
     no model and writes nothing; the spec is checked as ``run`` checks it."""
     offline_defaults()
+    overrides = overrides or RunOverrides()
     experiment = load_experiment(spec, overrides)
-    return estimate_run(experiment, Path(home) if home is not None else None, fresh=fresh)
+    try:
+        return estimate_run(experiment, Path(home) if home is not None else None, fresh=fresh)
+    except FieldError as exc:
+        raise overrides.blamed_field(exc, _source(spec)) from exc
 
 
 def export(
@@ -103,16 +117,15 @@ def export(
     ``formats`` registers one prompt per role in the Prompt Registry. Returns what was written.
     Formats and ``out`` are checked before anything is read or downloaded.
     """
-    from core.errors import UserError
     from experiments.controls import refuse_control_params
-    from experiments.paths import data_dir
+    from experiments.paths import check_writable_dir, data_dir
     from experiments.tracking.store import tracking_uri
     from optimizers.export import check_formats, export_program, load_program, register_prompts
 
     offline_defaults()
     formats = check_formats(formats)
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"{out}: exists and is not a directory (where the export would go)")
+    if out is not None:
+        out = check_writable_dir(out, "where the export would go")
     home = Path(home) if home else data_dir()
     path, run_id = Path(target), ""
     if not path.exists():

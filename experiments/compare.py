@@ -33,6 +33,7 @@ from eval.summary import FigureMetrics
 from experiments.compare_attribution import attribution_section, log_attribution_metrics
 from experiments.compare_controls import controls_section, split_controls
 from experiments.controls import control_of_run, marked_label
+from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
 from experiments.rescore_pairs import lost_passes_section
 from experiments.tracking.compare_provenance import provenance_notices
@@ -381,6 +382,8 @@ def compare_runs(
     repeated = sorted({r for r in run_ids if run_ids.count(r) > 1})
     if repeated:
         raise UserError(f"run id {repeated[0]} is given more than once; compare the runs once each")
+    if out is not None:
+        out = check_writable_dir(out, "the report's directory")
     home = Path(home) if home else default_data_dir()
     client = open_client(home, tracking)
     notices: list[str] = []

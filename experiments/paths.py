@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import tempfile
 from pathlib import Path
 
 
@@ -37,3 +39,54 @@ def path_segment(name: str) -> str:
     if safe == name:
         return name
     return f"{safe[:80]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def unwritable_dir(path: str | Path) -> str | None:
+    """Why ``path`` cannot be a directory to write into, or None when it can: an existing
+    directory that takes a new entry, or one that can be created. Tried, not guessed from
+    permission bits (root passes every ``os.access`` check, yet ``/sys`` and ``/proc`` refuse):
+    the missing directories are created, a probe entry is made in the last, and all of it is
+    removed again, so nothing is left behind either way."""
+    if not str(path).strip():
+        return "an empty path (name a directory, e.g. '.')"
+    path = Path(path).expanduser()
+    try:
+        if path.exists() and not path.is_dir():
+            return f"'{path}' exists and is not a directory"
+        missing = []
+        for candidate in (path, *path.absolute().parents):
+            if candidate.exists():
+                if not candidate.is_dir():
+                    return f"cannot create '{path}': '{candidate}' is not a directory"
+                break
+            missing.append(candidate)
+    except (OSError, ValueError) as exc:
+        return f"cannot use '{path}': {getattr(exc, 'strerror', None) or exc}"
+    created: list[Path] = []
+    try:
+        for directory in reversed(missing):
+            directory.mkdir()
+            created.append(directory)
+        os.rmdir(tempfile.mkdtemp(dir=path, prefix=".critiquelab-probe-"))
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        failed = getattr(exc, "filename", None)
+        if failed is None or Path(failed) == path or Path(failed).parent == path:  # path itself, or the probe
+            return f"cannot write into '{path}': {reason}"
+        return f"cannot create '{path}': '{failed}': {reason}"
+    finally:
+        for directory in reversed(created):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+    return None
+
+
+def check_writable_dir(path: str | Path, what: str) -> Path:
+    """``path`` as a :class:`Path`, or a :class:`~core.errors.UserError` naming ``what`` (where
+    the files would go) when it cannot take them (see :func:`unwritable_dir`)."""
+    from core.errors import UserError
+
+    problem = unwritable_dir(path)
+    if problem is not None:
+        raise UserError(f"{what}: {problem}")
+    return Path(path).expanduser()

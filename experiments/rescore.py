@@ -41,6 +41,7 @@ from eval.results import with_current_columns
 from eval.scoring import NO_CODE, score_programs
 from eval.verdict import Status
 from experiments.compare import ComparedRun, open_client, resolve_runs
+from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
 from experiments.rescore_pairs import RESCORED_FROM_TAG
 from experiments.tracking.compare_provenance import MEASURING_PARAMS
@@ -266,8 +267,8 @@ def rescore_run(
     ``out``: where ``summary.md`` and ``changes.csv`` go (default
     ``<data dir>/reports/rescore-<new run id>``); they are also artifacts of the new run."""
     source = str(dataset)
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"{out}: exists and is not a directory (where the rescore's files would go)")
+    if out is not None:
+        out = check_writable_dir(out, "where the rescore's files would go")
     home = Path(home) if home else default_data_dir()
     # The dataset first: a file that is not there is the command's own mistake, whatever the store.
     chosen_format = dataset_format or detect_format({c for row in read_rows(source) for c in row})[0]
@@ -276,7 +277,14 @@ def rescore_run(
     runs = resolve_runs(client, [run_id], notices)
     scored, missing, rescored_tasks = _score(client, runs, source, chosen_format, run_id, notices)
 
-    # Everything read and scored: only now is anything written.
+    # Everything read and scored: only now is anything written, the files' directory first, so
+    # that one that cannot be made (checked above, but things change) leaves no run behind.
+    if out is not None:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"where the rescore's files would go: cannot create '{out}': "
+                            f"{exc.strerror}") from exc
     source_run = client.get_run(run_id)
     experiment = client.get_experiment(source_run.info.experiment_id).name
     tracker = Tracker(home, experiment, tracking_uri(home, tracking))

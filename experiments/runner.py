@@ -309,13 +309,12 @@ def run_experiment(
     home = home or default_data_dir()
     uri = tracking_uri(home, spec.tracking.uri)
     problems = load_inputs(spec, uri)
+    _check_chroma_server(spec)
     check_warm_starts(spec, problems, home)
     identity = resolve_model(spec.model)
     fingerprints = input_fingerprints(spec, uri)
     key = checkpoint_key(spec, identity, fingerprints)
     store = checkpoint_store(spec, identity, key, home, fingerprints)
-    if fresh and store.directory.exists():
-        store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{time.time_ns()}"))
     role_models = RoleModels(spec, home, cache)
     with (
         contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm,
@@ -323,14 +322,23 @@ def run_experiment(
         contextlib.closing(open_executor(spec, home)) as executor,
     ):
         wanted = {p.task_id for p in problems}
-        if any(wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds):
+        pending = (wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds)
+        if fresh or any(pending):
             lazy_lm.get()  # start and check the models (and the cluster) before any run exists
             role_models.start()
             executor.start()
-        tracker = Tracker(home, spec.name, uri)
-        # The pool (a Chroma store under the data directory) opens once every check that can refuse
-        # the start has passed — models, cluster, tracking — so a refused start leaves nothing behind.
-        with _open_pool(spec, home) as pool:
+        # What can refuse the start comes before the first file: the models and the cluster
+        # (above), a Chroma server (probed first thing, and the pool on it opened before the
+        # tracking), the tracking (its local store is the first file). Earlier checkpoints are
+        # set aside (--fresh) and a pool under the data directory opens only after all of them.
+        with contextlib.ExitStack() as pools:
+            remote_pool = spec.pool.persist and spec.pool.chroma_url is not None
+            pool = pools.enter_context(_open_pool(spec, home)) if remote_pool else None
+            tracker = Tracker(home, spec.name, uri)
+            if fresh and store.directory.exists():
+                store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{time.time_ns()}"))
+            if pool is None:
+                pool = pools.enter_context(_open_pool(spec, home))
             parent_id = open_parent_run(
                 tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
             )
@@ -358,6 +366,16 @@ def run_experiment(
         raise
     tracker.finish(parent_id)
     return result
+
+
+def _check_chroma_server(spec: ExperimentSpec) -> None:
+    """A Chroma server the experiment uses (its pool, a pipeline's memory) must answer now, before
+    the models start or anything is written."""
+    url = spec.pool.chroma_url
+    if url and (spec.pool.persist or any(memory_of(p) for p in spec.pipelines)):
+        from pipelines.pool.chroma_store import check_chroma_server
+
+        check_chroma_server(url)
 
 
 def _open_pool(spec: ExperimentSpec, home: Path) -> MessagePool:

@@ -16,8 +16,10 @@ import json
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
 
@@ -26,22 +28,58 @@ class SplitOverlapError(UserError):
     """Scoring an optimised program on problems it was trained or validated on."""
 
 
-class SplitSpec(BaseModel):
-    """How to split: fractions (or counts, when ≥ 1) of train and validation; the rest is test."""
+def _written(value: Any) -> str:
+    """A value as a YAML spec writes it (strings quoted, so '0.5' reads as text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else repr(value)
 
-    model_config = ConfigDict(extra="forbid")
+
+def _amount(value: Any) -> Any:
+    """A part's size, unambiguous: a count is a whole number ≥ 1 (``3``), a fraction a number
+    strictly between 0 and 1 (``0.25``). ``1.5``, ``3.0``, ``0``, ``true`` or ``"0.25"`` is neither
+    (``1.5`` was once truncated to a count of 1)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError(
+            "split_amount", "expected a count (a whole number, at least 1) or a fraction between 0 "
+            "and 1, got {got}", {"got": _written(value)})
+    if isinstance(value, int) and value < 1:
+        raise PydanticCustomError(
+            "split_amount", "a count must be at least 1 (got {got}); a fraction is a number between 0 "
+            "and 1", {"got": _written(value)})
+    if isinstance(value, float) and not 0 < value < 1:
+        raise PydanticCustomError(
+            "split_amount", "a fraction must be between 0 and 1, exclusive (got {got}); a count is a "
+            "whole number such as 3", {"got": _written(value)})
+    return value
+
+
+PartSize = Annotated[int | float, BeforeValidator(_amount)]
+
+
+class SplitSpec(BaseModel):
+    """How to split: fractions (or counts, when ≥ 1) of train and validation; the rest is test.
+    Strict like the rest of a spec: values are taken as written, never converted."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     seed: int = Field(default=0, description="Seed of the shuffle; the split is a function of it.")
-    train: float = Field(default=0.5, gt=0, description="Fraction (< 1) or count (≥ 1) for train.")
-    val: float = Field(default=0.25, gt=0, description="Fraction (< 1) or count (≥ 1) for validation.")
+    train: PartSize = Field(
+        default=0.5, description="A fraction (a number between 0 and 1, e.g. 0.5) or a count (a whole "
+        "number ≥ 1, e.g. 20) of the problems for train.")
+    val: PartSize = Field(
+        default=0.25, description="A fraction (between 0 and 1) or a count (a whole number ≥ 1) of the "
+        "problems for validation.")
     allow_overlap: bool = Field(
         default=False, description="Allow scoring on train/validation problems (reported as such)."
     )
 
     @model_validator(mode="after")
     def _fractions_fit(self) -> SplitSpec:
-        if self.train < 1 and self.val < 1 and self.train + self.val > 1:
-            raise ValueError("train + val fractions must not exceed 1")
+        if isinstance(self.train, float) and isinstance(self.val, float) and self.train + self.val >= 1:
+            raise PydanticCustomError(
+                "split_fractions", "train + val fractions must be below 1, so that the test part keeps "
+                "problems (got {train} + {val})", {"train": self.train, "val": self.val})
         return self
 
 
@@ -75,7 +113,8 @@ class Split:
 
 
 def _count(amount: float, total: int) -> int:
-    return min(total, int(amount) if amount >= 1 else round(amount * total))
+    """A count as it is, a fraction of ``total`` rounded."""
+    return min(total, amount if isinstance(amount, int) else round(amount * total))
 
 
 def make_split(task_ids: Iterable[str], spec: SplitSpec | None = None) -> Split:

@@ -25,7 +25,7 @@ _BOUND_ERRORS = {
 }
 _EXPECTED = {
     "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
-    "string_type": "a string", "list_type": "a list",
+    "string_type": "a string", "list_type": "a list", "finite_number": "a finite number",
 }
 
 
@@ -62,7 +62,7 @@ class PipelineParams(BaseModel):
     choices (``Literal``); those are what ``critiquelab pipelines`` shows.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
     @classmethod
     def validated(cls, pipeline: str, values: Mapping[str, Any]) -> Self:

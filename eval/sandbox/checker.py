@@ -407,7 +407,10 @@ def main() -> None:
             except SandboxFailure as exc:
                 result = {**_verdict("error", "sandbox", str(exc)), "outcomes": []}
             result["duration_s"] = time.monotonic() - start
-            codec.write_frame(channel_out, json.dumps(result).encode())
+            try:
+                codec.write_frame(channel_out, json.dumps(result).encode())
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the harness is gone (killed, its terminal closed): nobody to tell
     finally:
         checker.sandbox.stop()
 

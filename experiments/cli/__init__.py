@@ -3,7 +3,8 @@ and how a command ends.
 
 Exit codes: 0 done; 2 bad input (one line naming it, nothing written); 3 an external service
 (model endpoint, Chroma or MLflow server) failed mid-run (one line; the same command resumes);
-130 interrupted by Ctrl-C or SIGTERM (the process ends within seconds, resumable). ``--debug``
+130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the terminal closed; the process ends within
+seconds, resumable); 141 standard output closed by its reader (``| head``), quietly. ``--debug``
 shows tracebacks; any other traceback is a bug.
 
 :func:`main` is the ``critiquelab`` script and ``python -m experiments.cli``; the verbs and their
@@ -16,6 +17,7 @@ import argparse
 import contextlib
 import logging
 import os
+import select
 import signal
 import sys
 import threading
@@ -25,20 +27,27 @@ from core.errors import ServiceError, UserError
 from experiments.cli.commands import HANDLERS
 from experiments.cli.parser import build_parser
 
-# After Ctrl-C or SIGTERM the runner marks its runs, stops the model server and flushes the
+# After Ctrl-C, SIGTERM or SIGHUP the runner marks its runs, stops the model server and flushes the
 # pool; whatever still hangs then (a model request in flight) must not keep the process alive.
 STOP_GRACE_S = 4.0
+# What stops a command: Ctrl-C, `kill`, and the terminal closing (SIGHUP) — all alike.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
 INTERRUPTED = "critiquelab: interrupted; run the same command again to resume"
+# Standard output closed by its reader (``critiquelab pipelines | head -1``): nothing more to say
+# to anyone, so no message; the code a command killed by SIGPIPE has in a shell (128 + 13).
+STDOUT_CLOSED = 141
 
 
 def _stop_on_signal(signum: int, frame: Any) -> None:
-    """Ctrl-C and SIGTERM: unwind (runs marked KILLED, model server stopped, pool flushed), and
-    end the process after ``STOP_GRACE_S`` whatever is still in flight."""
+    """Ctrl-C, SIGTERM and SIGHUP: unwind (runs marked KILLED, model server stopped, pool
+    flushed), and end the process after ``STOP_GRACE_S`` whatever is still in flight."""
     timer = threading.Timer(STOP_GRACE_S, _hard_exit, (130, INTERRUPTED))
     timer.daemon = True
     timer.start()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the unwinding
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for sig in STOP_SIGNALS:  # a second Ctrl-C (or the hangup that follows one) must not break the unwinding
+        signal.signal(sig, signal.SIG_IGN)
+    _discard_closed_streams()  # a closed terminal: what the unwinding prints must not fail (EIO)
     raise KeyboardInterrupt
 
 
@@ -50,7 +59,7 @@ def _one_line(error: Exception) -> str:
 def _hard_exit(code: int, message: str = "") -> NoReturn:
     """Exit without joining worker threads that are blocked in a model request."""
     if message:
-        print(message, file=sys.stderr)
+        _say(message)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
@@ -58,6 +67,18 @@ def _hard_exit(code: int, message: str = "") -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe could not be handled
+        return code
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        _discard_stdout()
+        return STDOUT_CLOSED
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error, already printed as one line (2)
@@ -72,13 +93,59 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("urllib3").setLevel(logging.ERROR)
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
-        before = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        before = {sig: signal.signal(sig, _stop_on_signal) for sig in STOP_SIGNALS}
     try:
         return _handle(args, argv)
     finally:
         if in_main_thread:  # a signal during shutdown (flushing, library atexit hooks) ends quietly too
             for sig, handler in before.items():
                 signal.signal(sig, _stop_while_shutting_down if argv is None else handler)
+
+
+def _closed(stream: Any, unknown: bool = True) -> bool:
+    """Whether ``stream`` is a pipe whose reader has gone (``… | head -1``) or a terminal that
+    hung up; ``unknown`` where poll() cannot say (not a file descriptor, not POSIX)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return unknown
+    if not hasattr(select, "poll"):
+        return unknown
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _stdout_closed() -> bool:
+    """Standard output's reader gone, as opposed to a broken pipe of the command's own, which
+    stays a bug with its traceback."""
+    return _closed(sys.stdout, unknown=False)
+
+
+def _discard(stream: Any) -> None:
+    """What is still buffered for the closed ``stream`` goes nowhere, so a later write or the
+    interpreter's own flush at exit does not fail again (the Python documentation's recipe for
+    SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+def _discard_stdout() -> None:
+    _discard(sys.stdout)
+
+
+def _discard_closed_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if _closed(stream, unknown=False):
+            with contextlib.suppress(OSError, ValueError):
+                _discard(stream)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if anyone can still read it (a terminal that hung up cannot)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _stop_while_shutting_down(signum: int, frame: Any) -> None:
@@ -101,7 +168,7 @@ def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
               file=sys.stderr)
         return 3
     except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
+        _say(INTERRUPTED)
         if argv is None:  # the process is ours (not a test calling main): leave at once
             _hard_exit(130)
         return 130

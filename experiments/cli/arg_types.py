@@ -4,10 +4,11 @@ turns the ``ArgumentTypeError`` into one line and exit code 2 (see ``experiments
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+
+from experiments.paths import unwritable_dir
 
 
 def int_between(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
@@ -30,9 +31,12 @@ port = int_between(1, 65535, "a port number")
 
 
 def comma_separated(text: str) -> list[str]:
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not parts:
+    """``A,B`` as ``[A, B]``; an empty item (``A,,B``, a trailing comma) is refused, not dropped."""
+    parts = [part.strip() for part in text.split(",")]
+    if not any(parts):
         raise argparse.ArgumentTypeError(f"expected a comma-separated list, got '{text}'")
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"an empty item in '{text}' (two commas, or one at an end)")
     return parts
 
 
@@ -43,19 +47,38 @@ def comma_separated_ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from exc
 
 
+def request_timeout(text: str) -> float:
+    """``--request-timeout``: seconds within the range of the spec field it replaces
+    (``model.timeout_s``), refused with the text as typed (``1e400``, not ``inf``)."""
+    import math
+
+    from experiments.spec import ModelSpec
+
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got '{text}'") from exc
+    bounds = {name: getattr(rule, name) for rule in ModelSpec.model_fields["timeout_s"].metadata
+              for name in ("gt", "ge", "lt", "le") if getattr(rule, name, None) is not None}
+    low = bounds.get("gt", bounds.get("ge", -math.inf))
+    high = bounds.get("le", bounds.get("lt", math.inf))
+    inside = ((value > low if "gt" in bounds else value >= low)
+              and (value <= high if "le" in bounds else value < high))
+    if not math.isfinite(value) or not inside:
+        raise argparse.ArgumentTypeError(
+            f"must be {'above' if 'gt' in bounds else 'at least'} {low:g} and "
+            f"{'at most' if 'le' in bounds else 'below'} {high:g} seconds, got '{text}'")
+    return value
+
+
 def output_dir(text: str) -> Path:
-    """A directory to write into: an existing directory, or one that can be created (its nearest
-    existing ancestor is a writable directory). Checked here, so a bad one is refused before any
-    work is done, and nothing is created yet."""
-    path = Path(text).expanduser()
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"'{text}' exists and is not a directory")
-    ancestor = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), None)
-    if ancestor is None or not ancestor.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot create '{text}': '{ancestor}' is not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write into '{text}': '{ancestor}' is not writable")
-    return path
+    """A directory to write into: an existing directory that takes new entries, or one that can
+    be created — tried here (and undone, see :func:`experiments.paths.unwritable_dir`), so a bad
+    one is refused before any work is done, and nothing is left behind."""
+    problem = unwritable_dir(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(text).expanduser()
 
 
 def data_home(text: str) -> Path:

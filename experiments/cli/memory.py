@@ -15,6 +15,7 @@ from pipelines.memory.bank import MemoryBank, memory_dir
 from pipelines.memory.config import DEFAULT_COLLECTION, STORE_NAME
 from pipelines.memory.consolidation import DUPLICATE_DISTANCE, consolidate
 from pipelines.memory.entries import MEMORY_TYPES
+from pipelines.memory.episodic import stored_collections
 
 
 def _text(value: str) -> str:
@@ -103,8 +104,12 @@ def add_memory_parser(commands: Any) -> None:
 
 def _bank(store: str) -> MemoryBank:
     home = data_dir()
-    if not (memory_dir(home) / "chroma").exists():
+    chroma = memory_dir(home) / "chroma"
+    if not chroma.exists():
         raise UserError(f"no memory in {home} yet (a run with `memory: {{enabled: true}}` writes it)")
+    if store not in stored_collections(chroma):  # opening it would create it: refused first
+        known = ", ".join(sorted(stored_collections(chroma))) or "none"
+        raise UserError(f"no memory store '{store}' in {home} (stores there: {known})")
     bank = MemoryBank(home, collection=store)
     if bank.episodic.count() == 0:
         bank.close()

@@ -14,6 +14,7 @@ from experiments.cli.arg_types import (
     output_dir,
     port,
     prompt_prefix,
+    request_timeout,
 )
 from experiments.cli.memory import add_memory_parser
 from experiments.cli.rescore import add_rescore_parser
@@ -48,7 +49,7 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--concurrency", type=int, help="problems solved at once")
     run.add_argument("--ray", metavar="ADDRESS",
                      help="solve on a Ray cluster: 'auto', host:6379 or ray://host:10001")
-    run.add_argument("--request-timeout", type=float, metavar="S",
+    run.add_argument("--request-timeout", type=request_timeout, metavar="S",
                      help="seconds one model request may take (default 600 local, 120 remote)")
     run.add_argument("--fresh", action="store_true", help="ignore earlier checkpoints")
     run.add_argument("--no-cache", action="store_true",

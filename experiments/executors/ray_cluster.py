@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import ServiceError, UserError
+from core.errors import FieldError, ServiceError, UserError
 from eval.execution import isolation_level
 from eval.problems import Problem
 from eval.results import ProblemResult
@@ -69,7 +69,7 @@ def _check_reachable(address: str) -> None:
         problem = "expected auto, HOST:PORT or ray://HOST:PORT"
     except OSError as exc:
         problem = f"nothing answers there ({exc.strerror or type(exc).__name__})"
-    raise UserError(f"execution.address '{address}': {problem}; start a cluster with `ray start --head`")
+    raise FieldError("execution.address", address, f"{problem}; start a cluster with `ray start --head`")
 
 
 @contextlib.contextmanager
@@ -116,8 +116,8 @@ class RayExecutor:
                      logging_level="ERROR", configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            raise UserError(f"execution.address '{execution.address}': no Ray cluster answers: {first}; "
-                            "start one with `ray start --head`") from exc
+            raise FieldError("execution.address", execution.address,
+                             f"no Ray cluster answers: {first}; start one with `ray start --head`") from exc
         self._started = True
         try:
             self._start_actors(ray)

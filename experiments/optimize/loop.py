@@ -124,13 +124,16 @@ def run_optimization(
     except UserError as exc:
         raise UserError(f"{source}: {exc}") from exc
     directory = home / "optimize" / f"{path_segment(spec.name)}-{_key(spec)}"
-    if fresh and directory.exists():
-        directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))
     store = StepStore(directory)
-    tracker = Tracker(home, spec.name, spec.tracking.uri)
-    parent = _parent_run(tracker, store, spec, split)
     steps = plan(spec)
     with ServedModels(spec, home, cache=cache) as models:
+        # What can refuse the start (the endpoints, the tracking) comes before the first file.
+        _check_models(models, spec, steps if fresh else [step for step in steps if not store.has(step.name)])
+        tracker = Tracker(home, spec.name, spec.tracking.uri)
+        if fresh and directory.exists():
+            directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))
+        directory.mkdir(parents=True, exist_ok=True)
+        parent = _parent_run(tracker, store, spec, split)
         ctx = OptimizeContext(
             spec=spec, home=home, directory=directory, store=store, split=split,
             problems={p.task_id: p for p in problems}, tracker=tracker, parent_run_id=parent, models=models,
@@ -163,6 +166,18 @@ def _checked_problems(spec: OptimizeSpec, source: str) -> tuple[list[Problem], S
         raise UserError(f"{source}: {exc}") from exc
     split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
     return problems, split
+
+
+def _check_models(models: ServedModels, spec: OptimizeSpec, pending: Sequence[Step[Any]]) -> None:
+    """Every LM the steps still to run may ask (probed when remote), the first such step's served
+    now (:meth:`ServedModels.check`); the held-out test runs an experiment that serves the task
+    model itself, so it counts too."""
+    if not pending:
+        return
+    first = next((step for step in pending if step.models(spec)), None)
+    task: ModelRole = "task"
+    models.check({role for step in pending for role in step.models(spec)} | {task},
+                 start=first.models(spec) if first is not None else ())
 
 
 def release_schedule(

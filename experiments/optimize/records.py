@@ -107,11 +107,14 @@ class StepStore:
     """Finished steps on disk, one JSON file each: a step whose file exists is not run again."""
 
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        (directory / "steps").mkdir(parents=True, exist_ok=True)
+        self.directory = directory  # made with the first record: a refused start writes nothing
 
     def _path(self, name: str) -> Path:
         return self.directory / "steps" / f"{name}.json"
+
+    def has(self, name: str) -> bool:
+        """Whether step ``name`` finished (its record is on disk)."""
+        return self._path(name).exists()
 
     def load(self, name: str, kind: type[RecordT]) -> RecordT | None:
         """Step ``name``'s record, if it finished."""
@@ -121,5 +124,6 @@ class StepStore:
     def save(self, name: str, record: Record) -> None:
         """Write atomically: a kill mid-write leaves no half record that would read as finished."""
         tmp = self._path(name).with_suffix(".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps(record.saved(), indent=2, sort_keys=True))
         tmp.replace(self._path(name))

@@ -7,12 +7,15 @@ stopped once no later step needs it: the 1.5B model's server alone takes ~5 GB.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from core.errors import UserError
 from experiments.optimize.spec import OptimizeSpec
 from experiments.serving.lm import HarnessLM
+from experiments.serving.model_files import resolve_bundled
 from experiments.serving.provision import CacheUse, resolve_model, serve_model
 from experiments.spec import ModelSpec
 
@@ -50,6 +53,19 @@ class ServedModels:
             )
             self._servers[served] = server
         return self._lms[served]
+
+    def check(self, roles: Iterable[ModelRole], start: Iterable[ModelRole]) -> None:
+        """Before anything is written: the LM of each of ``roles`` that a remote endpoint serves is
+        probed (and kept: it holds nothing), and those of ``start`` are served now — a bundled
+        model's server too (the first step starts them at once anyway). A later step's bundled
+        model is started when its step comes, so two local servers never hold memory together."""
+        now = {self.served_as(role) for role in start}
+        for served in sorted({self.served_as(role) for role in roles} | now):
+            if served in now or resolve_bundled(self._model_spec(served).id) is None:
+                try:
+                    self.get(served)
+                except UserError as exc:
+                    raise UserError(str(exc) if served == "task" else f"{served} model: {exc}") from exc
 
     def release(self, served: ModelRole) -> None:
         """Stop the LM served as ``served`` (see :meth:`served_as`), if it is running."""

@@ -149,13 +149,18 @@ class OptimizeSpec(StrictModel):
 
 
 def load_optimize_spec(path: Path) -> OptimizeSpec:
-    data = load_yaml(path)
+    return parse_optimize_spec(load_yaml(path), str(path))
+
+
+def parse_optimize_spec(data: Any, source: str) -> OptimizeSpec:
+    """``data`` (a spec file's YAML) as an :class:`OptimizeSpec`; any problem is one
+    :class:`UserError` line naming ``source`` and the field."""
     if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a mapping of fields at the top level")
+        raise UserError(f"{source}: expected a mapping of fields at the top level")
     try:
         return OptimizeSpec.model_validate(data)
     except ValidationError as exc:
-        raise UserError(format_validation_error(exc, str(path))) from exc
+        raise UserError(format_validation_error(exc, source)) from exc
 
 
 def check_spec(spec: OptimizeSpec) -> None:

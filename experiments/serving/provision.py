@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from core.errors import UserError
+from core.errors import FieldError, UserError
 from experiments.serving.lm import HarnessLM
 from experiments.serving.local_server import LocalModelServer, select_backend
 from experiments.serving.model_files import ensure_model_file, resolve_bundled
@@ -65,9 +65,7 @@ def _api_key(spec: ModelSpec) -> str | None:
     if spec.api_key_env:
         value = os.environ.get(spec.api_key_env)
         if not value:
-            raise UserError(
-                f"model.api_key_env names '{spec.api_key_env}', but that environment variable is not set"
-            )
+            raise FieldError("model.api_key_env", spec.api_key_env, "that environment variable is not set")
         return value
     if spec.api_base and not os.environ.get("OPENAI_API_KEY"):
         return "no-key"  # self-hosted OpenAI-compatible servers accept any key; LiteLLM needs one

@@ -115,9 +115,9 @@ class ModelSpec(StrictModel):
         description="'local' (bundled Qwen2.5-Coder-0.5B-Instruct Q4_K_M, served on 127.0.0.1), "
         "'local-1.5b', or any LiteLLM model string such as 'openai/gpt-4o-mini'.",
     )
-    api_base: str | None = Field(default=None, description="Endpoint URL for a LiteLLM model.")
+    api_base: str | None = Field(default=None, min_length=1, description="Endpoint URL for a LiteLLM model.")
     api_key_env: str | None = Field(
-        default=None,
+        default=None, min_length=1,
         description="Name of the environment variable holding the API key (the key itself "
         "never goes in a spec, so specs can be logged and shared).",
     )
@@ -186,13 +186,14 @@ class PoolSpec(StrictModel):
         "trace collection and other machines can read them; false keeps them in memory.",
     )
     chroma_url: str | None = Field(
-        default=None, description="A Chroma server (`chroma run`) to use instead of the local store."
+        default=None, min_length=1,
+        description="A Chroma server (`chroma run`) to use instead of the local store."
     )
 
 
 class TrackingSpec(StrictModel):
     uri: str | None = Field(
-        default=None,
+        default=None, min_length=1,
         description="MLflow tracking URI, e.g. a team's server http://host:5000 (artifacts go where "
         "that server stores them). Default: $MLFLOW_TRACKING_URI, else SQLite under the data "
         "directory.",
@@ -273,7 +274,7 @@ class ExperimentSpec(StrictModel):
     pool: PoolSpec = Field(default_factory=PoolSpec)
     tracking: TrackingSpec = Field(default_factory=TrackingSpec)
     prompts: str | None = Field(
-        default=None,
+        default=None, min_length=1,
         description="An exported program (`critiquelab export` directory or its program.json, or "
         "Prompt Registry URIs prompts:/NAME/VERSION, comma-separated) whose prompts are loaded into "
         "each pipeline, role by role, before running.",
@@ -373,7 +374,7 @@ def parse_spec(
     data: Any, source: str = "spec", blame: Callable[[ValidationError], str | None] | None = None
 ) -> ExperimentSpec:
     """``data`` validated into a spec; any problem is one :class:`UserError` line naming ``source``
-    and the field, or the line ``blame`` gives for it (an option that replaced the field's value:
+    and the field, or the line ``blame`` gives for it (an option that set the value at fault:
     :meth:`experiments.spec.overrides.RunOverrides.blamed`)."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of fields at the top level")

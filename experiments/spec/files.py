@@ -31,6 +31,13 @@ _EXPECTED = {
 }
 
 
+# Range errors as a pipeline param's read (pipelines.params.explain): "must be >= 1 (got 0)".
+_BOUNDS = {
+    "greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"),
+    "less_than_equal": ("le", "<="), "less_than": ("lt", "<"),
+}
+
+
 def _as_written(value: Any) -> str:
     """A value as YAML writes it (strings quoted, so '0.5' reads as text)."""
     if isinstance(value, bool):
@@ -47,6 +54,11 @@ def format_validation_error(error: ValidationError, source: str) -> str:
         message = "unknown field (check its spelling)"
     elif first["type"] in _EXPECTED:  # strict: a value of another type is refused, never converted
         message = f"expected {_EXPECTED[first['type']]}, got {_as_written(first.get('input'))}"
+    elif first["type"] == "string_too_short" and first["ctx"].get("min_length") == 1:
+        message = "must not be empty (leave the field out for its default)"
+    elif first["type"] in _BOUNDS:
+        key, symbol = _BOUNDS[first["type"]]
+        message = f"must be {symbol} {first['ctx'][key]} (got {_as_written(first.get('input'))})"
     more = len(error.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return f"{source}: {where}: {message}{suffix}"
@@ -71,6 +83,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_yaml(path: Path) -> Any:
     """Read a YAML file; a missing or unreadable file, text that is not UTF-8, malformed YAML or a
     repeated key is one clear UserError line."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a spec file")
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:

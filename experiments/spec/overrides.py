@@ -8,13 +8,14 @@ by the very rule that checks the field it replaces; a value that fails is blamed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.errors import FieldError, UserError
 from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
 
@@ -83,10 +84,15 @@ class RunOverrides(BaseModel):
     )
 
     def _given(self) -> list[tuple[str, tuple[str, ...], Any]]:
-        """(name, spec path, value) of every override that is set, values as a spec holds them."""
+        """(name, spec path, value) of every override that is set, values as a spec holds them.
+        An empty one (``--api-key-env ''``) is refused: it would read as not given, and the spec's
+        value (or none) would be used without a word."""
         given = []
         for name, field in type(self).model_fields.items():
             value = getattr(self, name)
+            if isinstance(value, str | Path) and not str(value).strip():
+                raise UserError(f"{option_text(name, str(value))}: an empty value; leave the option out "
+                                "to keep the spec's")
             if value is not None:
                 (target,) = (m for m in field.metadata if isinstance(m, _Replaces))
                 given.append((name, target.path, str(value) if isinstance(value, Path) else value))
@@ -105,19 +111,54 @@ class RunOverrides(BaseModel):
                 section["executor"] = "ray"
         return patched
 
-    def blamed(self, error: ValidationError) -> str | None:
-        """The first problem of ``error`` as one line naming the option, when it lies in a field an
-        override replaced (``--limit 0: must be >= 1``); None when the spec's own value is at fault."""
+    def blamed(self, error: ValidationError, data: Mapping[str, Any] | None = None,
+               validate: Callable[[Any], Any] | None = None) -> str | None:
+        """The first problem of ``error`` as one line naming the option at fault: the option that
+        replaced the field it lies in (``--limit 0: must be >= 1``), or, for a problem of a whole
+        section or across fields (``dataset: 'hf://': expected hf://OWNER/NAME``, concurrency ×
+        parallel agents), the option without whose value the spec ``data`` (as written, before
+        the overrides) passes ``validate`` on that point. None when the spec's own value is at fault."""
         problems = error.errors()
         first = problems[0]
         where = tuple(str(part) for part in first["loc"])
+        given = self._given()
+        culprit = next((item for item in given if where[: len(item[1])] == item[1]), None)
+        if culprit is None and data is not None and validate is not None:
+            inside = [item for item in given if item[1][: len(where)] == where]  # options in that section
+            culprit = next((item for item in inside if not _still_fails(
+                first, RunOverrides(**{n: v for n, _, v in given if n != item[0]}).apply(data), validate)),
+                None)
+        if culprit is None:
+            return None
+        name, _, value = culprit
+        more = len(problems) - 1
+        suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        return f"{option_text(name, value)}: {_problem(first)}{suffix}"
+
+
+    def blamed_field(self, error: FieldError, source: str) -> UserError:
+        """A spec field refused at start-up (``error``), blamed on the option that set its value
+        (``--ray bogus:1: …``), else on the spec ``source``."""
         for name, path, value in self._given():
-            if where[: len(path)] == path:
-                shown = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-                more = len(problems) - 1
-                suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-                return f"--{name.replace('_', '-')} {shown}: {_problem(first)}{suffix}"
-        return None
+            if ".".join(path) == error.field:
+                return UserError(f"{option_text(name, value)}: {error.problem}")
+        return UserError(f"{source}: {error}")
+
+
+def option_text(name: str, value: Any) -> str:
+    """An option as it was given: ``--seeds 0,1``, ``--api-key-env ''``."""
+    shown = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    return f"--{name.replace('_', '-')} {shown if shown.strip() else repr(shown)}"
+
+
+def _still_fails(problem: Any, data: Mapping[str, Any], validate: Callable[[Any], Any]) -> bool:
+    """Whether ``data`` has ``problem`` too (the same place, kind and message)."""
+    try:
+        validate(data)
+    except ValidationError as error:
+        return any((p["loc"], p["type"], p["msg"]) == (problem["loc"], problem["type"], problem["msg"])
+                   for p in error.errors())
+    return False
 
 
 def _section(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:

@@ -25,11 +25,11 @@ class RoleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str | None = Field(
-        default=None,
+        default=None, min_length=1,
         description="'local', 'local-1.5b' or a LiteLLM model string (served with the experiment's "
         "model settings); default: the experiment's model.",
     )
-    api_base: str | None = Field(default=None, description="Endpoint URL of a LiteLLM `model`.")
+    api_base: str | None = Field(default=None, min_length=1, description="Endpoint URL of a LiteLLM `model`.")
     temperature: float | None = Field(
         default=None, ge=0.0, le=2.0,
         description="This role's temperature; default: the model's. Calls a pipeline samples itself "
@@ -60,7 +60,7 @@ class PipelineSpec(BaseModel):
 
     name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
     label: str | None = Field(
-        default=None, description="Name in results; defaults to `name`. Must be unique."
+        default=None, min_length=1, description="Name in results; defaults to `name`. Must be unique."
     )
     # Always given: the validator below puts the pipeline's own model here (its defaults if the
     # spec has no params). SerializeAsAny: dumped as that model, every field, not as the empty base.
@@ -71,7 +71,7 @@ class PipelineSpec(BaseModel):
         "checkpoints. In Python, that model itself may be given (e.g. `DebateParams(debaters=2)`).",
     )
     prompts: str | None = Field(
-        default=None,
+        default=None, min_length=1,
         description="Exported prompts for this pipeline only (overrides the experiment's `prompts`), "
         "so one experiment can pair a pipeline with and without optimised prompts.",
     )

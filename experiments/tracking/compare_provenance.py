@@ -26,21 +26,38 @@ MEASURING_PARAMS = (
 MEASURING_TAGS = ("critiquelab.code_fingerprint",)
 
 
-_SHOWN = 16  # characters of a value a notice shows
+_SHORT = 24  # values this long or shorter are shown whole
+_CONTEXT = 8  # characters of the shared prefix kept before where the values differ
+_SUFFIX = 16  # a shared ending this short (a file name, "/v1") is kept whole
+_LONGEST = 48  # the part shown of one value; longer is shortened in its middle
+
+
+def _common_prefix(values: Sequence[str]) -> int:
+    first, last = min(values), max(values)  # what those two share, every value shares
+    return next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b),
+                min(len(first), len(last)))
 
 
 def _shown(values: Sequence[str]) -> list[str]:
-    """Each value, cut to the part where they differ: two endpoints on one host read
-    ``…0.1:8081/v1`` and ``…0.1:8082/v1``, not twice the same prefix."""
-    if all(len(v) <= _SHOWN for v in values):
+    """Each value, cut to the part where they differ, the whole of that part: two endpoints on
+    one host read ``….0.1:8081/v1`` and ``….0.1:8082/v1``, not twice the same prefix; values that
+    share nothing (``humaneval`` and a file path) are shown from their start to their end, a
+    long one shortened in its middle, never cut off where it differs."""
+    if all(len(v) <= _SHORT for v in values):
         return list(values)
     distinct = sorted(set(values))
-    first, last = distinct[0], distinct[-1]  # sorted: what they share, every value shares
-    shared = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b),
-                  min(len(first), len(last)))
-    start = max(0, min(shared - 4, min(len(v) for v in distinct) - _SHOWN + 4))
-    return [("…" if start else "") + v[start:start + _SHOWN] + ("…" if len(v) > start + _SHOWN else "")
-            for v in values]
+    prefix = _common_prefix(distinct)
+    suffix = _common_prefix([v[prefix:][::-1] for v in distinct])  # shared ending, after the prefix
+    shown = []
+    for value in values:
+        start = max(0, prefix - _CONTEXT)
+        end = len(value) if suffix <= _SUFFIX else len(value) - suffix + _CONTEXT
+        part = value[start:end]
+        if len(part) > _LONGEST:
+            half = (_LONGEST - 1) // 2
+            part = f"{part[:half]}…{part[-half:]}"
+        shown.append(("…" if start else "") + part + ("…" if end < len(value) else ""))
+    return shown
 
 
 def provenance_notices(client: Any, parent_ids: Sequence[str]) -> list[str]:

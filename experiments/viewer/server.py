@@ -108,7 +108,11 @@ class Viewer:
 
 
 def export(viewer: Viewer, out: Path, run_id: str | None = None) -> int:
-    """Write every page under ``out``; returns how many."""
+    """Write every page under ``out`` (checked first: a directory that can take them); returns
+    how many."""
+    from experiments.paths import check_writable_dir
+
+    check_writable_dir(out, "where the pages would go")
     count = 0
     for path, text in viewer.all_pages(run_id):
         target = out / path

@@ -24,7 +24,7 @@ class MemoryConfig(BaseModel):
     """Episodic memory, skills and sharing for one pipeline. Off unless ``enabled``; when off,
     the pipeline's prompts are exactly those of a run without memory."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
     enabled: bool = Field(
         default=False, description="Recall memories into prompts and reflect after each task."

@@ -46,6 +46,12 @@ def _client(path: Path | None, url: str | None) -> Any:
         raise UserError(f"cannot open the memory store in {path}: {exc}") from exc
 
 
+def stored_collections(path: Path | str) -> set[str]:
+    """The names of the memory stores (Chroma collections) in ``path``, read without creating
+    any, so a command that only reads can refuse an unknown store and leave nothing behind."""
+    return {getattr(c, "name", c) for c in _client(Path(path), None).list_collections()}
+
+
 class EpisodicStore:
     """Memory entries in one Chroma collection; thread-safe."""
 

@@ -87,6 +87,12 @@ def _make_client(path: Path | None, url: str | None) -> Any:
     return client
 
 
+def check_chroma_server(url: str) -> None:
+    """A :class:`UserError` now if the Chroma server at ``url`` does not answer: a start that
+    needs it is refused before anything is written."""
+    _make_client(None, url)
+
+
 def _chroma_where(
     where: Mapping[str, Any] | None, since: float | None, until: float | None
 ) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 import time
 from itertools import pairwise
 
@@ -196,3 +197,27 @@ def test_pass_at_k_matches_the_closed_form() -> None:
         pass_at_k(5, 6, 1)
     values = [pass_at_k(10, 4, k) for k in range(1, 11)]
     assert all(a <= b for a, b in pairwise(values))
+
+
+def test_a_checker_whose_harness_is_gone_ends_quietly() -> None:
+    """The harness killed (its terminal closed) while a checker works: the result has no reader,
+    and the checker ends without a BrokenPipeError traceback on the shared stderr."""
+    import json
+    import subprocess
+
+    from eval.execution import isolation_level
+    from eval.sandbox.limits import Limits
+    from eval.sandbox.pool import _BOOT, _ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-c", _BOOT, _ROOT, isolation_level(), json.dumps(Limits().to_dict())],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    job = {"kind": "check", "entry_point": "f", "prompt": None, "timeout_s": 10,
+           "program": "import time\n\ndef f():\n    time.sleep(1)\n    return 1\n",
+           "test": "def check(candidate):\n    assert candidate() == 1\n"}
+    codec.write_frame(proc.stdin.fileno(), json.dumps(job).encode())
+    proc.stdout.close()  # gone before the answer comes
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()

@@ -286,11 +286,17 @@ def test_compare_across_parents_names_what_differs_in_how_the_runs_were_made(hom
 def test_a_notice_shows_where_long_values_differ():
     from experiments.tracking.compare_provenance import _shown
 
-    assert _shown(["http://127.0.0.1:8081/v1", "http://127.0.0.1:8082/v1"]) == [
-        "….0.1:8081/v1", "….0.1:8082/v1"]
+    assert _shown(["http://gpu-host.internal:8081/v1", "http://gpu-host.internal:8082/v1"]) == [
+        "…rnal:8081/v1", "…rnal:8082/v1"]
     assert _shown(["0.0", "0.7"]) == ["0.0", "0.7"]  # short values as they are
     first, second = _shown(["sqlite:///data/home-one/mlflow.db", "sqlite:///data/home-two/mlflow.db"])
     assert first != second and "one" in first and "two" in second
+    # Nothing shared: each value from its start to its end (it was cut to '/tmp/pytest-of-r…').
+    path = "/tmp/pytest-of-root/pytest-42/test_x0/data/two.jsonl"
+    assert _shown(["humaneval", path]) == ["humaneval", "/tmp/pytest-of-root/pyt…/test_x0/data/two.jsonl"]
+    # A long differing part is shortened in its middle, both of its ends kept.
+    one, _ = _shown(["a" * 40 + "-one-" + "b" * 40, "c" * 40 + "-two-" + "d" * 40])
+    assert one.startswith("aaaa") and one.endswith("bbbb") and "…" in one and len(one) == 47
 
 
 def test_a_run_given_twice_is_refused_and_a_single_run_says_there_is_nothing_to_compare(home, capsys):

@@ -6,6 +6,7 @@ is in flight."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -136,24 +137,69 @@ def test_a_hung_endpoint_at_start_up_names_the_probe_and_its_limit(tmp_path, hom
                     "that the server is running, and the API key")
 
 
-@pytest.mark.parametrize("refusal", ["a failing endpoint", "an unset API key variable"])
-def test_a_refused_start_leaves_no_pool_store_behind(refusal, tmp_path, home, capsys, monkeypatch):
-    """The message pool persists in Chroma under the data directory by default: it must open only
-    after every check that can refuse the start."""
+REFUSALS = ["a failing endpoint", "an unset API key variable", "an unreachable Chroma server",
+            "an unreachable Chroma server for memory only", "an unreachable tracking server"]
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+def test_a_refused_start_writes_nothing(refusal, tmp_path, home, capsys, monkeypatch, humaneval_problems):
+    """Every check that can refuse the start (the endpoint's probe, the Chroma server, the
+    tracking server) runs before the first file is made: no mlflow.db, no pool store, nothing
+    under the data directory."""
     monkeypatch.delenv("CRITIQUELAB_NO_SUCH_KEY", raising=False)
-    with FakeOpenAIServer(lambda messages: HttpError(500, "boom")) as fake:
+    failing = refusal in ("a failing endpoint", "an unset API key variable")
+    responder = humaneval_responder(humaneval_problems)
+    if failing:
+        responder = lambda messages: HttpError(500, "boom")  # noqa: E731
+    with FakeOpenAIServer(responder) as fake:
         spec = fake_spec(fake.api_base, limit=2)  # pool.persist left at its default: true
         if refusal == "an unset API key variable":
             spec["model"]["api_key_env"] = "CRITIQUELAB_NO_SUCH_KEY"
+        elif refusal == "an unreachable Chroma server":
+            spec["pool"] = {"chroma_url": "http://127.0.0.1:9"}
+        elif refusal == "an unreachable Chroma server for memory only":
+            spec["pool"] = {"persist": False, "chroma_url": "http://127.0.0.1:9"}
+            spec["pipelines"] = [{"name": "baseline", "memory": {"enabled": True}}]
+        elif refusal == "an unreachable tracking server":
+            spec["tracking"] = {"uri": "http://127.0.0.1:9"}
         path = tmp_path / "spec.yaml"
         path.write_text(yaml.safe_dump(spec))
         code = main(["run", str(path), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert not (home / "chroma").exists() and not (home / "mlflow.db").exists()
+    assert not home.exists(), sorted(str(p.relative_to(home)) for p in home.rglob("*"))
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_refused_fresh_start_keeps_the_checkpoints(tmp_path, home, capsys, humaneval_problems):
+    """--fresh sets earlier checkpoints aside only once the start is sure: a refused one leaves
+    them where the next command finds them."""
+    responder = Switchable(humaneval_problems, None)
+    with FakeOpenAIServer(responder) as fake:
+        spec = _spec(tmp_path, fake.api_base)
+        assert main(["run", spec, "--no-progress"]) == 0
+        before = sorted(p.name for p in (home / "checkpoints").iterdir())
+        responder.fault, responder.calls = HttpError(500, "boom"), 10
+        capsys.readouterr()
+        assert main(["run", spec, "--no-progress", "--fresh"]) == 2
+    assert "not usable at start-up" in capsys.readouterr().err
+    assert sorted(p.name for p in (home / "checkpoints").iterdir()) == before
+
+
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+
+
+def _open_runs(home):
+    """The runs of the data directory's store still RUNNING (a stop must mark them KILLED)."""
+    from mlflow.tracking import MlflowClient
+
+    from experiments.tracking.store import tracking_uri
+
+    client = MlflowClient(tracking_uri(home))
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    return [r.info.run_name for r in client.search_runs(experiments) if r.info.status == "RUNNING"]
+
+
+@pytest.mark.parametrize("signum", STOP_SIGNALS)
 def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
     signum, tmp_path, humaneval_problems
 ):
@@ -187,12 +233,13 @@ def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
         assert code == 130, err
         assert took < 5, f"the process took {took:.1f}s to end"
         assert "interrupted" in err and "Traceback" not in err and "terminate called" not in err
+        assert _open_runs(home) == []
         resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert " 1.0 " in resumed.stdout
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", STOP_SIGNALS)
 def test_a_signal_while_shutting_down_is_exit_130_and_quiet(signum, tmp_path):
     """After the command's work is done, library exit hooks still run (MLflow, Chroma): a signal
     then must not print "Exception ignored in atexit callback" and exit 0 or -15."""
@@ -217,6 +264,58 @@ def test_a_signal_while_shutting_down_is_exit_130_and_quiet(signum, tmp_path):
     assert code == 130, err
     assert "Traceback" not in err and "Exception ignored" not in err
     assert err.strip().splitlines() == ["critiquelab: interrupted while shutting down"]
+
+
+def test_the_terminal_closing_mid_run_is_exit_130_and_the_runs_killed(tmp_path, humaneval_problems):
+    """The command's controlling terminal (a pseudo-terminal here) closes with a request in
+    flight: the kernel's SIGHUP ends it like Ctrl-C — exit 130 within 5 s, no run left RUNNING —
+    although nothing it prints can be written any more."""
+    import pty
+
+    entered = threading.Event()
+    healthy = humaneval_responder(humaneval_problems)
+    stuck = humaneval_problems[1].prompt.strip()
+
+    def respond(messages):
+        if any(stuck in str(m.get("content", "")) for m in messages) and not entered.is_set():
+            entered.set()
+            return Hang(60)
+        return healthy(messages)
+
+    home = tmp_path / "home"
+    env = {**os.environ, "CRITIQUELAB_HOME": str(home), "PYTHONPATH": os.getcwd()}
+    controller, terminal = pty.openpty()
+    with FakeOpenAIServer(respond) as fake:
+        # A session of its own whose controlling terminal is the pty, then critiquelab in its place.
+        boot = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+                "os.execv(sys.executable, [sys.executable, '-m', 'experiments.cli', *sys.argv[1:]])")
+        proc = subprocess.Popen([sys.executable, "-c", boot, "run", _spec(tmp_path, fake.api_base)],
+                                env=env, stdin=terminal, stdout=terminal, stderr=terminal,
+                                start_new_session=True)
+        os.close(terminal)
+        stop = threading.Event()
+        drain = threading.Thread(target=_drain, args=(controller, stop), daemon=True)
+        drain.start()
+        assert entered.wait(120), "never asked"
+        time.sleep(0.5)
+        stop.set()
+        drain.join()  # no read in flight: a blocked read would keep the terminal open past close()
+        closed = time.monotonic()
+        os.close(controller)  # the terminal window closes
+        code = proc.wait(timeout=30)
+        took = time.monotonic() - closed
+    assert code == 130 and took < 5, (code, took)
+    assert _open_runs(home) == []
+
+
+def _drain(fd, stop):
+    """Read the terminal's output until told to stop (a full pty would block the command)."""
+    import select
+
+    with contextlib.suppress(OSError):
+        while not stop.is_set():
+            if select.select([fd], [], [], 0.1)[0] and not os.read(fd, 1 << 16):
+                return
 
 
 def test_fault_mid_optimize_then_same_command(tmp_path, home, capsys, humaneval_problems):

@@ -16,6 +16,7 @@ from experiments.api import run
 from experiments.cli import main
 from experiments.tracking.store import tracking_uri
 from pipelines.memory.bank import MemoryBank
+from pipelines.memory.episodic import stored_collections
 
 LESSON = "Check the boundary cases named in the docstring before returning."
 # Tests of reflections, promotion and curation keep the thread's other entries (decisions, code
@@ -169,7 +170,10 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no proposal 'p-nope'" in err
     assert main(["memory", "search", "x", "--type", "lesson"]) == 2
+    stores = stored_collections(home / "memory" / "chroma")
     assert main(["memory", "search", "x", "--store", "never_written"]) == 2
+    assert "no memory store 'never_written'" in capsys.readouterr().err
+    assert stored_collections(home / "memory" / "chroma") == stores  # refused: none was created
     assert main(["memory", "forget", "--before", "yesterday"]) == 2
     assert main(["memory", "forget", "--before", "2000-01-01"]) == 0
     assert "forgot 0 entries" in capsys.readouterr().out
@@ -177,13 +181,14 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
 
 @pytest.mark.parametrize(("memory", "expected"), [
     ({"enabled": "yes"}, "pipelines.0.memory.enabled: expected true or false"),
-    ({"k": 0}, "pipelines.0.memory.k: Input should be greater than or equal to 1"),
+    ({"k": 0}, "pipelines.0.memory.k: must be >= 1 (got 0)"),
     ({"approval": "maybe"}, "pipelines.0.memory.approval: Input should be 'manual' or 'auto'"),
     ({"store": "../x"}, "pipelines.0.memory.store: String should match pattern"),
     ({"record": ["reflection"]}, "pipelines.0.memory.record.0: Input should be 'error_pattern'"),
-    ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: Input should be less than or "
-                                 "equal to 2"),
+    ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: must be <= 2.0 (got 3)"),
     ({"kk": 1}, "pipelines.0.memory.kk: unknown field (check its spelling)"),
+    ({"promote_distance": float("nan")},
+     "pipelines.0.memory.promote_distance: expected a finite number, got nan"),
     ({"enabled": True, "warm_start": "abc"}, "pipeline 'baseline': memory.warm_start: this data directory "
                                              "holds no memory"),
 ])

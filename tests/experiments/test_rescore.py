@@ -185,3 +185,28 @@ def test_a_file_with_no_matching_task_id_is_one_line_exit_2_and_no_run(finished_
     assert len(_runs_in(home, finished_run.experiment_id)) == before and not out.exists()
     with pytest.raises(UserError, match="unknown run id"):
         rescore_run("0123456789abcdef", other, home=home)
+
+
+@pytest.mark.parametrize("how", ["checked first", "gone read-only after the check"])
+def test_an_out_that_cannot_be_created_is_one_line_and_leaves_no_run(how, finished_run, datasets, home,
+                                                                     tmp_path, capsys, monkeypatch):
+    """Both through the API (no argparse in front) and when the directory was fine at the check
+    but cannot be made by the time the files are written: no `…+rescored` run is left RUNNING."""
+    _, strong, _ = datasets
+    before = len(_runs_in(home, finished_run.experiment_id))
+    out = tmp_path / "reports" / "rescore"
+    if how == "checked first":
+        monkeypatch.setattr("experiments.paths.tempfile.mkdtemp", _refused)
+    else:
+        def fine_then_blocked(path, what):
+            (tmp_path / "reports").write_text("a file where the directory would be")
+            return path
+
+        monkeypatch.setattr("experiments.rescore.check_writable_dir", fine_then_blocked)
+    with pytest.raises(UserError, match="where the rescore's files would go"):
+        rescore_run(finished_run.parent_run_id, strong, dataset_format="evalplus", home=home, out=out)
+    assert len(_runs_in(home, finished_run.experiment_id)) == before
+
+
+def _refused(*args, **kwargs):
+    raise PermissionError(13, "Permission denied")

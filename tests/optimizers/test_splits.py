@@ -1,5 +1,7 @@
 """Splits: disjoint, deterministic, and scoring on optimisation problems is refused."""
 
+import re
+
 import pytest
 
 from optimizers.splits import SplitOverlapError, SplitSpec, make_split
@@ -39,7 +41,7 @@ def test_scoring_on_train_or_val_is_an_error_unless_allowed():
 
 
 def test_bad_fractions_are_rejected():
-    with pytest.raises(ValueError, match="exceed 1"):
+    with pytest.raises(ValueError, match="fractions must be below 1"):
         SplitSpec(train=0.8, val=0.5)
 
 
@@ -57,5 +59,35 @@ def test_a_split_with_an_empty_part_is_refused_with_the_sizes_it_would_give(ids,
 
 
 def test_no_validation_part_is_refused_in_the_spec():
-    with pytest.raises(ValueError, match="greater than 0"):
+    with pytest.raises(ValueError, match="a count must be at least 1"):
         SplitSpec(val=0)
+
+
+@pytest.mark.parametrize("values, problem", [
+    ({"seed": True}, "Input should be a valid integer"),  # strict: a boolean is no seed
+    ({"seed": "3"}, "Input should be a valid integer"),
+    ({"allow_overlap": "yes"}, "Input should be a valid boolean"),
+    ({"allow_overlap": 1}, "Input should be a valid boolean"),
+    ({"val": "0.25"},
+     "expected a count (a whole number, at least 1) or a fraction between 0 and 1, got '0.25'"),
+    ({"train": True}, "got true"),
+    ({"train": None}, "got null"),
+    ({"train": 1.5}, "a fraction must be between 0 and 1, exclusive (got 1.5)"),  # was a count of 1
+    ({"train": 3.0}, "a fraction must be between 0 and 1, exclusive (got 3.0)"),  # a count is written 3
+    ({"train": 1.0}, "(got 1.0)"),
+    ({"train": 0.0}, "(got 0.0)"),
+    ({"train": float("nan")}, "(got nan)"),
+    ({"val": float("inf")}, "(got inf)"),
+    ({"train": 0}, "a count must be at least 1 (got 0)"),
+    ({"train": -2}, "a count must be at least 1 (got -2)"),
+])
+def test_a_split_is_taken_as_written_never_converted(values, problem):
+    """Strict like the rest of a spec: a part's size is a whole count or a fraction, never a
+    number that could be read as either, and no value of another type is converted."""
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        SplitSpec.model_validate(values)
+
+
+def test_counts_and_fractions_mean_what_they_say():
+    assert make_split(IDS, SplitSpec(train=1, val=0.5)).train.__len__() == 1  # 1 is one problem
+    assert len(make_split(IDS, SplitSpec(train=0.1, val=2)).val) == 2

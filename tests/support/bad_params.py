@@ -53,6 +53,8 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("vote", {"n_tests": 0}, "params.n_tests: must be >= 1 (got 0)"),
     ("vote", {"parallel_agents": 2.0}, "params.parallel_agents: expected an integer, got 2.0"),
     ("tree_search", {"n": 0}, "params.n: must be >= 1 (got 0)"),
+    ("tree_search", {"w": float("inf")}, "params.w: expected a finite number, got inf"),  # YAML .inf
+    ("vote", {"token_budget": float("inf")}, "params.token_budget: expected a finite number, got inf"),
     ("tree_search", {"lambda": 1.5}, "params.lambda: must be <= 1.0 (got 1.5)"),
     ("tree_search", {"value_weight": -0.1}, "params.value_weight: must be >= 0.0 (got -0.1)"),
     ("tree_search", {"stop": "never"}, "params.stop: must be one of first_pass, exhaust (got 'never')"),
@@ -66,6 +68,8 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("architect", {"developers": 0}, "params.developers: must be >= 1 (got 0)"),
     ("architect", {"max_iterations": "3"}, "params.max_iterations: expected an integer, got '3'"),
     ("architect", {"max_tasks": 9}, "params.max_tasks: must be <= 8 (got 9)"),
+    ("architect", {"developer_timeout_s": float("inf")},
+     "params.developer_timeout_s: expected a finite number, got inf"),
     ("architect", {"developer_timeout_s": 0}, "params.developer_timeout_s: must be > 0.0 (got 0)"),
     ("architect", {"parallel_agents": 17}, "params.parallel_agents: must be <= 16 (got 17)"),
     ("architect", {"reviewers": 2},

@@ -51,7 +51,9 @@ def _cases(tmp_path, api_base: str) -> dict[tuple[str, str], tuple[list[str], st
         ("run", "seeds"): ([*run, "--seeds", "1,x"], "--seeds"),
         ("run", "concurrency"): ([*run, "--concurrency", "0"], "--concurrency 0"),
         ("run", "ray"): ([*run, "--ray", "bogus"], "bogus"),
-        ("run", "request_timeout"): ([*run, "--request-timeout", "nan"], "--request-timeout nan"),
+        ("run", "request_timeout"): ([*run, "--request-timeout", "nan"],
+                                    "argument --request-timeout: must be above 0 and at most 3600 seconds, "
+                                    "got 'nan'"),
         ("run", "prompts"): ([*run, "--prompts", str(a_file)], "a_file"),
         ("run", "home"): ([*run, "--home", str(a_file)], "a_file"),
         ("compare", "runs"): (["compare", "no-such-run"], "no MLflow store"),  # no run can be there

@@ -34,12 +34,28 @@ BAD = {  # name: (spec text, extra arguments after `run SPEC`, what the line mus
     "duplicate key": (GOOD + "seeds: [0]\nseeds: [1]\n", [], "duplicate key 'seeds'"),
     "not UTF-8": (b"name: caf\xe9\npipelines: [{name: baseline}]\n", [], "not UTF-8"),
     "unknown option": (GOOD, ["--limt", "3"], "unrecognized arguments: --limt"),
-    "request timeout <= 0": (GOOD, ["--request-timeout", "0"], "error: --request-timeout 0.0: must be > 0"),
+    "request timeout <= 0": (GOOD, ["--request-timeout", "0"],
+                             "argument --request-timeout: must be above 0 and at most 3600 seconds, got '0'"),
+    # As typed, not as parsed ('inf', '-1.0').
+    "request timeout overflowing": (GOOD, ["--request-timeout", "1e400"], "seconds, got '1e400'"),
+    "negative request timeout": (GOOD, ["--request-timeout", "-1"], "seconds, got '-1'"),
+    "an empty --seeds item": (GOOD, ["--seeds", "0,,1"], "argument --seeds: an empty item in '0,,1'"),
+    "an empty --task-ids item": (GOOD, ["--task-ids", "A,,B"], "--task-ids: an empty item in 'A,,B'"),
+    "a trailing comma": (GOOD, ["--task-ids", "A,"], "argument --task-ids: an empty item in 'A,'"),
     "--limit 0": (GOOD, ["--limit", "0"], "error: --limit 0: must be >= 1"),
-    "a spec's own limit 0": (GOOD + "dataset: {limit: 0}\n", [], "spec.yaml: dataset.limit: Input should be"),
+    "a spec's own limit 0": (GOOD + "dataset: {limit: 0}\n", [], "spec.yaml: dataset.limit: must be >= 1"
+                             " (got 0)"),
     "retries out of range": (GOOD + "model: {num_retries: 99}\n", [], "model.num_retries"),
     "bad tracking field": (GOOD + "tracking: {url: x}\n", [], "tracking.url: unknown field"),
 }
+
+
+@pytest.mark.parametrize("verb", ["run", "optimize"])
+def test_a_spec_path_that_is_a_directory_says_so(verb, tmp_path, home, capsys):
+    assert main(["--home", str(home), verb, str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"critiquelab: error: {tmp_path}: is a directory, not a spec file"
+    assert not home.exists()
 
 
 @pytest.mark.parametrize("case", list(BAD))

@@ -137,7 +137,16 @@ BAD_SPECS = {
     ),
     "teacher that is no model": ({"teacher": {"id": "gpt4"}}, "teacher: model 'gpt4'"),
     "no validation part": (
-        {"split": {"seed": 1, "train": 3, "val": 0}}, "split.val: Input should be greater than 0",
+        {"split": {"seed": 1, "train": 3, "val": 0}}, "split.val: a count must be at least 1 (got 0)",
+    ),
+    "a boolean seed": ({"split": {"seed": True}}, "split.seed: expected an integer, got true"),
+    "a fraction written as text": (
+        {"split": {"val": "0.25"}}, "split.val: expected a count (a whole number, at least 1) or a fraction",
+    ),
+    "overlap allowed as text": ({"split": {"allow_overlap": "yes"}},
+                                "split.allow_overlap: expected true or false, got 'yes'"),
+    "a size that is neither count nor fraction": (
+        {"split": {"train": 1.5}}, "split.train: a fraction must be between 0 and 1, exclusive (got 1.5)",
     ),
     "no test part": (
         {"split": {"seed": 1, "train": 6, "val": 0.1}},
@@ -171,6 +180,30 @@ def test_bad_optimize_specs_are_one_line_exit_2_before_anything_is_written(
     # No MLflow store, no optimisation directory: at most the dataset cache of a split check.
     written = {p.name for p in home.iterdir()} if home.exists() else set()
     assert written <= {"datasets"}, written
+
+
+@pytest.mark.parametrize("refusal", ["a dead endpoint", "a dead teacher endpoint",
+                                     "an unreachable tracking server"])
+def test_a_refused_optimize_start_writes_nothing(refusal, tmp_path, home, capsys, humaneval_problems):
+    """Every endpoint a step still to run will ask (the teacher's too) and the tracking are checked
+    before the first file and the first step's line: no mlflow.db, split.json or steps/."""
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        spec = yaml.safe_load(_spec(tmp_path, fake.api_base).read_text())
+        if refusal == "a dead endpoint":
+            spec["model"]["api_base"] = "http://127.0.0.1:9/v1"
+        elif refusal == "a dead teacher endpoint":
+            spec["teacher"] = {"id": "openai/teacher", "api_base": "http://127.0.0.1:9/v1", "num_retries": 0}
+        else:
+            spec["tracking"] = {"uri": "http://127.0.0.1:9"}
+        path = tmp_path / "refused.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        assert main(["optimize", str(path)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("critiquelab: error: "), captured.err
+    assert "127.0.0.1:9" in err[0] and not captured.out
+    written = sorted(str(p.relative_to(home)) for p in home.rglob("*")) if home.exists() else []
+    assert set(written) <= {"datasets"}, written
 
 
 def _fixer_worse_with_demos(problems):

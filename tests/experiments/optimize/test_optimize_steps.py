@@ -26,6 +26,8 @@ def test_an_older_compile_record_resumes_and_is_saved_back_unchanged(tmp_path):
     store = StepStore(tmp_path)
     # Written before compile recorded changed_roles, with one of the compiler's own figures.
     older = {"demos": 2.0, "demos_dropped.coder": 1.0, "program_dir": "/p", "run_id": "r1", "traces": 0.0}
+    assert not (tmp_path / "steps").exists()  # made with the first record, not by opening the store
+    (tmp_path / "steps").mkdir()
     (tmp_path / "steps" / "compile.json").write_text(json.dumps(older, indent=2, sort_keys=True))
     record = store.load("compile", CompileRecord)
     assert record is not None and record.saved() == older

@@ -37,7 +37,10 @@ def _run_cli(capsys, *args):
         ("name: x\npipelines: []\n", "pipelines"),
         ("name: x\npipelines: [{name: nope}]\n", "unknown pipeline 'nope'"),
         ("- just\n- a list\n", "expected a mapping"),
-        ("name: x\npipelines: [{name: baseline}]\nmodel: {max_tokens: -1}\n", "model.max_tokens"),
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {max_tokens: -1}\n",
+         "model.max_tokens: must be >= 1 (got -1)"),  # as a pipeline param's range reads
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {temperature: 2.5}\n",
+         "model.temperature: must be <= 2.0 (got 2.5)"),
         (
             "name: x\nconcurrency: 8\npipelines: [{name: vote, params: {parallel_agents: 16}}]\n",
             "concurrency 8 × pipeline 'vote' params.parallel_agents 16 = 128 model calls at once; at most 64",
@@ -64,6 +67,12 @@ def test_bad_spec_is_one_line_exit_2(tmp_path, capsys, home, text, expected):
 def test_missing_spec_file(capsys, home, tmp_path):
     code, err = _run_cli(capsys, "run", str(tmp_path / "absent.yaml"))
     assert code == 2 and "no such file" in err
+
+
+def test_a_bad_dataset_option_is_blamed_on_the_option_not_the_spec(tmp_path, capsys, home):
+    spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\n")
+    code, err = _run_cli(capsys, "run", str(spec), "--dataset", "hf://")
+    assert code == 2 and err.startswith("critiquelab: error: --dataset hf://: dataset 'hf://': expected"), err
 
 
 def test_missing_dataset_field_is_named(tmp_path, capsys, home):

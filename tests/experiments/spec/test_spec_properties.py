@@ -71,8 +71,8 @@ def _leaves(model: type, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ..
         nested = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]
         if nested:
             found += _leaves(nested[0], (*path, name))
-        elif name != "params":  # a pipeline's params have their own strict model and tests
-            found.append(((*path, name), members[0]))
+        elif name != "params":  # a pipeline's (an optimiser's) params have their own strict model and tests
+            found.append(((*path, name), members if len(members) > 1 else members[0]))
     return found
 
 
@@ -81,6 +81,8 @@ def _wrong_values(annotation: object) -> st.SearchStrategy:
     import typing
 
     origin = typing.get_origin(annotation)
+    if annotation == (int, float):  # a count or a fraction (an optimisation's split): never either
+        return st.sampled_from([True, "3", "0.5", 1.5, 3.0, 0, 0.0, float("nan"), float("inf")])
     if annotation is bool:
         return st.sampled_from([1, 0, "true", "yes"])
     if annotation is int:
@@ -127,5 +129,57 @@ def test_every_field_refuses_a_value_it_would_have_to_convert(data):
         assert _one_line(error), str(error)
         shown = ".".join(str(p) for p in path)
         assert f"spec.yaml: {shown}" in str(error), (shown, str(error))
+    else:
+        raise AssertionError(f"{'.'.join(map(str, path))} = {wrong!r} was accepted")
+
+
+OPTIMIZE_FIELDS = ["name", "pipeline", "optimizer", "split", "dataset", "model", "traces", "refine",
+                   "teacher", "execution", "tracking", "seed", "train", "val", "allow_overlap", "params",
+                   "role", "steps", "batch_size", "run_ids", "experiment", "id", "source", "limit"]
+
+
+def _base_optimize_spec() -> dict:
+    return {"name": "x", "pipeline": {"name": "baseline"},
+            "model": {"id": "openai/x", "api_base": "http://127.0.0.1:9/v1"}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(OPTIMIZE_FIELDS), values, max_size=6))
+def test_any_mapping_is_an_optimize_spec_or_one_line(data):
+    from experiments.optimize.spec import parse_optimize_spec
+
+    try:
+        parse_optimize_spec({**_base_optimize_spec(), **data}, "opt.yaml")
+    except UserError as error:
+        assert _one_line(error), str(error)
+
+
+def _optimize_leaves() -> list[tuple[tuple[str, ...], object]]:
+    from experiments.optimize.spec import OptimizeSpec
+
+    return [leaf for leaf in _leaves(OptimizeSpec)
+            if leaf[0][0] != "pipeline" or leaf[0][1] not in ("name", "roles", "memory")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_every_optimize_field_refuses_a_value_it_would_have_to_convert(data):
+    """The optimisation spec is as strict as an experiment's: `split: {seed: true}`,
+    `allow_overlap: "yes"`, `val: "0.25"` or `train: 1.5` are one line naming the field."""
+    from experiments.optimize.spec import parse_optimize_spec
+
+    path, annotation = data.draw(st.sampled_from(_optimize_leaves()))
+    wrong = data.draw(_wrong_values(annotation))
+    spec = _base_optimize_spec()
+    where: dict = spec
+    for key in path[:-1]:
+        where = where.setdefault(key, {})
+    where[path[-1]] = wrong
+    try:
+        parse_optimize_spec(spec, "opt.yaml")
+    except UserError as error:
+        assert _one_line(error), str(error)
+        shown = ".".join(str(p) for p in path)
+        assert f"opt.yaml: {shown}" in str(error), (shown, str(error))
     else:
         raise AssertionError(f"{'.'.join(map(str, path))} = {wrong!r} was accepted")
