@@ -7,6 +7,8 @@ from pipelines.memory.bank import MemoryBank
 from pipelines.memory.config import MemoryConfig
 from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.injection import RunMemory, TaskMemory
+from signatures.coder import Coder
+from signatures.memory import with_memories
 
 SIMILAR = [
     "Handle the empty list before indexing its first element.",
@@ -67,7 +69,8 @@ def test_only_approved_skills_are_injected_unless_approval_is_auto(bank):
 
     def injected(config):
         task = TaskMemory(RunMemory(bank, config, "r1"), "T/9", "def f(xs): ...")
-        return task.inject("coder", "empty list")
+        recall = task.recall_call(with_memories(Coder), "coder", {"prompt": "empty list"}, None)
+        return recall.memories, list(recall.ids)
 
     text, ids = injected(manual)
     assert skill.id not in ids and skill.id not in text
