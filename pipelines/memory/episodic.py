@@ -184,6 +184,13 @@ class EpisodicStore:
                 self._collection.delete(ids=list(found["ids"]))
         return len(found["ids"])
 
+    def runs_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """The run that wrote each of ``ids`` (entries no longer stored are absent)."""
+        if not ids:
+            return {}
+        found = self._collection.get(ids=list(set(ids)), include=["metadatas"])
+        return {i: str(m.get("run_id", "")) for i, m in zip(found["ids"], found["metadatas"], strict=True)}
+
     def task_ids(self, run_id: str) -> set[str]:
         """The tasks a run learned on (for the warm-start overlap check)."""
         found = self._collection.get(where={"run_id": run_id}, include=["metadatas"])

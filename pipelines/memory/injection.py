@@ -71,6 +71,17 @@ class RunMemory:
             return None
         return [self.run_id, *([self.config.warm_start] if self.config.warm_start else [])]
 
+    def scoped(self, skills: list[Skill]) -> list[Skill]:
+        """The ``skills`` this run may receive: with ``scope: run``, those promoted from entries of
+        its runs alone. Skills live in the store, not in a run; without this a skill one ordering
+        (or another pipeline of the experiment) promoted — a solved task's code among them —
+        would reach this run, and the runs would no longer be independent."""
+        runs = self.run_ids
+        if runs is None:
+            return skills
+        wrote = self.bank.episodic.runs_of([i for skill in skills for i in skill.source_entry_ids])
+        return [s for s in skills if all(wrote.get(i) in runs for i in s.source_entry_ids)]
+
 
 @dataclass
 class Injection:
@@ -109,7 +120,8 @@ class TaskMemory:
             query, audience=role, k=config.k, run_ids=self.run.run_ids, max_distance=config.max_distance,
             exclude_types=(DEMO,),
         )
-        skills = self.run.bank.skills.list(role=role, approved_only=config.approval == "manual")
+        listed = self.run.bank.skills.list(role=role, approved_only=config.approval == "manual")
+        skills = self.run.scoped(listed)
         ranked = self.run.skill_ranker.rank(query, skills, max_distance=config.skills_max_distance,
                                             k=config.skills_k)
         return entries, [r.skill for r in ranked]
