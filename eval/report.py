@@ -35,7 +35,8 @@ PAIR_COLUMNS = ("a", "b", "pairs", "pass@1_a", "pass@1_b", "difference", "95% CI
                 "mcnemar_p")
 # The Memory section's columns, when the runs logged them (``memory.*`` metrics, prefix removed).
 MEMORY_COLUMNS = ("pipeline", "seed", "reuse_rate", "used_rate", "recall_precision_at_k", "recall_hit_at_k",
-                  "entries", "redundancy", "fail_rate_first_block", "fail_rate_last_block")
+                  "entries", "redundancy", "fail_rate_first_block", "fail_rate_last_block",
+                  "injected_first_attempts", "demo_calls")
 PASS_PLOT = "pass_at_1.png"
 COST_PLOT = "pass_vs_tokens.png"
 
@@ -238,9 +239,12 @@ MEMORY_SECTION_ID = "memory"
 _METHOD_HEADING = "<h2>Method</h2>"
 
 
-def render_memory_html(memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None) -> str:
+def render_memory_html(
+    memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None, slopes: pd.DataFrame | None = None
+) -> str:
     """The Memory section of ``summary.md`` as HTML: the runs' memory metrics, the learning-curve
-    reading (``eval.learning_curve.curve_summary``) and the plot inline."""
+    reading (``eval.learning_curve.curve_summary``), the plot inline and the slope tests
+    (``eval.learning_slope``)."""
     parts = [f'<section id="{MEMORY_SECTION_ID}"><h2>Memory</h2>']
     if len(memory):
         parts.append(frame_html(memory[[c for c in MEMORY_COLUMNS if c in memory]]))
@@ -249,6 +253,11 @@ def render_memory_html(memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | 
         parts.append(frame_html(curves))
     if plot is not None and plot.is_file():
         parts.append(f"<div>{_image(plot, plot.stem)}</div>")
+    if slopes is not None and len(slopes):
+        parts.append("<p>Slope test: late half minus early half of the run order, against a reference "
+                     "without memory over the same orderings (difference in differences; p over "
+                     "orderings by t-test, over positions by permutation).</p>")
+        parts.append(frame_html(slopes))
     return "".join(parts) + "</section>"
 
 
@@ -262,10 +271,11 @@ def add_html_section(html_path: Path, section: str) -> None:
 
 
 def add_memory_section(
-    html_path: Path, memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None
+    html_path: Path, memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None,
+    slopes: pd.DataFrame | None = None,
 ) -> None:
     """Put the Memory section into a ``report.html`` (see :func:`add_html_section`)."""
-    add_html_section(html_path, render_memory_html(memory, curves, plot))
+    add_html_section(html_path, render_memory_html(memory, curves, plot, slopes))
 
 
 def write_report(

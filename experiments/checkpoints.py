@@ -67,7 +67,7 @@ def cost_keys(
         if pipeline.roles:  # only then, so keys of pipelines without role settings stay as they were
             material["roles"] = {name: role.model_dump() for name, role in pipeline.roles.items()}
         if pipeline.memory is not None and pipeline.memory.enabled:  # reflection costs calls
-            material["memory"] = pipeline.memory.model_dump()
+            material["memory"] = pipeline.memory.key_values()
         blob = json.dumps(material, sort_keys=True, default=str)
         keys[pipeline.display_name] = hashlib.sha256(blob.encode()).hexdigest()[:16]
     return keys

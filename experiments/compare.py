@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from core.errors import UserError
 from eval.summary import FigureMetrics
 from experiments.compare_attribution import attribution_section, log_attribution_metrics
 from experiments.compare_controls import controls_section, split_controls
+from experiments.compare_learning import learning_section
 from experiments.controls import control_of_run, marked_label
 from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
@@ -290,56 +290,6 @@ def _log(
     return target
 
 
-def _memory_metrics(client: Any, runs: Sequence[ComparedRun]) -> Any:
-    """The ``memory.*`` metrics each run logged (pipelines with memory), one row per run."""
-    import pandas as pd
-
-    rows = []
-    for run in runs:
-        logged = client.get_run(run.run_id).data.metrics
-        values = {k.removeprefix("memory."): v for k, v in logged.items() if k.startswith("memory.")}
-        if values:
-            rows.append({"pipeline": run.label, "seed": run.seed, **values})
-    return pd.DataFrame(rows)
-
-
-def _cell(value: Any) -> str:
-    """A metric a run did not log (no probe, no memory call) reads "–", never nan."""
-    if isinstance(value, float):
-        return "–" if math.isnan(value) else f"{value:.3f}"
-    return str(value)
-
-
-def learning_section(
-    client: Any, runs: Sequence[ComparedRun], problems: Any, out: Path, files: dict[str, Path]
-) -> str:
-    """The learning-curve plot (always) and, when some runs had memory, their memory metrics
-    (``memory.csv``), a Markdown section with both readings (returned) and the same section in
-    ``report.html``."""
-    from eval.learning_curve import LEARNING_PLOT, curve_summary, learning_curves, plot_learning_curves
-    from eval.report import MEMORY_COLUMNS, add_memory_section
-
-    curves = learning_curves(problems)
-    files["learning_curve"] = plot_learning_curves(curves, out / LEARNING_PLOT)
-    memory = _memory_metrics(client, runs)
-    if memory.empty:
-        return ""
-    files["memory"] = out / "memory.csv"
-    memory.to_csv(files["memory"], index=False)
-    shown = [c for c in MEMORY_COLUMNS if c in memory]
-    lines = ["", "## Memory", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
-    for row in memory[shown].itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
-    summary = curve_summary(curves)
-    add_memory_section(files["html"], memory, summary, files["learning_curve"])
-    lines += ["", f"Learning curves ({LEARNING_PLOT}): pass@1 on the first and last block of problems "
-              "in run order.",
-              "", "| pipeline | problems | block | first block | last block |", "|---|---|---|---|---|"]
-    for row in summary.itertuples(index=False):
-        lines.append(f"| {row.pipeline} | {row.problems} | {row.block} | {row[3]:.3f} | {row[4]:.3f} |")
-    return "\n".join(lines) + "\n"
-
-
 def compare_runs(
     runs: str | Sequence[str],
     *,
@@ -408,7 +358,8 @@ def compare_runs(
     added = controls_section(split, out, files)
     attribution = attribution_section(problems, resolved, out, files, viewer_url)  # where problems ended
     added += attribution.markdown
-    added += learning_section(client, resolved, problems, out, files)
+    added += learning_section(client, resolved, problems, out, files, seed=bootstrap_seed,
+                              n_resamples=n_resamples)
     added += lost_passes_section(client, resolved, problems, out, files)
     if added:
         markdown += added

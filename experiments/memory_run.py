@@ -72,7 +72,9 @@ def open_bank(home: Path, config: MemoryConfig, chroma_url: str | None) -> Memor
 
 
 def with_memory(pipeline: Any, bank: MemoryBank, config: MemoryConfig, run_id: str) -> WithMemory:
-    enable_memory(pipeline, config.roles)
+    # Without lessons no role gets the `memories` field: its calls differ from a run without
+    # memory by the demos alone.
+    enable_memory(pipeline, config.roles if config.lessons else [])
     return WithMemory(pipeline, RunMemory(bank, config, run_id))
 
 

@@ -3,8 +3,9 @@
 After Reflexion (Shinn et al., 2023): a coder attempts the task, an executor runs the attempt on
 the examples visible in the prompt (never the hidden tests), and while some fail a reflector
 says what went wrong and the lesson; the coder retries with every reflection so far in its
-``memories`` field. With ``memory`` on, the first attempt also receives what memory recalls, and
-each reflection is kept in episodic memory for later tasks.
+``memories`` field. With ``memory`` on, each attempt also receives what memory recalls (with
+``recall: on_failure`` only the retries), and each reflection is kept in episodic memory for later
+tasks.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import Field
 from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.memory.entries import MemoryEntry, task_tags
-from pipelines.memory.injection import current_task_memory, memories_for
+from pipelines.memory.injection import current_task_memory, recall_for
 from pipelines.memory.reflection import render_history, task_summary
 from pipelines.params import FeedbackTimeout, PipelineParams
 from pipelines.pool.context import current_pool
@@ -53,15 +54,17 @@ class AttemptAgent(Agent):
     def handle(self, message: Message) -> None:
         if message.intent == Intent.TASK_ASSIGNMENT and message.recipient not in (None, self.name):
             return
-        recalled, ids = memories_for(self.role, {"prompt": self.ctx.prompt})
+        first = message.intent == Intent.TASK_ASSIGNMENT
+        # A retry comes only after the visible examples failed (the reflector's rule below).
+        recall = recall_for(self.coder.signature, self.role, {"prompt": self.ctx.prompt}, not first)
         reflections = [m.content for m in self.ctx.history() if m.intent == Intent.REFLECTION]
         own = [f"[this task, attempt {i}] {text}" for i, text in enumerate(reflections, 1)]
+        recalled = recall.memories if recall is not None else None
         lines = [line for line in (recalled, *own) if line and line != NO_MEMORIES]
         step = call_role(
-            self.coder, self.role, prompt=self.ctx.prompt, memories="\n".join(lines) or NO_MEMORIES
+            self.coder, self.role, recall=recall, prompt=self.ctx.prompt,
+            memories="\n".join(lines) or NO_MEMORIES,
         )
-        step.memory_ids = ids
-        first = message.intent == Intent.TASK_ASSIGNMENT
         self.ctx.publish(
             intent=Intent.OUTPUT_COMPLETE if first else Intent.FIX, sender=self.name,
             content=step.get("code") or step.raw,

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from core.usage import UsageMeter, acting_as, current_meter, metering
 from eval.assembly import contains_code
-from pipelines.recall import recalled
+from pipelines.recall import Recall, recalled
 from pipelines.role_lms import role_lm
 from signatures.adapter import is_code_signature
 from signatures.memory import MEMORIES_FIELD, has_memories
@@ -79,8 +79,24 @@ def _usable(predictor: dspy.Module, outputs: dict[str, Any], parsed: bool) -> bo
     return True
 
 
+def _with_recall(predictor: dspy.Module, recall: Recall, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments that give ``predictor`` what memory recalled for one call (``inputs`` gets
+    the `memories` text where the caller left it out): the signature without the field memory
+    added when the call gets nothing, and the recalled demos after the program's own."""
+    extra: dict[str, Any] = {}
+    if has_memories(predictor.signature) and MEMORIES_FIELD not in inputs:
+        if recall.memories is None:
+            extra["signature"] = predictor.signature.delete(MEMORIES_FIELD)
+        else:
+            inputs[MEMORIES_FIELD] = recall.memories
+    if recall.demos:
+        extra["demos"] = [*predictor.demos, *(dspy.Example(**demo) for demo in recall.demos)]
+    return extra
+
+
 def call_role(
-    predictor: dspy.Module, role: str, *, config: dict[str, Any] | None = None, **inputs: Any
+    predictor: dspy.Module, role: str, *, config: dict[str, Any] | None = None,
+    recall: Recall | None = None, after_failure: bool | None = None, **inputs: Any
 ) -> RoleResult:
     """Run ``predictor`` as ``role``. DSPy's adapters already retry (ChatAdapter falls back to
     JSON); if the reply is still unparseable the step is recorded as unparsed with the raw
@@ -88,13 +104,17 @@ def call_role(
     critic's unparsed review must never count as an approval). A prompt too long for the
     model's context is recorded the same way, with ``error`` saying so. ``config`` holds LM
     settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples; they
-    apply on top of the role's LM (:func:`pipelines.role_lms.role_lm`) where one is bound. A
-    predictor whose signature has the ``memories`` field (memory on) gets what memory recalls for
-    ``role`` unless the caller gave it. A reply the role cannot use (unparsed, or no code from a
-    code-writing role) is dropped from the LM cache, so a later run asks the model again."""
-    memory_ids: list[str] = []
-    if has_memories(predictor.signature) and MEMORIES_FIELD not in inputs:
-        inputs[MEMORIES_FIELD], memory_ids = recalled(role, inputs)
+    apply on top of the role's LM (:func:`pipelines.role_lms.role_lm`) where one is bound. With
+    memory on, a call gets what memory recalls for ``role`` (:mod:`pipelines.recall`; the
+    ``memories`` text, demos) unless the caller recalled itself and passes ``recall`` with its own
+    ``memories`` text; ``after_failure`` tells memory whether the call is a retry after the visible
+    examples failed (None: memory judges from the inputs). A reply the role cannot use (unparsed,
+    or no code from a code-writing role) is dropped from the LM cache, so a later run asks the
+    model again."""
+    if recall is None and MEMORIES_FIELD not in inputs:
+        recall = recalled(predictor.signature, role, inputs, after_failure)
+    extra = _with_recall(predictor, recall, inputs) if recall is not None else {}
+    memory_ids = list(recall.ids) if recall is not None else []
     meter = UsageMeter(parent=current_meter())
     start = time.monotonic()
     outputs: dict[str, Any] = {}
@@ -102,7 +122,8 @@ def call_role(
     lm = role_lm(role)  # the experiment may give this role its own model or temperature
     with metering(meter), acting_as(role):
         try:
-            outputs = dict(predictor(**inputs, config=config or {}, **({"lm": lm} if lm else {})).items())
+            reply = predictor(**inputs, **extra, config=config or {}, **({"lm": lm} if lm else {}))
+            outputs = dict(reply.items())
         except AdapterParseError as exc:
             raw, parsed = exc.lm_response or "", False
         except ContextWindowExceededError as exc:

@@ -39,6 +39,7 @@ ROLE_OUTPUTS: dict[str, frozenset[str]] = {
     "judge": frozenset({"choice", "rationale", "merged_code"}),
     "meta_critic": frozenset({"wrong_findings", "missing_issues", "review_is_sound"}),
     "self_feedback": frozenset({"is_correct", "feedback"}),
+    "repairer": frozenset({"repaired_code"}),
 }
 
 

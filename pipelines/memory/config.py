@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 DEFAULT_COLLECTION = "critiquelab_memory"
 # A memory store is a Chroma collection: the names Chroma takes (and nothing that reads as a path).
@@ -18,6 +19,9 @@ RECORDED_TYPES: tuple[RecordedType, ...] = (
 DEFAULT_SHARE_TO: dict[str, list[str]] = {
     "critic": ["coder", "fixer"], "coder": ["fixer"], "fixer": ["coder"],
 }
+# Settings added with recall-on-failure and verified demos: left at their defaults they change no
+# request, so they stay out of a config's key (see MemoryConfig.key_values).
+_RECALL_SETTINGS = ("recall", "max_distance", "lessons", "demos", "demo_selection", "demos_max_distance")
 
 
 class MemoryConfig(BaseModel):
@@ -40,8 +44,49 @@ class MemoryConfig(BaseModel):
     )
     roles: list[str] = Field(
         default_factory=lambda: ["coder", "fixer"],
-        description="Roles whose signature gets the `memories` input field (by signature: coder, "
-        "fixer, critic, debater, judge, meta_critic, self_feedback).",
+        description="Roles whose signature gets the `memories` input field, and whose calls get "
+        "demos when they write code from a prompt (by signature: coder, fixer, repairer, critic, "
+        "debater, judge, meta_critic, self_feedback).",
+    )
+    recall: Literal["always", "on_failure"] = Field(
+        default="always",
+        description="When memory reaches a role call. always: every call of a memory role; "
+        "on_failure: only a retry or a repair after the prompt's visible examples failed — "
+        "reflexion's retry, or a call given code to revise (its `code` input: the critic loop's "
+        "fixer, tree search's repairer) that fails a visible example; any other call (a first "
+        "attempt) is sent exactly as without memory.",
+    )
+    max_distance: float | None = Field(
+        default=None, gt=0, le=2,
+        description="Episodic entries farther than this cosine distance (MiniLM) from the task "
+        "prompt are not injected, so an unrelated lesson never reaches a prompt; null: no gate "
+        "(the k nearest always go). A general lesson sits 0.8 to 1.0 from a HumanEval prompt, a "
+        "lesson about a similar task nearer.",
+    )
+    lessons: bool = Field(
+        default=True,
+        description="Give the roles recalled entries and skills as text, in their `memories` "
+        "field; false: no such field (verified demos only, see `demos`).",
+    )
+    demos: int = Field(
+        default=0, ge=0, le=8,
+        description="Verified demonstrations per call of a code-writing memory role: an earlier "
+        "task's prompt and the final code that passed every one of its visible examples, given as "
+        "DSPy demos (the signature's own few-shot turns, after any demos the program already has). "
+        "0: none, and none are stored.",
+    )
+    demo_selection: Literal["nearest", "random"] = Field(
+        default="nearest",
+        description="nearest: the demos whose prompt is nearest the task's (as DSPy's KNNFewShot); "
+        "random: a control — as many as nearest would give, drawn at random from every earlier "
+        "task's verified demos (do similar examples help, or any examples?).",
+    )
+    demos_max_distance: float | None = Field(
+        default=None, gt=0, le=2,
+        description="Demos whose prompt is farther than this cosine distance (MiniLM) from the task "
+        "prompt are not given; null: no gate. Between HumanEval prompts: a problem's nearest "
+        "earlier one sits about 0.5 away (median over the first 40 of the dev half), unrelated "
+        "problems about 0.7.",
     )
     approval: Literal["manual", "auto"] = Field(
         default="manual",
@@ -87,3 +132,25 @@ class MemoryConfig(BaseModel):
     allow_overlap: bool = Field(
         default=False, description="Allow scoring on problems the warm-start memory was built on."
     )
+
+    @model_validator(mode="after")
+    def _settings_that_act(self) -> MemoryConfig:
+        """A setting that could change nothing is a mistake in the spec, not a choice."""
+        problem = None
+        if not self.lessons and self.demos == 0:
+            problem = "lessons: false with demos: 0 would inject nothing; set demos >= 1 or lessons: true"
+        elif not self.lessons and self.max_distance is not None:
+            problem = "max_distance gates the lessons, which lessons: false turns off"
+        elif self.demos == 0 and (self.demo_selection != "nearest" or self.demos_max_distance is not None):
+            problem = "demo_selection and demos_max_distance apply to demos; set demos >= 1"
+        if problem:
+            raise PydanticCustomError("memory_settings", "{message}", {"message": problem})
+        return self
+
+    def key_values(self) -> dict[str, object]:
+        """The config as checkpoint and cost keys hash it: the recall settings only where they
+        differ from their defaults, so a memory configured before they existed keeps its key (and
+        an estimate still finds its measured costs)."""
+        defaults = type(self).model_fields
+        unchanged = {name for name in _RECALL_SETTINGS if getattr(self, name) == defaults[name].default}
+        return self.model_dump(exclude=unchanged)

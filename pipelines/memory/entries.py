@@ -10,9 +10,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-MemoryType = Literal["reflection", "error_pattern", "review_feedback", "decision_outcome", "code_pattern"]
+# ``demo``: a verified demonstration (a task's prompt and final code that passed its visible
+# examples), given to roles as DSPy demos, never as text (pipelines.memory.demos).
+MemoryType = Literal[
+    "reflection", "error_pattern", "review_feedback", "decision_outcome", "code_pattern", "demo",
+]
 MEMORY_TYPES: tuple[str, ...] = (
-    "reflection", "error_pattern", "review_feedback", "decision_outcome", "code_pattern",
+    "reflection", "error_pattern", "review_feedback", "decision_outcome", "code_pattern", "demo",
 )
 AUDIENCE_PREFIX = "for_"  # boolean metadata key per role allowed to recall the entry
 

@@ -119,12 +119,16 @@ class EpisodicStore:
         self, query: str, *, role: str | None = None, type: str | None = None,
         tags: Sequence[str] = (), k: int = 5, audience: str | None = None,
         run_ids: Sequence[str] | None = None, include_deprecated: bool = False, touch: bool = True,
+        max_distance: float | None = None, exclude_types: Sequence[str] = (), not_task: str | None = None,
     ) -> list[Recalled]:
         """The ``k`` entries most similar to ``query``, best first, that match every filter:
-        written about ``role``, of ``type``, carrying all ``tags``, recallable by ``audience``
-        (a role), written by one of ``run_ids``. ``touch`` counts the retrieval on each entry."""
-        if type is not None and type not in MEMORY_TYPES:
-            raise UserError(f"memory type '{type}' is unknown; allowed: {', '.join(MEMORY_TYPES)}")
+        written about ``role``, of ``type`` and of none of ``exclude_types``, carrying all
+        ``tags``, recallable by ``audience`` (a role), written by one of ``run_ids``, not on task
+        ``not_task``, no farther than ``max_distance``. ``touch`` counts the retrieval on each
+        entry returned."""
+        for name in (type, *exclude_types):
+            if name is not None and name not in MEMORY_TYPES:
+                raise UserError(f"memory type '{name}' is unknown; allowed: {', '.join(MEMORY_TYPES)}")
         if k <= 0:
             return []
         clauses: list[dict[str, Any]] = []
@@ -134,6 +138,9 @@ class EpisodicStore:
             clauses.append({"role": role})
         if type is not None:
             clauses.append({"type": type})
+        clauses += [{"type": {"$ne": name}} for name in exclude_types]
+        if not_task is not None:
+            clauses.append({"task_id": {"$ne": not_task}})
         if audience is not None:
             clauses.append({f"{AUDIENCE_PREFIX}{audience}": True})
         if run_ids is not None:
@@ -155,19 +162,25 @@ class EpisodicStore:
                                      found["distances"][0], strict=True)
         ]
         wanted = set(tags)
-        recalled = [r for r in recalled if wanted <= set(r.entry.tags)][:k]
-        if touch and recalled:
-            now = time.time()
-            for r in recalled:
-                r.entry.last_retrieved = now
-                r.entry.retrieval_count += 1
-            with self._lock:
-                self._collection.update(
-                    ids=[r.entry.id for r in recalled],
-                    metadatas=[{"last_retrieved": now, "retrieval_count": r.entry.retrieval_count}
-                               for r in recalled],
-                )
+        recalled = [r for r in recalled if wanted <= set(r.entry.tags)
+                    and (max_distance is None or r.distance <= max_distance)][:k]
+        if touch:
+            self.touch([r.entry for r in recalled])
         return recalled
+
+    def touch(self, entries: Sequence[MemoryEntry]) -> None:
+        """Count a retrieval on each of ``entries`` (what consolidation and decay read)."""
+        if not entries:
+            return
+        now = time.time()
+        for entry in entries:
+            entry.last_retrieved = now
+            entry.retrieval_count += 1
+        with self._lock:
+            self._collection.update(
+                ids=[e.id for e in entries],
+                metadatas=[{"last_retrieved": now, "retrieval_count": e.retrieval_count} for e in entries],
+            )
 
     def forget_before(self, when: float) -> int:
         """Delete entries created before ``when`` (Unix time); returns how many."""
@@ -176,6 +189,13 @@ class EpisodicStore:
             if found["ids"]:
                 self._collection.delete(ids=list(found["ids"]))
         return len(found["ids"])
+
+    def runs_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """The run that wrote each of ``ids`` (entries no longer stored are absent)."""
+        if not ids:
+            return {}
+        found = self._collection.get(ids=list(set(ids)), include=["metadatas"])
+        return {i: str(m.get("run_id", "")) for i, m in zip(found["ids"], found["metadatas"], strict=True)}
 
     def task_ids(self, run_id: str) -> set[str]:
         """The tasks a run learned on (for the warm-start overlap check)."""

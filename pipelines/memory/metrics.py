@@ -9,6 +9,7 @@ from typing import Any
 
 from eval.results import ProblemResult
 from pipelines.memory.consolidation import redundancy
+from pipelines.memory.demos import DEMO
 from pipelines.memory.episodic import EpisodicStore
 from pipelines.memory.outcome import MemoryFigures
 
@@ -19,12 +20,16 @@ def reuse(results: Sequence[ProblemResult]) -> dict[str, float]:
     (``used_rate``, see :func:`pipelines.memory.injection.used_memory`)."""
     total = Counter[str]()
     for row in MemoryFigures.rows(results):
-        for key in ("memory_role_calls", "memory_injected_calls", "memory_foreign_calls", "memory_used_calls",
+        for key in ("memory_role_calls", "memory_injected_calls", "memory_first_attempt_injected_calls",
+                    "memory_demo_calls", "memory_foreign_calls", "memory_used_calls",
                     "memory_entries_written", "memory_skills_promoted"):
             total[key] += int(getattr(row.figures, key) or 0)
     calls = total["memory_role_calls"]
     return {
         "memory.role_calls": calls, "memory.injected_calls": total["memory_injected_calls"],
+        # What recall on failure changes: how many first attempts still received anything.
+        "memory.injected_first_attempts": total["memory_first_attempt_injected_calls"],
+        "memory.demo_calls": total["memory_demo_calls"],
         "memory.entries_written": total["memory_entries_written"],
         "memory.skills_promoted": total["memory_skills_promoted"],
         **({"memory.reuse_rate": total["memory_foreign_calls"] / calls,
@@ -48,7 +53,8 @@ def recall_quality(store: EpisodicStore, run_id: str, k: int) -> dict[str, float
     """Precision@K and hit@K on probes built from the run: for each task it wrote entries on,
     the query is the task's summary and the relevant entries are those of that task (precision
     is relevant results in the top K over min(K, relevant entries))."""
-    entries = [e for e in store.all(include_deprecated=False) if e.run_id == run_id]
+    # Lessons only: a demo is recalled prompt to prompt, by its own rule (pipelines.memory.demos).
+    entries = [e for e in store.all(include_deprecated=False) if e.run_id == run_id and e.type != DEMO]
     by_task: dict[str, set[str]] = {}
     queries: dict[str, str] = {}
     for entry in entries:
@@ -59,7 +65,8 @@ def recall_quality(store: EpisodicStore, run_id: str, k: int) -> dict[str, float
         return {}
     precision = hits = 0.0
     for task, query in probes:
-        found = [r.entry.id for r in store.recall(query, k=k, run_ids=[run_id], touch=False)]
+        found = [r.entry.id for r in store.recall(query, k=k, run_ids=[run_id], touch=False,
+                                                  exclude_types=(DEMO,))]
         relevant = len(set(found) & by_task[task])
         precision += relevant / min(k, len(by_task[task]))
         hits += relevant > 0

@@ -23,6 +23,13 @@ class MemoryFigures(FigureGroup):
     memory_injected_calls: int | None = Field(
         default=None, description="Of them, calls that received at least one."
     )
+    memory_first_attempt_injected_calls: int | None = Field(
+        default=None,
+        description="Of them, first attempts (not a retry or repair after the visible examples failed).",
+    )
+    memory_demo_calls: int | None = Field(
+        default=None, description="Calls given at least one verified demo."
+    )
     memory_foreign_calls: int | None = Field(
         default=None,
         description="Calls that received a memory written on another task or about another role.",

@@ -4,7 +4,8 @@
 (role calls with the ``memories`` field receive recalled entries and skills); afterwards the
 final code is run on the prompt's visible examples, a reflector reflects on the thread, the
 thread is mined for error patterns, everything learned is written to the bank (with proposals
-and promotion), and the skills the task received are credited with its visible outcome. The
+and promotion), a final code that passed every visible example becomes a verified demo (when the
+config gives demos), and the skills the task received are credited with its visible outcome. The
 reflector's call is part of the task's cost, and its step is a ``reflection`` message on the
 task's thread.
 """
@@ -15,9 +16,11 @@ from typing import Any
 
 import dspy
 
+from pipelines.memory.bank import Written
 from pipelines.memory.code_patterns import code_pattern
 from pipelines.memory.config import MemoryConfig
 from pipelines.memory.decisions import decision_outcomes
+from pipelines.memory.demos import verified_demo
 from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.injection import Injection, RunMemory, TaskMemory, used_memory, using_task_memory
 from pipelines.memory.outcome import with_memory_figures
@@ -33,19 +36,31 @@ from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 
 
-def _usage(history: list[Message], injections: list[Injection], prompt: str) -> tuple[int, int]:
-    """Role calls that received at least one memory, and those whose output used one."""
-    pending = [i for i in injections if i.entry_ids or i.skill_ids]
+def _used(history: list[Message], injections: list[Injection], prompt: str) -> int:
+    """Role calls whose output used what they received."""
+    pending = [i for i in injections if i.ids]
     used = 0
     for message in history:
         trace = message.metadata.get("trace") or {}
         ids = trace.get("memory_ids")
-        match = next((i for i in pending if [*i.entry_ids, *i.skill_ids] == ids), None)
+        match = next((i for i in pending if i.ids == ids), None)
         if match is None:
             continue
         pending.remove(match)
         used += used_memory(str(trace.get("outputs") or trace.get("raw") or ""), match.texts, prompt)
-    return sum(bool(i.entry_ids or i.skill_ids) for i in injections), used
+    return used
+
+
+def injection_figures(history: list[Message], injections: list[Injection], prompt: str) -> dict[str, int]:
+    """What memory gave a task's role calls, for its outcome (see ``MemoryFigures``)."""
+    return {
+        "memory_role_calls": len(injections),
+        "memory_injected_calls": sum(bool(i.ids) for i in injections),
+        "memory_first_attempt_injected_calls": sum(bool(i.ids) and i.first_attempt for i in injections),
+        "memory_demo_calls": sum(bool(i.demo_ids) for i in injections),
+        "memory_foreign_calls": sum(i.foreign for i in injections),
+        "memory_used_calls": _used(history, injections, prompt),
+    }
 
 
 def recorded(
@@ -100,15 +115,16 @@ class WithMemory:
         for entry in recorded(config, history, task_id=task_id, run_id=self.run.run_id, prompt=prompt,
                               entry_point=entry_point, code=prediction.code, outcome=outcome):
             written.append(bank.write(entry, config, run_ids=self.run.run_ids))
+        demo = verified_demo(role=author_of(history), task_id=task_id, run_id=self.run.run_id, prompt=prompt,
+                             entry_point=entry_point, code=prediction.code, outcome=outcome) \
+            if config.demos else None
+        if demo is not None:  # an example, not a lesson: no proposals, no promotion to a skill
+            written.append(Written(bank.episodic.add(demo)))
         skill_ids = sorted({s for i in task.injections for s in i.skill_ids})
         if skill_ids and outcome.passed is not None:
             bank.skills.record_use(skill_ids, succeeded=outcome.passed)
-        injected, used = _usage(history, task.injections, prompt)
         metrics: dict[str, Any] = {
-            "memory_role_calls": len(task.injections),
-            "memory_injected_calls": injected,
-            "memory_foreign_calls": sum(i.foreign for i in task.injections),
-            "memory_used_calls": used,
+            **injection_figures(history, task.injections, prompt),
             "memory_entries_written": len(written),
             "memory_skills_promoted": sum(w.skill is not None for w in written),
         }

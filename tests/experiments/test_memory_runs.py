@@ -221,6 +221,10 @@ def test_seeded_orderings_and_compare_shows_learning_curves_and_memory_metrics(h
     assert comparison.files["learning_curve"].stat().st_size > 0
     assert "## Memory" in comparison.markdown and "baseline+memory | 1 | 0.750" in comparison.markdown
     assert "| baseline | 4 | 4 | 1.000 | 1.000 |" in comparison.markdown
+    # The slope test against the baseline over both orderings: both solve everything, no difference.
+    assert "| baseline+memory | baseline | 2 | 2 | +0.000 | +0.000 | +0.000 | +0.000, +0.000 | – | 1.000 |" \
+        in comparison.markdown
+    assert comparison.files["learning_slope"].read_text().startswith("pipeline,reference,orderings")
     page = comparison.files["html"].read_text()  # the same section in the report, before Method
     assert page.index("<h2>Memory</h2>") < page.index("Method")
     assert "baseline+memory" in page[page.index("<h2>Memory</h2>"):page.index("Method")]

@@ -8,6 +8,8 @@ from pipelines.memory.config import MemoryConfig
 from pipelines.memory.injection import RunMemory, TaskMemory
 from pipelines.memory.skill_ranking import SkillRanker
 from pipelines.memory.skills import Skill
+from signatures.coder import Coder
+from signatures.memory import with_memories
 
 TASK = "Return the first element of a list, or None when the list is empty."
 
@@ -66,7 +68,8 @@ def test_injected_skills_are_the_ones_about_a_similar_task(bank):
 
     def injected(**options):
         config = MemoryConfig(enabled=True, skills_k=2, **options)
-        return TaskMemory(RunMemory(bank, config, "r1"), "T/1", TASK).inject("coder", TASK)[1]
+        task = TaskMemory(RunMemory(bank, config, "r1"), "T/1", TASK)
+        return list(task.recall_call(with_memories(Coder), "coder", {"prompt": TASK}, None).ids)
 
     assert injected() == [about_lists.id, about_strings.id]
     assert injected(skills_max_distance=0.6) == [about_lists.id]

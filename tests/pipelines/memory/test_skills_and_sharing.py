@@ -7,6 +7,8 @@ from pipelines.memory.bank import MemoryBank
 from pipelines.memory.config import MemoryConfig
 from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.injection import RunMemory, TaskMemory
+from signatures.coder import Coder
+from signatures.memory import with_memories
 
 SIMILAR = [
     "Handle the empty list before indexing its first element.",
@@ -67,7 +69,8 @@ def test_only_approved_skills_are_injected_unless_approval_is_auto(bank):
 
     def injected(config):
         task = TaskMemory(RunMemory(bank, config, "r1"), "T/9", "def f(xs): ...")
-        return task.inject("coder", "empty list")
+        recall = task.recall_call(with_memories(Coder), "coder", {"prompt": "empty list"}, None)
+        return recall.memories, list(recall.ids)
 
     text, ids = injected(manual)
     assert skill.id not in ids and skill.id not in text
@@ -111,3 +114,21 @@ def test_unknown_ids_are_one_line_errors(bank):
                          ("s-missing", "no skill 's-missing'")):
         with pytest.raises(UserError, match=message):
             bank.decide(bad, approve=True)
+
+
+def test_a_skill_another_run_promoted_reaches_a_run_only_with_scope_all(bank):
+    """Skills live in the store; with scope run a run (one ordering, one pipeline) receives only
+    those promoted from its own entries, so orderings sharing a store stay independent."""
+    auto = MemoryConfig(enabled=True, approval="auto", promote_after=2)
+    bank.write(lesson(SIMILAR[0], "T/1"), auto, run_ids=["r1"])
+    skill = bank.write(lesson(SIMILAR[1], "T/2"), auto, run_ids=["r1"]).skill
+    assert skill is not None
+
+    def injected(run_id, **config):
+        task = TaskMemory(RunMemory(bank, MemoryConfig(enabled=True, approval="auto", **config), run_id),
+                          "T/9", "def f(xs): ...")
+        return task.recall_call(with_memories(Coder), "coder", {"prompt": "empty list"}, None).ids
+
+    assert skill.id in injected("r1")
+    assert skill.id not in injected("r2")
+    assert skill.id in injected("r2", scope="all")
