@@ -179,8 +179,8 @@ def test_random_demos_come_from_problems_earlier_in_the_run_order(home, humaneva
 
 @pytest.mark.parametrize(("memory", "expected"), [
     ({"recall": "sometimes"}, "pipelines.0.memory.recall: Input should be 'always' or 'on_failure'"),
-    ({"demos": 9}, "pipelines.0.memory.demos: Input should be less than or equal to 8"),
-    ({"max_distance": 0}, "pipelines.0.memory.max_distance: Input should be greater than 0"),
+    ({"demos": 9}, "pipelines.0.memory.demos: must be <= 8 (got 9)"),
+    ({"max_distance": 0}, "pipelines.0.memory.max_distance: must be > 0.0 (got 0)"),
     ({"lessons": False}, "pipelines.0.memory: lessons: false with demos: 0 would inject nothing"),
     ({"lessons": False, "demos": 1, "max_distance": 0.8}, "max_distance gates the lessons"),
     ({"demo_selection": "random"}, "demo_selection and demos_max_distance apply to demos; set demos >= 1"),
