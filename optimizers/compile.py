@@ -6,11 +6,12 @@ Optimisers:
   each predictor gets up to ``k`` demos of its role whose output passed / whose verdict was right.
 * ``bootstrap``: ``dspy.BootstrapFewShot`` — runs the (teacher) pipeline on the train split and
   keeps the role calls of runs whose final code passes the hidden tests.
-* ``mipro``: ``dspy.MIPROv2`` (``auto: light`` by default) with the teacher as prompt model;
-  a proposal the teacher's reply does not parse into is recorded, not fatal
-  (:mod:`optimizers.mipro`).
+* ``mipro``: ``dspy.MIPROv2`` (``auto: light`` by default) with the teacher as prompt model
+  and as the LM that bootstraps the demo candidates; a proposal the teacher's reply does not
+  parse into is recorded, not fatal (:mod:`optimizers.mipro`).
 * ``gepa``: ``dspy.GEPA`` with a feedback metric built from the sandbox verdict (failed
-  assertion, exception, timeout) and the teacher as reflection LM.
+  assertion, exception, timeout) and the teacher as reflection LM; with ``roles``, it proposes
+  instructions for those roles' predictors only (:mod:`optimizers.gepa`).
 
 Every optimiser returns a new program and never mutates its input (it works on a deep copy).
 ``CompileConfig.roles`` limits what it may change to some roles (tree search's repairer and
@@ -304,15 +305,12 @@ def _optimise(
                 progress("failed_proposals", float(len(failed)))
         else:
             assert isinstance(settings, GepaParams), settings  # the four optimisers' models, each handled
-            optimizer = dspy.GEPA(
-                metric=metric.with_feedback, reflection_lm=teacher, auto=settings.auto,
-                max_metric_calls=settings.max_metric_calls or (None if settings.auto else 50),
-                reflection_minibatch_size=settings.reflection_minibatch_size,
-                num_threads=settings.num_threads, seed=config.seed,
-                # GEPA saves its state here after every iteration and resumes from it when rerun.
-                log_dir=str(config.log_dir) if config.log_dir else None,
+            from optimizers.gepa import compile_gepa
+
+            compiled = compile_gepa(
+                student, settings, metric.with_feedback, trainset, valset, reflection_lm=teacher,
+                seed=config.seed, log_dir=config.log_dir, roles=config.roles, role_of=role_of_predictor,
             )
-            compiled = optimizer.compile(student, trainset=trainset, valset=valset)
     if progress is not None and metric.calls:
         progress("train_metric_mean", sum(p for _, p in metric.calls) / len(metric.calls))
     return compiled

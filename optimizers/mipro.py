@@ -84,10 +84,15 @@ def compile_mipro(
     valset: list[dspy.Example] | None, task_lm: dspy.BaseLM | None, teacher: dspy.BaseLM | None, seed: int,
 ) -> tuple[dspy.Module, list[FailedProposal]]:
     """MIPROv2 with ``auto`` (light/medium/heavy), or with ``auto: null`` and explicit
-    ``num_candidates``/``num_trials`` — the cheap setting for a local model. Returns the compiled
-    program and the proposals that failed to parse."""
+    ``num_candidates``/``num_trials`` — the cheap setting for a local model. ``teacher`` (None:
+    the task LM) both proposes the instructions and runs the pipeline that bootstraps the demo
+    candidates: MIPROv2 takes the two apart (``prompt_model`` and ``teacher_settings``), and
+    without the latter its demos would be the task model's own answers. The trials evaluate each
+    candidate with ``task_lm``. Returns the compiled program and the proposals that failed to
+    parse."""
     optimizer = TolerantMIPROv2(
         metric=metric, prompt_model=teacher, task_model=task_lm, auto=params.auto,
+        teacher_settings={"lm": teacher} if teacher is not None else None,
         num_candidates=None if params.auto else (params.num_candidates or 3),
         max_bootstrapped_demos=params.max_bootstrapped_demos, max_labeled_demos=0,
         num_threads=params.num_threads, seed=seed,

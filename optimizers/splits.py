@@ -7,6 +7,13 @@ optimisation, and :meth:`Split.check_scoring` refuses to score on train/validati
 unless the caller explicitly allows the overlap. A split with an empty part is refused when it
 is made: without train problems nothing is optimised, without validation problems the gate has
 nothing to compare, without test problems nothing judges the result.
+
+The test part is either the rest of the problems train and validation leave (``test: rest``) or
+a set given apart (``test: test_half``: the held-out protocol's test half of the dataset, while
+train and validation come from its dev half — HumanEval's 82 odd-numbered problems judge, so
+a small effect has a chance to show, and no problem chosen on is ever scored). Given apart it may
+overlap train/validation (train drawn from ``dataset.split: all``): :meth:`Split.check_scoring`
+then refuses it like any other overlap.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import json
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -55,6 +62,7 @@ def _amount(value: Any) -> Any:
 
 
 PartSize = Annotated[int | float, BeforeValidator(_amount)]
+TestSource = Literal["rest", "test_half"]
 
 
 class SplitSpec(BaseModel):
@@ -70,6 +78,12 @@ class SplitSpec(BaseModel):
     val: PartSize = Field(
         default=0.25, description="A fraction (between 0 and 1) or a count (a whole number ≥ 1) of the "
         "problems for validation.")
+    test: TestSource = Field(
+        default="rest", description="Where the held-out test problems come from. 'rest': the problems "
+        "train and val leave. 'test_half': the dataset's held-out test half (the odd positions, "
+        "eval.held_out; dataset.task_ids and limit select within it as within the other half), "
+        "while train and val are drawn from dataset.split — 'dev', or the test would overlap them "
+        "(refused unless allow_overlap); the dev problems they leave are not used.")
     allow_overlap: bool = Field(
         default=False, description="Allow scoring on train/validation problems (reported as such)."
     )
@@ -117,22 +131,26 @@ def _count(amount: float, total: int) -> int:
     return min(total, amount if isinstance(amount, int) else round(amount * total))
 
 
-def make_split(task_ids: Iterable[str], spec: SplitSpec | None = None) -> Split:
+def make_split(
+    task_ids: Iterable[str], spec: SplitSpec | None = None, *, test_ids: Iterable[str] | None = None
+) -> Split:
     """Split ``task_ids`` by ``spec``. Same ids and seed ⇒ same split, whatever their order.
+    With ``test_ids`` (``test: test_half``) those, in the order given, are the test part and
+    train/validation are drawn from ``task_ids`` alone; else the test part is what they leave.
     Raises :class:`UserError` (with the sizes it would produce) if a part would be empty."""
     spec = spec or SplitSpec()
     ids = sorted(set(task_ids))
     random.Random(spec.seed).shuffle(ids)
     n_train = _count(spec.train, len(ids))
     n_val = min(_count(spec.val, len(ids)), len(ids) - n_train)
-    sizes = {"train": n_train, "validation": n_val, "test": len(ids) - n_train - n_val}
+    test = tuple(dict.fromkeys(test_ids)) if test_ids is not None else tuple(ids[n_train + n_val:])
+    sizes = {"train": n_train, "validation": n_val, "test": len(test)}
     empty = [part for part, size in sizes.items() if size == 0]
     if empty:
+        source = " (the test half)" if test_ids is not None else ""
         raise UserError(
             f"split: {len(ids)} problems with train={spec.train:g}, val={spec.val:g} give "
-            f"{'/'.join(str(n) for n in sizes.values())} train/validation/test problems; "
+            f"{'/'.join(str(n) for n in sizes.values())} train/validation/test{source} problems; "
             f"{' and '.join(empty)} would be empty (every part needs at least one problem)"
         )
-    return Split(
-        spec.seed, tuple(ids[:n_train]), tuple(ids[n_train:n_train + n_val]), tuple(ids[n_train + n_val:])
-    )
+    return Split(spec.seed, tuple(ids[:n_train]), tuple(ids[n_train:n_train + n_val]), test)

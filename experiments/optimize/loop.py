@@ -7,7 +7,9 @@ steps already finished:
 0. checks: the spec's fields when it is loaded, then — before anything is written — what needs
    the pipeline and the models (:func:`experiments.optimize.spec.check_spec`) and the dataset (no
    part of the split may be empty).
-1. the seeded train/val/test split (logged on the parent as params and ``split.json``).
+1. the seeded train/val/test split (logged on the parent as params and ``split.json``); with
+   ``split.test: test_half`` the test part is the dataset's held-out test half and train/val
+   come from ``dataset.split`` (:mod:`optimizers.splits`).
 2. ``baseline_val``: the unoptimised pipeline on the validation split.
 3. ``compile``: traces (from earlier runs, or by running on the train split) → DSPy compile;
    the program is exported and logged as the ``program`` artifact (``critiquelab export RUN``).
@@ -43,6 +45,7 @@ from typing import Any
 
 from core.errors import UserError
 from eval.datasets import load_problems
+from eval.held_out import SplitName
 from eval.problems import Problem
 from experiments.controls import refuse_control_trace_sources
 from experiments.optimize.context import Finished, OptimizeContext
@@ -55,7 +58,7 @@ from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.tracking.provenance import code_fingerprint, git_commit
 from experiments.tracking.store import Tracker, flatten
-from optimizers.splits import Split, make_split
+from optimizers.splits import Split, SplitOverlapError, make_split
 
 
 @dataclass(frozen=True)
@@ -153,19 +156,32 @@ def run_optimization(
 
 def _checked_problems(spec: OptimizeSpec, source: str) -> tuple[list[Problem], Split]:
     """The spec checked against the pipeline, the models and the dataset (no part of the split may
-    be empty), before anything is written; the dataset's problems and their split."""
+    be empty, the test part may not overlap train/validation unless allowed), before anything is
+    written; the dataset's problems (both halves with ``split.test: test_half``) and their split."""
     try:
         check_spec(spec)
-        problems = load_problems(
-            spec.dataset.location, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
-            dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
-            split=spec.dataset.split,
-        )
-        split = make_split([p.task_id for p in problems], spec.split)  # refuses a split with an empty part
+        problems = _load(spec, spec.dataset.split)
+        held_out = _load(spec, "test") if spec.split.test == "test_half" else None
+        split = make_split([p.task_id for p in problems], spec.split,  # refuses a split with an empty part
+                           test_ids=[p.task_id for p in held_out] if held_out is not None else None)
+        split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
     except UserError as exc:
-        raise UserError(f"{source}: {exc}") from exc
-    split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
-    return problems, split
+        hint = ""
+        if isinstance(exc, SplitOverlapError) and spec.split.test == "test_half":
+            hint = (f" (train and val come from dataset.split: {spec.dataset.split}; "
+                    "dataset.split: dev keeps them out of the test half)")
+        raise UserError(f"{source}: {exc}{hint}") from exc
+    return list({p.task_id: p for p in [*problems, *(held_out or [])]}.values()), split
+
+
+def _load(spec: OptimizeSpec, half: SplitName) -> list[Problem]:
+    """The spec's dataset problems of the held-out protocol's ``half`` (``task_ids`` and ``limit``
+    applied within it)."""
+    dataset = spec.dataset
+    return load_problems(
+        dataset.location, dataset.fields, dataset.limit, dataset.task_ids or None,
+        dataset_format=dataset.format, challenge_tests=dataset.challenge_tests, split=half,
+    )
 
 
 def _check_models(models: ServedModels, spec: OptimizeSpec, pending: Sequence[Step[Any]]) -> None:

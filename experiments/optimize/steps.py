@@ -264,9 +264,11 @@ class HeldOutTest(RunStep[HeldOutRecord]):
         pipelines = [PipelineSpec(name=name, label=unoptimised, params=params)] + [
             PipelineSpec(name=name, label=labels[c], params=params, prompts=d) for c, d in candidates.items()
         ]
+        # The test half is outside the half train and val came from (dataset.split: dev).
+        half = {"split": "test"} if spec.split.test == "test_half" else {}
         experiment = ExperimentSpec(
             name=f"{spec.name}-test", description=f"held-out test split of optimisation {spec.name}",
-            dataset=spec.dataset.model_copy(update={"task_ids": list(test_ids)}), model=spec.model,
+            dataset=spec.dataset.model_copy(update={"task_ids": list(test_ids), **half}), model=spec.model,
             pipelines=pipelines, execution=spec.execution, tracking=spec.tracking,
         )
         shown = " vs ".join(p.display_name for p in pipelines)

@@ -28,6 +28,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 
 from experiments.api import run
+from pipelines.registry import params_model
 
 SPECS = sorted(Path("experiments").glob("*.yaml"))
 GOLDEN = Path(__file__).parent / "golden"
@@ -87,8 +88,10 @@ def _run_spec(path: Path, fake: FakeOpenAIServer, tmp_path: Path, home: Path) ->
     # DSPy's BootstrapFewShot picks one of a predictor's several calls in a run at random, seeded
     # by a hash of the pickled demos (set-valued fields pickle in the process's string-hash order)
     # and their order in the trace (overlapping role calls append in finishing order). One call at
-    # a time and a fixed PYTHONHASHSEED, in a process of its own, make that choice repeat.
-    data["pipeline"].setdefault("params", {}).pop("parallel_agents", None)
+    # a time and a fixed PYTHONHASHSEED, in a process of its own, make that choice repeat. Set, not
+    # dropped: some pipelines (vote) default to several calls at once. Requests do not depend on it.
+    if "parallel_agents" in params_model(data["pipeline"]["name"]).model_fields:
+        data["pipeline"].setdefault("params", {})["parallel_agents"] = 1
     spec_file = tmp_path / path.name
     spec_file.write_text(yaml.safe_dump(data))
     env = {**os.environ, "PYTHONHASHSEED": "0", "CRITIQUELAB_HOME": str(home)}

@@ -149,3 +149,48 @@ def test_a_helper_module_is_not_judged_alone_but_a_bare_body_is(humaneval_proble
     assert demo_filter.keep("developer", helper, Developer)
     assert not demo_filter.keep("developer", wrong_body, Developer)
     assert demo_filter.dropped["developer"] == 1
+
+
+# vote as experiments/visible_selection.yaml's greedy_filter10, with fewer samples.
+GREEDY_FILTER = {"k": 3, "temperature": 0.8, "select": "visible_filter", "greedy_first": True,
+                 "parallel_agents": 1}
+BY_THE_TEACHER = "    # written by the teacher\n"
+
+
+def _teacher_sampler(problems, greedy_right):
+    """The teacher's coder for vote: on the ``greedy_right`` problems the greedy answer is right
+    (one call, no sample); on the others the greedy answer and the first samples return None
+    (they fail the visible examples, so sampling runs) and the last sample is right. Every run
+    passes; the calls that failed are in its trace beside the right one."""
+    scripted = ScriptedProblems(problems)
+
+    def coder(text, body):
+        sampled = body.get("temperature", 0) > 0
+        right = (body.get("seed") == GREEDY_FILTER["k"] - 1 if sampled
+                 else scripted.problem_in(text).task_id in greedy_right)
+        return {"code": scripted.solution(text) + BY_THE_TEACHER if right else scripted.wrong(text)}
+
+    return role_responder({"coder": coder}, with_body=True)
+
+
+def test_bootstrap_with_a_teacher_keeps_only_its_code_that_passes(humaneval_problems, make_lm):
+    """The vote pipeline's coder (the best selection pipeline's sampler) bootstrapped by a
+    teacher on another endpoint: every demo is the teacher's and passes, its failing greedy
+    answers and samples are dropped, and the task model is not asked at all."""
+    train = humaneval_problems[:4]
+    greedy_right = {p.task_id for p in train[:2]}
+    measured = {}
+    with FakeOpenAIServer(_teacher_sampler(humaneval_problems, greedy_right), pass_body=True) as teacher, \
+            FakeOpenAIServer(role_responder({})) as task:
+        compiled = compile_program(
+            create_pipeline("vote", **GREEDY_FILTER),
+            CompileConfig("bootstrap", {"max_bootstrapped_demos": 4}), train=train,
+            task_lm=make_lm(task.api_base), teacher_lm=make_lm(teacher.api_base),
+            progress=lambda name, value: measured.__setitem__(name, value),
+        )
+    assert task.completions == 0 and teacher.completions == 2 * 1 + 2 * (1 + GREEDY_FILTER["k"])
+    demos = [dict(d) for d in compiled.coder.demos]
+    assert demos and all(BY_THE_TEACHER.strip() in d["code"] and _passes(train, d, "code") for d in demos)
+    # DSPy picks one coder call of each passing run at random; the failing ones it picked were
+    # dropped, and not replaced by the passing sample of the same run (DSPy has picked by then).
+    assert measured["demos_dropped.coder"] >= 1 and len(demos) + measured["demos_dropped.coder"] == len(train)

@@ -91,3 +91,18 @@ def test_a_split_is_taken_as_written_never_converted(values, problem):
 def test_counts_and_fractions_mean_what_they_say():
     assert make_split(IDS, SplitSpec(train=1, val=0.5)).train.__len__() == 1  # 1 is one problem
     assert len(make_split(IDS, SplitSpec(train=0.1, val=2)).val) == 2
+
+
+def test_a_test_part_given_apart_is_the_test_and_train_val_come_from_the_rest():
+    dev, held_out = IDS[0::2], IDS[1::2]
+    split = make_split(dev, SplitSpec(seed=2, train=8, val=8, test="test_half"), test_ids=held_out)
+    assert split.test == tuple(held_out)  # all of it, in the order given
+    assert set(split.train) | set(split.val) <= set(dev) and len(split.train) == len(split.val) == 8
+    assert split.train == make_split(dev, SplitSpec(seed=2, train=8, val=8)).train  # same draw as `rest`
+    split.check_scoring(split.test)
+
+
+def test_a_test_part_given_apart_that_overlaps_train_or_val_is_refused():
+    split = make_split(IDS, SplitSpec(seed=2, train=30, val=5, test="test_half"), test_ids=IDS[1::2])
+    with pytest.raises(SplitOverlapError, match="allow_overlap"):
+        split.check_scoring(split.test)

@@ -157,6 +157,11 @@ BAD_SPECS = {
         {"split": {"seed": 1, "train": 3, "val": 2}, "dataset": {"source": "humaneval", "limit": 3}},
         "give 3/0/0 train/validation/test problems; validation and test would be empty",
     ),
+    "held-out test half overlapping train and val": (
+        {"split": {"seed": 1, "train": 3, "val": 2, "test": "test_half"}},
+        "problem(s) to score were used to optimise the program (HumanEval/",  # dataset.split: all
+    ),
+    "unknown test source": ({"split": {"test": "half"}}, "split.test: Input should be 'rest' or 'test_half'"),
     "fraction leaving no validation problem": (
         {"split": {"seed": 1, "train": 0.6, "val": 0.05}},
         "give 4/0/3 train/validation/test problems; validation would be empty",
@@ -256,3 +261,23 @@ def test_when_the_gate_keeps_the_baseline_nothing_is_offered_as_optimised(
     assert tags["critiquelab.kept"] == "baseline"
     assert tags["critiquelab.gate"].startswith("validation pass@1 dropped")
     assert "program" not in {a.path for a in client.list_artifacts(parent)}
+
+
+def test_train_and_val_from_the_dev_half_test_on_the_test_half(tmp_path, home, humaneval_problems):
+    """`dataset.split: dev` + `split.test: test_half`: train/val drawn from the even-numbered
+    problems, the held-out test is the odd-numbered half (`limit` selecting within each half),
+    and the held-out experiment runs it as `dataset.split: test`."""
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        spec = yaml.safe_load(_spec(tmp_path, fake.api_base).read_text())
+        spec["dataset"] = {"source": "humaneval", "split": "dev", "limit": 5}
+        spec["split"] = {"seed": 1, "train": 3, "val": 2, "test": "test_half"}
+        path = tmp_path / "halves.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        result = optimize(path, home=home)
+    dev = {f"HumanEval/{i}" for i in (0, 2, 4, 6, 8)}
+    assert set(result.split["train"]) | set(result.split["val"]) == dev
+    assert result.split["test"] == [f"HumanEval/{i}" for i in (1, 3, 5, 7, 9)]
+    assert set(result.steps["test"]["scores"]) == set(result.split["test"])
+    client = MlflowClient(tracking_uri(home))
+    held_out = client.get_run(result.steps["test"]["experiment_run_id"])
+    assert held_out.data.params["dataset.split"] == "test"
