@@ -5,10 +5,10 @@ Every role call a run makes keeps its exact request (chat messages and the setti
 the reply: temperature, seed, max_tokens); this script reads them from the run's message log and
 sends each one, one at a time (concurrency 1), to two llama-servers started side by side with the
 same model, slots and threads — one per ``--modes`` entry — alternating which server answers
-first. Prints per role: requests, replies byte-identical between the two servers, completion
-tokens, seconds and tokens/s on each, the speed-up, and the share of drafted tokens the model
-accepted (from the speculating server's /metrics). No LM cache is used and nothing is written
-to the data directory.
+first. Prints per role: requests, replies byte-identical between the two servers (all, and of
+the greedy requests: temperature 0), completion tokens, seconds and tokens/s on each, the
+speed-up, and the share of drafted tokens the model accepted (from the speculating server's
+/metrics). No LM cache is used and nothing is written to the data directory.
 
     .venv/bin/python benchmarks/speculative_replay.py RUN_ID [--home DIR] [--modes off,ngram]
         [--roles fixer,debater] [--limit N]
@@ -83,6 +83,8 @@ def _draft_counters(server: LocalModelServer) -> tuple[float, float]:
 class Tally:
     requests: int = 0
     identical: int = 0
+    greedy: int = 0  # requests at temperature 0, whose replies should not depend on speculation
+    greedy_identical: int = 0
     tokens: dict[str, int] | None = None
     seconds: dict[str, float] | None = None
     drafted: float = 0.0
@@ -118,8 +120,12 @@ def replay(calls: list[Call], modes: list[Speculation], slots: int) -> dict[str,
                 after = _draft_counters(servers[mode])
                 tally.drafted += after[0] - before[0]
                 tally.accepted += after[1] - before[1]
+            same = len({str(r) for r in replies.values()}) == 1
+            greedy = not call.settings.get("temperature")
             tally.requests += 1
-            tally.identical += len({str(r) for r in replies.values()}) == 1
+            tally.identical += same
+            tally.greedy += greedy
+            tally.greedy_identical += greedy and same
             print(f"{index + 1}/{len(calls)} {call.role}", file=sys.stderr, flush=True)
         return tallies
     finally:
@@ -129,13 +135,14 @@ def replay(calls: list[Call], modes: list[Speculation], slots: int) -> dict[str,
 
 def print_table(tallies: dict[str, Tally], modes: list[str]) -> None:
     a, b = modes
-    print(f"{'role':<16}{'requests':>9}{'identical':>10}{'tokens ' + a:>14}{'tokens ' + b:>14}"
+    print(f"{'role':<16}{'requests':>9}{'identical':>10}{'greedy same':>12}{'tokens ' + a:>14}{'tokens ' + b:>14}"
           f"{'s ' + a:>9}{'s ' + b:>9}{'tok/s ' + a:>12}{'tok/s ' + b:>12}{'speed-up':>9}{'accepted':>9}")
     for role, t in sorted(tallies.items()):
         assert t.tokens is not None and t.seconds is not None
         rate = {m: t.tokens[m] / t.seconds[m] if t.seconds[m] else 0.0 for m in modes}
         accepted = f"{t.accepted / t.drafted:.0%}" if t.drafted else "-"
-        print(f"{role:<16}{t.requests:>9}{t.identical:>10}{t.tokens[a]:>14}{t.tokens[b]:>14}"
+        greedy = f"{t.greedy_identical}/{t.greedy}" if t.greedy else "-"
+        print(f"{role:<16}{t.requests:>9}{t.identical:>10}{greedy:>12}{t.tokens[a]:>14}{t.tokens[b]:>14}"
               f"{t.seconds[a]:>9.1f}{t.seconds[b]:>9.1f}{rate[a]:>12.1f}{rate[b]:>12.1f}"
               f"{t.seconds[a] / t.seconds[b] if t.seconds[b] else 0:>9.2f}{accepted:>9}")
 

@@ -173,6 +173,18 @@ def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> li
     ]
 
 
+def _speculation_warnings(spec: ExperimentSpec, label: str, seed: int) -> list[str]:
+    """Speculative decoding can change a greedy reply (a near-tie flipped by the draft check's
+    batch, measured in the README): a run served so is not the same measurement as one without."""
+    if spec.model.speculative == "off":
+        return []
+    return [
+        f"{label} seed {seed}: served with model.speculative '{spec.model.speculative}': some greedy "
+        "replies differ from an unspeculated server's (as with batching; README, Models), so "
+        "compare it with runs served the same way or replayed from the same LM cache"
+    ]
+
+
 @dataclass(frozen=True)
 class _ChildContext:
     """What every child run (pipeline × seed) of one experiment shares."""
@@ -208,7 +220,7 @@ def _run_child(
         if logged.data.tags.get(RESULTS_TAG) == results_digest(results):
             metrics = {**summarize(results, outcome_model(pipeline_spec.name).run_metrics),
                        "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
-            warnings = _no_code_warnings(label, seed, results)
+            warnings = _no_code_warnings(label, seed, results) + _speculation_warnings(spec, label, seed)
             return ChildRun(label, seed, run_id, results, metrics, warnings, control)  # left as it was
     if logged is not None:
         tracker.reopen(run_id)
@@ -279,7 +291,7 @@ def _run_child(
     # that solved them.
     messages = [m for r in results if r.thread_id for m in pool.history(thread_id=r.thread_id)]
     tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
-    warnings = _no_code_warnings(label, seed, results)
+    warnings = _no_code_warnings(label, seed, results) + _speculation_warnings(spec, label, seed)
     if warnings:
         tracker.set_tags(run_id, {"critiquelab.warnings": "\n".join(warnings)})
     # Last: the digest says "everything above is logged", so a kill before it relogs on resume.

@@ -1,9 +1,10 @@
 """Speculative decoding on the local llama-server: tokens it does not have to generate one by one.
 
 A draft proposes the next tokens and the model checks them all in one batch; a checked token is
-the one the model would have chosen anyway, so under greedy decoding the reply is the same text
-(up to the floating-point noise of a batch of another size, measured in the README) and sampling
-keeps its distribution. What proposes the draft:
+the one the model would have chosen anyway, so sampling keeps its distribution — but the check's
+batch sums floating-point numbers in another order than one-token steps do, and a greedy near-tie
+can flip: measured at concurrency 1 (README, Models), some greedy replies differ from the
+unspeculated server's, as with batching. Hence off by default. What proposes the draft:
 
 - ``ngram``: the request's own tokens (llama.cpp's ``ngram-simple``): when the last few tokens
   occurred earlier in the prompt or the reply, what followed them there. Costs nothing when
@@ -12,7 +13,8 @@ keeps its distribution. What proposes the draft:
 - ``draft``: a smaller model of the same family (the bundled 0.5B for the 1.5B).
 - ``off``: one token per step.
 
-The LM cache key never includes it: the answers are the model's either way.
+The LM cache key does not include it, as it does not include concurrency: answers replayed from
+one cache are the same whatever served them first; a run's params log ``serving.speculative``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from typing import Literal
 
 Speculation = Literal["off", "ngram", "draft"]
 
-# Measured per role with benchmarks/speculative_replay.py (README, Models): a lookup of this many
-# tokens finds the copied spans of code without drafting from chance matches of common tokens.
+# Chosen, not tuned (a lookup this long finds copied spans of code rather than chance matches of
+# common tokens); their speed-up per role is measured with benchmarks/speculative_replay.py.
 NGRAM_LOOKUP_TOKENS = 8
 # Longest draft checked in one batch.
 NGRAM_DRAFT_TOKENS = 16

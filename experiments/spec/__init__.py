@@ -143,8 +143,9 @@ class ModelSpec(StrictModel):
         description="Bundled models on llama-server only: speculative decoding. 'ngram' drafts from "
         "the request's own tokens (code a role copies — a fixer's input, a debater's own solution — "
         "costs a fraction of its tokens), 'draft' lets the bundled 0.5B draft for 'local-1.5b', "
-        "'off' generates one token per step. Greedy replies are the model's either way (README, "
-        "Models: measured); never part of the LM cache key or the checkpoint key.",
+        "'off' generates one token per step. Faster for roles that copy, but a greedy reply can "
+        "differ from the unspeculated one, as with batching (README, Models: measured); not part "
+        "of the LM cache key or the checkpoint key.",
     )
     send_seed: bool = Field(
         default=True, description="Send the run's seed with each request (for sampling)."
@@ -162,7 +163,15 @@ class ModelSpec(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _draft_has_a_smaller_sibling(self) -> ModelSpec:
+    def _speculation_is_served_here(self) -> ModelSpec:
+        # Only the server the harness starts can be told to speculate; an endpoint would silently
+        # serve the run without it.
+        if self.speculative != "off" and (not self.id.startswith("local") or self.api_base):
+            raise PydanticCustomError(
+                "speculative", "{message}",
+                {"message": f"speculative '{self.speculative}' applies to the bundled models the "
+                            f"harness serves, not to the endpoint '{self.id}'; leave it 'off'"},
+            )
         # The bundled 0.5B (same tokenizer) is the one draft model there is, for the 1.5B.
         if self.speculative == "draft" and self.id != "local-1.5b":
             raise PydanticCustomError(

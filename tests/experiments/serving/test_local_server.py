@@ -129,17 +129,39 @@ def test_server_and_slots_share_checkpoints():
         return checkpoint_key(spec, identity, input_fingerprints(spec, "sqlite:///unused.db"))
 
     assert key({}) == key({"server": "llama-cpp-python"}) == key({"server": "llama-server", "slots": 8})
-    assert key({}) == key({"speculative": "ngram"})  # the model's answers either way
+    # Like concurrency, it is logged rather than keyed: a resumed or replayed run gets the cache's answers.
+    assert key({}) == key({"speculative": "ngram"})
     assert key({}) != key({"n_ctx": 2048})
 
 
-@pytest.mark.parametrize("model", [{"speculative": "draft"}, {"speculative": "draft", "id": "openai/x"}])
-def test_draft_speculation_is_for_the_bundled_1_5b_only(model):
+def test_draft_speculation_is_for_the_bundled_1_5b_only():
     with pytest.raises(UserError) as error:
-        parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "model": model})
+        parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "model": {"speculative": "draft"}})
     assert "speculative 'draft' needs model.id 'local-1.5b'" in str(error.value)
     assert parse_spec({"name": "x", "pipelines": [{"name": "baseline"}],
                        "model": {"id": "local-1.5b", "speculative": "draft"}}).model.speculative == "draft"
+
+
+@pytest.mark.parametrize("model", [{"id": "openai/x", "speculative": "ngram"},
+                                   {"id": "local", "api_base": "http://h:1/v1", "speculative": "ngram"},
+                                   {"id": "openai/x", "speculative": "draft"}])
+def test_an_endpoint_is_not_told_to_speculate(model):
+    """Only a server the harness starts can speculate; an endpoint would silently run without it."""
+    with pytest.raises(UserError) as error:
+        parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "model": model})
+    assert "applies to the bundled models the harness serves" in str(error.value)
+
+
+def test_a_speculating_run_says_so_on_screen_and_on_the_run():
+    from experiments.runner import _speculation_warnings
+
+    def warnings(model: dict) -> list[str]:
+        spec = parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "model": model})
+        return _speculation_warnings(spec, "baseline", 0)
+
+    assert warnings({}) == []
+    (line,) = warnings({"speculative": "ngram"})
+    assert "model.speculative 'ngram'" in line and "greedy replies differ" in line
 
 
 def test_missing_llama_server_is_exit_2_before_anything_is_written(tmp_path, capsys, home, monkeypatch):
