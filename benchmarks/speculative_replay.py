@@ -135,8 +135,9 @@ def replay(calls: list[Call], modes: list[Speculation], slots: int) -> dict[str,
 
 def print_table(tallies: dict[str, Tally], modes: list[str]) -> None:
     a, b = modes
-    print(f"{'role':<16}{'requests':>9}{'identical':>10}{'greedy same':>12}{'tokens ' + a:>14}{'tokens ' + b:>14}"
-          f"{'s ' + a:>9}{'s ' + b:>9}{'tok/s ' + a:>12}{'tok/s ' + b:>12}{'speed-up':>9}{'accepted':>9}")
+    print(f"{'role':<16}{'requests':>9}{'identical':>10}{'greedy same':>12}"
+          f"{'tokens ' + a:>14}{'tokens ' + b:>14}{'s ' + a:>9}{'s ' + b:>9}"
+          f"{'tok/s ' + a:>12}{'tok/s ' + b:>12}{'speed-up':>9}{'accepted':>9}")
     for role, t in sorted(tallies.items()):
         assert t.tokens is not None and t.seconds is not None
         rate = {m: t.tokens[m] / t.seconds[m] if t.seconds[m] else 0.0 for m in modes}
