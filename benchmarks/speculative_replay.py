@@ -11,7 +11,7 @@ speed-up, and the share of drafted tokens the model accepted (from the speculati
 /metrics). No LM cache is used and nothing is written to the data directory.
 
     .venv/bin/python benchmarks/speculative_replay.py RUN_ID [--home DIR] [--modes off,ngram]
-        [--roles fixer,debater] [--limit N]
+        [--roles fixer,debater] [--limit N] [--greedy]
 
 RUN_ID is a parent run (every pipeline's requests) or one pipeline's run.
 """
@@ -155,6 +155,7 @@ def main() -> None:
     parser.add_argument("--modes", default="off,ngram", help="two of off, ngram, draft")
     parser.add_argument("--roles", default="", help="only these roles (comma-separated)")
     parser.add_argument("--limit", type=int, default=0, help="at most N requests per role")
+    parser.add_argument("--greedy", action="store_true", help="only requests at temperature 0")
     parser.add_argument("--slots", type=int, default=8, help="llama-server slots (as a run uses)")
     args = parser.parse_args()
     offline_defaults()
@@ -166,6 +167,8 @@ def main() -> None:
     per_role: dict[str, int] = defaultdict(int)
     chosen = []
     for call in calls:
+        if args.greedy and call.settings.get("temperature"):
+            continue
         if (not wanted or call.role in wanted) and (not args.limit or per_role[call.role] < args.limit):
             per_role[call.role] += 1
             chosen.append(call)
