@@ -1,12 +1,16 @@
-"""The README's main job, old serving vs new, side by side in one run on the bundled model.
+"""The README's main job under two servings, side by side in one run on the bundled model.
 
-*new*: the job exactly as `experiments/debate_vs_critic.yaml` configures it. *old* is one of:
+*old* is one of:
 
-- ``--old unsped`` (default): the same job as served before speculative decoding and the
-  scheduling chosen for prompt reuse (``model.speculative: off``, 4 problems at once, a round's
-  debaters and 4 vote samples in flight at once) — what "today's settings" meant for issue #35;
+- ``--old shipped`` (default): the job exactly as `experiments/debate_vs_critic.yaml` configures
+  it (no speculative decoding: the shipped default);
 - ``--old llama-cpp-python``: llama-cpp-python's server, one problem at a time, a problem's agents
   one call at a time (how the job ran before llama-server).
+
+*new* is one of:
+
+- ``--new ngram`` (default): the same job with ``model.speculative: ngram`` (issue #35);
+- ``--new shipped``: the job as configured (to measure it against ``--old llama-cpp-python``).
 
 Both start from an empty LM cache, each in its own temporary data directory. The problems are run
 in chunks of ``--chunk`` problems, old and new alternating (old first in odd chunks, new first in
@@ -14,8 +18,8 @@ even ones), so a machine whose load changes over the run slows both alike. Print
 wall time old / new and their ratio, problems passed, problems whose outcome differs, and the
 share of prompt tokens llama-server reused from its slots' caches (old / new).
 
-    .venv/bin/python benchmarks/job_old_vs_new.py [--old unsped|llama-cpp-python] [--limit 8]
-        [--chunk 4] [--start 0]
+    .venv/bin/python benchmarks/job_old_vs_new.py [--old shipped|llama-cpp-python]
+        [--new ngram|shipped] [--limit 8] [--chunk 4] [--start 0]
 
 Vote's budget comes from debate's tokens in the same chunk, in both configurations alike.
 """
@@ -43,29 +47,22 @@ SPEC = Path(__file__).resolve().parents[1] / "experiments" / "debate_vs_critic.y
 
 def one_at_a_time(spec: dict[str, Any]) -> dict[str, Any]:
     """The same experiment served the oldest way: llama-cpp-python, one request at a time."""
-    old = {**spec, "name": f"{spec['name']}_old", "concurrency": 1,
-           "model": {**spec["model"], "server": "llama-cpp-python", "speculative": "off"}}
-    old["pipelines"] = _with_parallel_agents(spec, {"debate": 1, "vote": 1})
-    return old
-
-
-def unsped(spec: dict[str, Any]) -> dict[str, Any]:
-    """The same experiment as served before issue #35: no speculation, the old scheduling."""
-    old = {**spec, "name": f"{spec['name']}_old", "concurrency": 4,
-           "model": {**spec["model"], "speculative": "off"}}
-    old["pipelines"] = _with_parallel_agents(spec, {"debate": 3, "vote": 4})
-    return old
-
-
-def _with_parallel_agents(spec: dict[str, Any], agents: dict[str, int]) -> list[dict[str, Any]]:
-    return [
-        {**p, "params": {**p.get("params", {}), "parallel_agents": agents[p["name"]]}}
-        if p["name"] in agents else p
+    old = {**spec, "concurrency": 1, "model": {**spec["model"], "server": "llama-cpp-python"}}
+    one_agent = ("debate", "vote")
+    old["pipelines"] = [
+        {**p, "params": {**p.get("params", {}), "parallel_agents": 1}} if p["name"] in one_agent else p
         for p in spec["pipelines"]
     ]
+    return old
 
 
-OLD = {"unsped": unsped, "llama-cpp-python": one_at_a_time}
+def ngram(spec: dict[str, Any]) -> dict[str, Any]:
+    """The same experiment with llama-server's n-gram speculative decoding."""
+    return {**spec, "model": {**spec["model"], "speculative": "ngram"}}
+
+
+OLD = {"shipped": lambda spec: spec, "llama-cpp-python": one_at_a_time}
+NEW = {"ngram": ngram, "shipped": lambda spec: spec}
 
 
 def _pipeline_walls(home: Path, result: Any) -> dict[str, float]:
@@ -105,12 +102,15 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=8, help="first N HumanEval problems")
     parser.add_argument("--chunk", type=int, default=4, help="problems per alternation")
     parser.add_argument("--start", type=int, default=0, help="skip the first N HumanEval problems")
-    parser.add_argument("--old", choices=sorted(OLD), default="unsped", help="what 'old' serving is")
+    parser.add_argument("--old", choices=sorted(OLD), default="shipped", help="what 'old' serving is")
+    parser.add_argument("--new", choices=sorted(NEW), default="ngram", help="what 'new' serving is")
     args = parser.parse_args()
     offline_defaults()
-    new = load_yaml(SPEC)
-    new["name"] = f"{new['name']}_new"
-    configs = {"old": OLD[args.old](new), "new": new}
+    if args.old == args.new:
+        parser.error("--old and --new are the same serving")
+    shipped = load_yaml(SPEC)
+    configs = {"old": {**OLD[args.old](shipped), "name": f"{shipped['name']}_old"},
+               "new": {**NEW[args.new](shipped), "name": f"{shipped['name']}_new"}}
     task_ids = [p.task_id for p in load_problems("humaneval", limit=args.start + args.limit)][args.start:]
     chunks = [task_ids[i:i + args.chunk] for i in range(0, len(task_ids), args.chunk)]
     wall: dict[str, dict[str, float]] = {name: defaultdict(float) for name in configs}
@@ -137,7 +137,7 @@ def main() -> None:
                         reused[(name, child.pipeline)][0] += child.metrics["prompt_tokens_reused"]
                         reused[(name, child.pipeline)][1] += child.metrics["prompt_tokens"]
                 print(f"chunk {index + 1}/{len(chunks)} {name}: {total:.0f} s", file=sys.stderr, flush=True)
-            print_table([p["name"] for p in new["pipelines"]], sum(map(len, chunks[:index + 1])),
+            print_table([p["name"] for p in shipped["pipelines"]], sum(map(len, chunks[:index + 1])),
                         args.chunk, loads, wall, passed, reused)
 
 
