@@ -16,4 +16,4 @@ if ! command -v chromedriver >/dev/null 2>&1; then
 fi
 .venv/bin/ruff check .
 .venv/bin/mypy  # what it checks, and how strictly: [tool.mypy] in pyproject.toml
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"
