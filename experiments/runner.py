@@ -35,7 +35,14 @@ from experiments.serving.role_models import RoleModels, models_by_role, usage_by
 from experiments.spec import ExperimentSpec
 from experiments.spec.pipeline import PipelineSpec
 from experiments.tracking.run_records import child_run, open_parent_run, results_digest
-from experiments.tracking.store import PARENT_TAG, RESULTS_TAG, Tracker, flatten, tracking_uri
+from experiments.tracking.store import (
+    PARENT_TAG,
+    RESULTS_TAG,
+    Tracker,
+    check_tracking_server,
+    flatten,
+    tracking_uri,
+)
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed
 from pipelines.budget import TokenBudgetParams
 from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
@@ -336,6 +343,10 @@ def run_experiment(
         wanted = {p.task_id for p in problems}
         pending = (wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds)
         if fresh or any(pending):
+            # What refuses without starting anything first (a cluster address, a tracking server),
+            # so that a refused start leaves no model server's log behind either.
+            executor.check()
+            check_tracking_server(uri, spec.name)
             lazy_lm.get()  # start and check the models (and the cluster) before any run exists
             role_models.start()
             executor.start()

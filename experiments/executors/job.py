@@ -28,6 +28,10 @@ class SolveJob:
 
 
 class Executor(Protocol):
+    def check(self) -> None:
+        """Refuse bad input that can be seen without starting anything (an address nothing answers
+        at), so a refused start writes nothing — it runs before the model servers start."""
+
     def start(self) -> None:
         """Get ready to solve (idempotent); bad input (an unreachable cluster) fails here."""
 

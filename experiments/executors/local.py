@@ -21,6 +21,9 @@ class LocalExecutor:
     def __init__(self, concurrency: int) -> None:
         self.concurrency = concurrency
 
+    def check(self) -> None:
+        """Threads take no input that could be refused."""
+
     def start(self) -> None:
         """Threads need no preparation."""
 

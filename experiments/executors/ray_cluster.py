@@ -101,6 +101,11 @@ class RayExecutor:
 
     # --- start and stop -----------------------------------------------------------------------
 
+    def check(self) -> None:
+        """An address nothing answers at is refused in seconds, before any model server starts
+        (``auto`` is read by Ray when it joins, in :meth:`start`)."""
+        _check_reachable(self._spec.execution.address)
+
     def start(self) -> None:
         """Join the cluster, start the workers (and model servers) on every node, and check that
         every node runs this code at the driver's sandbox isolation level."""
@@ -109,7 +114,7 @@ class RayExecutor:
         import ray
 
         execution = self._spec.execution
-        _check_reachable(execution.address)
+        self.check()
         env = {name: os.environ[name] for name in _FORWARDED_ENV if name in os.environ}
         try:
             ray.init(address=execution.address, runtime_env={"env_vars": env}, log_to_driver=False,

@@ -106,6 +106,25 @@ def _unreachable(exc: Exception) -> bool:
     return isinstance(exc, MlflowException) and str(exc).startswith("API request to")
 
 
+def _experiment_named(client: ServiceClient, name: str) -> Any:
+    """The experiment called ``name`` (None if there is none); a store that does not answer is
+    bad input here, before anything ran."""
+    try:
+        return client.get_experiment_by_name(name)
+    except ServiceError as exc:
+        raise UserError(str(exc).replace("failed mid-run", "is not usable")) from exc
+
+
+def check_tracking_server(uri: str, experiment_name: str) -> None:
+    """A tracking server that does not answer refuses the start before anything is started or
+    written (a read, nothing created on the server); a database file of ours needs no check."""
+    if is_server(uri):
+        from mlflow.tracking import MlflowClient
+
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+        _experiment_named(ServiceClient(MlflowClient(tracking_uri=uri), uri), experiment_name)
+
+
 class Tracker:
     """Thin wrapper over ``MlflowClient`` bound to one experiment."""
 
@@ -120,10 +139,7 @@ class Tracker:
         if not is_server(self.uri):
             data_dir.mkdir(parents=True, exist_ok=True)
         self.client = ServiceClient(MlflowClient(tracking_uri=self.uri), self.uri)
-        try:
-            existing = self.client.get_experiment_by_name(experiment_name)
-        except ServiceError as exc:  # before anything ran: the address is bad input
-            raise UserError(str(exc).replace("failed mid-run", "is not usable")) from exc
+        existing = _experiment_named(self.client, experiment_name)
         if existing is not None:
             self.experiment_id = existing.experiment_id
         elif is_server(self.uri):  # the server stores the artifacts where it is configured to

@@ -349,3 +349,25 @@ def test_fault_mid_optimize_then_same_command(tmp_path, home, capsys, humaneval_
         assert "failed mid-run" in line and "run the same command again" in line
         calls["broken"] = False
         assert main(["optimize", str(path)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("refusal", ["an unreachable tracking server", "an unreachable cluster address"])
+def test_what_refuses_without_starting_anything_comes_before_the_model(
+    refusal, tmp_path, home, capsys, humaneval_problems
+):
+    """A tracking server or a cluster address that does not answer refuses the start before the
+    model is started or asked: a bundled model's server would otherwise start for nothing and
+    leave its log in the data directory."""
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        spec = fake_spec(fake.api_base, limit=1)
+        if refusal == "an unreachable tracking server":
+            spec["tracking"] = {"uri": "http://127.0.0.1:9"}
+        else:
+            spec["execution"] = {"executor": "ray", "address": "127.0.0.1:9"}
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        code = main(["run", str(path), "--no-progress"])
+        asked = len(fake.requests)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert asked == 0 and not home.exists()
