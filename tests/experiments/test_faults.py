@@ -371,3 +371,38 @@ def test_what_refuses_without_starting_anything_comes_before_the_model(
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert asked == 0 and not home.exists()
+
+
+KILL_AT = os.path.join(os.path.dirname(__file__), "..", "support", "kill_at.py")
+# (where the signal comes, occurrence, match, before): a sweep over the moments of a run.
+SIGNAL_MOMENTS = {
+    "before start-up": ("experiments.runner:load_inputs", 1, "", True),
+    "mid-problem": ("experiments.checkpoints:CheckpointStore.append", 1, "pipeline='baseline'", False),
+    "between pipelines": ("experiments.tracking.store:Tracker.finish", 1, "", False),
+    "during compare": ("eval.report:write_report", 1, "", True),
+}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("moment", list(SIGNAL_MOMENTS))
+def test_a_signal_at_any_moment_is_exit_130_quiet_and_leaves_no_run_open(
+    moment, signum, tmp_path, humaneval_problems
+):
+    target, occurrence, match, before = SIGNAL_MOMENTS[moment]
+    home = tmp_path / "home"
+    checkout = os.getcwd()
+    env = {**os.environ, "CRITIQUELAB_HOME": str(home),
+           "PYTHONPATH": os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")]))}
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        spec = fake_spec(fake.api_base, limit=2,
+                         pipelines=[{"name": "baseline"}, {"name": "vote", "params": {"k": 2}}])
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        stop = [target, str(occurrence), "--match", match, "--signal", signal.Signals(signum).name[3:]]
+        command = [sys.executable, KILL_AT, *stop, *(["--before"] if before else []),
+                   "--", "run", str(path), "--no-progress"]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("critiquelab: interrupted"), done.stderr
+    assert not home.exists() or _open_runs(home) == []
