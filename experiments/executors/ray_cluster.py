@@ -60,7 +60,8 @@ def _check_reachable(address: str) -> None:
     """A cluster address that does not answer is bad input, said in seconds: Ray itself keeps
     retrying an unreachable head for minutes."""
     if address == "auto":
-        return  # Ray reads this machine's running cluster, and says at once when there is none
+        _check_local_cluster()
+        return
     host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_S):
@@ -70,6 +71,21 @@ def _check_reachable(address: str) -> None:
     except OSError as exc:
         problem = f"nothing answers there ({exc.strerror or type(exc).__name__})"
     raise FieldError("execution.address", address, f"{problem}; start a cluster with `ray start --head`")
+
+
+def _check_local_cluster() -> None:
+    """``auto``: Ray's own lookup of this machine's running cluster (what ``ray.init`` does first),
+    without joining it, so that no model server starts for a cluster that is not there."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+    except ImportError:  # a private helper of the pinned Ray: without it, ray.init refuses later
+        return
+    try:
+        canonicalize_bootstrap_address_or_die("auto")
+    except ConnectionError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise FieldError("execution.address", "auto", f"no Ray cluster answers: {first.rstrip('.')}; "
+                         "start one with `ray start --head`") from exc
 
 
 @contextlib.contextmanager

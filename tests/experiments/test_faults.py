@@ -351,9 +351,10 @@ def test_fault_mid_optimize_then_same_command(tmp_path, home, capsys, humaneval_
         assert main(["optimize", str(path)]) == 0, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("refusal", ["an unreachable tracking server", "an unreachable cluster address"])
+@pytest.mark.parametrize("refusal", ["an unreachable tracking server", "an unreachable cluster address",
+                                     "no cluster on this machine (auto)"])
 def test_what_refuses_without_starting_anything_comes_before_the_model(
-    refusal, tmp_path, home, capsys, humaneval_problems
+    refusal, tmp_path, home, capsys, monkeypatch, humaneval_problems
 ):
     """A tracking server or a cluster address that does not answer refuses the start before the
     model is started or asked: a bundled model's server would otherwise start for nothing and
@@ -362,8 +363,14 @@ def test_what_refuses_without_starting_anything_comes_before_the_model(
         spec = fake_spec(fake.api_base, limit=1)
         if refusal == "an unreachable tracking server":
             spec["tracking"] = {"uri": "http://127.0.0.1:9"}
-        else:
+        elif refusal == "an unreachable cluster address":
             spec["execution"] = {"executor": "ray", "address": "127.0.0.1:9"}
+        else:  # whatever runs on this machine, Ray's own lookup finds no cluster
+            def no_cluster(address: str) -> str:
+                raise ConnectionError("Could not find any running Ray instance.")
+
+            monkeypatch.setattr("ray._private.services.canonicalize_bootstrap_address_or_die", no_cluster)
+            spec["execution"] = {"executor": "ray", "address": "auto"}
         path = tmp_path / "spec.yaml"
         path.write_text(yaml.safe_dump(spec))
         code = main(["run", str(path), "--no-progress"])
