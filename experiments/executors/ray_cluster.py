@@ -118,8 +118,8 @@ class RayExecutor:
     # --- start and stop -----------------------------------------------------------------------
 
     def check(self) -> None:
-        """An address nothing answers at is refused in seconds, before any model server starts
-        (``auto`` is read by Ray when it joins, in :meth:`start`)."""
+        """An address nothing answers at (for ``auto``: no cluster running on this machine) is
+        refused in seconds, before any model server starts."""
         _check_reachable(self._spec.execution.address)
 
     def start(self) -> None:
