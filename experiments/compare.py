@@ -32,6 +32,7 @@ from eval.summary import FigureMetrics
 from experiments.compare_attribution import attribution_section, log_attribution_metrics
 from experiments.compare_controls import controls_section, split_controls
 from experiments.compare_learning import learning_section
+from experiments.compared_run import ComparedRun
 from experiments.controls import control_of_run, marked_label
 from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
@@ -49,19 +50,6 @@ from experiments.tracking.store import (
 
 COMPARISON_TAG = "critiquelab.comparison"
 ARTIFACT_PATH = "comparison"
-
-
-@dataclass(frozen=True)
-class ComparedRun:
-    """One child run (pipeline × seed) in a comparison, with the label it is reported under."""
-
-    run_id: str
-    parent_id: str
-    experiment_id: str
-    label: str
-    seed: int
-    pipeline: str = ""  # the registered pipeline the run ran (its outcome model summarises its figures)
-    control: str = ""  # the positive control the run was (experiments.controls), '' for none
 
 
 @dataclass

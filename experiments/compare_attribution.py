@@ -18,22 +18,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from eval.results import results_from_table
+from experiments.compared_run import ComparedRun
 from pipelines.attribution import MEANINGS
 
 COLUMN = "attribution"
 PROBLEM_COLUMNS = ("pipeline", "seed", "run_id", "task_id", "passed", COLUMN)
-
-
-class _Run(Protocol):
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def label(self) -> str: ...
-    @property
-    def pipeline(self) -> str: ...
 
 
 @dataclass
@@ -44,7 +36,7 @@ class AttributionSection:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-def attribute_problems(problems: Any, runs: Sequence[_Run]) -> dict[str, tuple[str, ...]]:
+def attribute_problems(problems: Any, runs: Sequence[ComparedRun]) -> dict[str, tuple[str, ...]]:
     """Set ``problems[COLUMN]`` (None where a problem is not attributable) from each run's
     registered outcome model; returns, per label attributed, the places its problems can end."""
     from pipelines.registry import outcome_model, pipeline_names
@@ -137,7 +129,7 @@ def _html(counts: Any, problems: Any, viewer_url: str) -> str:
 
 
 def attribution_section(
-    problems: Any, runs: Sequence[_Run], out: Path, files: dict[str, Path], viewer_url: str
+    problems: Any, runs: Sequence[ComparedRun], out: Path, files: dict[str, Path], viewer_url: str
 ) -> AttributionSection:
     """Attribute ``problems`` (adding the column), write ``problems.csv`` (always) and, when some
     pipeline attributes its problems, ``attribution.csv`` and the report sections."""

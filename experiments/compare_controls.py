@@ -13,14 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-
-class _Labelled(Protocol):
-    @property
-    def label(self) -> str: ...
-    @property
-    def control(self) -> str: ...
+from experiments.compared_run import ComparedRun
 
 
 @dataclass(frozen=True)
@@ -33,7 +28,7 @@ class SplitTables:
     control_pairs: Any  # every pair with a control in it
 
 
-def split_controls(table: Any, pairs: Any, runs: Sequence[_Labelled]) -> SplitTables:
+def split_controls(table: Any, pairs: Any, runs: Sequence[ComparedRun]) -> SplitTables:
     """``table`` (one row per label) and ``pairs`` (columns ``a``, ``b``) split by whether a label
     is a control's."""
     controls = {run.label for run in runs if run.control}

@@ -11,29 +11,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
 from eval.learning_curve import LEARNING_PLOT, curve_summary, learning_curves, plot_learning_curves
 from eval.learning_slope import slope_tests
 from eval.report import MEMORY_COLUMNS, add_memory_section
+from experiments.compared_run import ComparedRun
 
 SLOPE_FILE = "learning_slope.csv"
 
 
-class _Run(Protocol):
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def label(self) -> str: ...
-    @property
-    def seed(self) -> int: ...
-    @property
-    def pipeline(self) -> str: ...
-
-
-def _memory_metrics(client: Any, runs: Sequence[_Run]) -> pd.DataFrame:
+def _memory_metrics(client: Any, runs: Sequence[ComparedRun]) -> pd.DataFrame:
     """The ``memory.*`` metrics each run logged (pipelines with memory), one row per run."""
     rows = []
     for run in runs:
@@ -51,7 +41,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def references(runs: Sequence[_Run], with_memory: set[str]) -> list[tuple[str, str]]:
+def references(runs: Sequence[ComparedRun], with_memory: set[str]) -> list[tuple[str, str]]:
     """(label with memory, its reference's label) for each label with memory that has one."""
     plain: dict[str, str] = {}
     for run in runs:
@@ -87,7 +77,7 @@ def _slope_lines(slopes: pd.DataFrame) -> list[str]:
 
 
 def learning_section(
-    client: Any, runs: Sequence[_Run], problems: pd.DataFrame, out: Path, files: dict[str, Path], *,
+    client: Any, runs: Sequence[ComparedRun], problems: pd.DataFrame, out: Path, files: dict[str, Path], *,
     seed: int, n_resamples: int,
 ) -> str:
     """The learning-curve plot (always) and, when some runs had memory, their memory metrics

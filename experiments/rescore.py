@@ -40,7 +40,8 @@ from eval.problems import Problem
 from eval.results import with_current_columns
 from eval.scoring import NO_CODE, score_programs
 from eval.verdict import Status
-from experiments.compare import ComparedRun, open_client, resolve_runs
+from experiments.compare import open_client, resolve_runs
+from experiments.compared_run import ComparedRun
 from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
 from experiments.rescore_pairs import RESCORED_FROM_TAG
