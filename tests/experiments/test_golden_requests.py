@@ -73,6 +73,10 @@ def _run_spec(path: Path, fake: FakeOpenAIServer, tmp_path: Path, home: Path) ->
     if "optimizer" not in data:
         keys = _cost_keys(data)  # with the spec's own role models (the fake endpoint's port varies)
         for entry in data["pipelines"]:
+            if entry["name"] == "scratchpad":
+                # In parallel mode what the coder's first draft sees of the analyst's work depends
+                # on which thread writes first (the mode's point), so its requests vary with load.
+                entry.setdefault("params", {})["mode"] = "sequential"
             for role in entry.get("roles", {}).values():
                 if "model" in role:  # a role's own model (local-1.5b) is scripted by the fake too
                     role.update(model="openai/fake", api_base=fake.api_base)
