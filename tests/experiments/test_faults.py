@@ -199,21 +199,29 @@ def _open_runs(home):
     return [r.info.run_name for r in client.search_runs(experiments) if r.info.status == "RUNNING"]
 
 
-@pytest.mark.parametrize("signum", STOP_SIGNALS)
-def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
-    signum, tmp_path, humaneval_problems
-):
-    """The model "hangs" for a minute; the signal must not wait for it, and the same command
-    afterwards finishes the run."""
+def _hangs_once_on_the_second_problem(problems):
+    """A responder that "hangs" for a minute the first time it is asked the second problem (the
+    event says when), and answers everything else."""
     entered = threading.Event()
-    healthy = humaneval_responder(humaneval_problems)
-    stuck = humaneval_problems[1].prompt.strip()
+    healthy = humaneval_responder(problems)
+    stuck = problems[1].prompt.strip()
 
     def respond(messages):
         if any(stuck in str(m.get("content", "")) for m in messages) and not entered.is_set():
             entered.set()
             return Hang(60)
         return healthy(messages)
+
+    return entered, respond
+
+
+@pytest.mark.parametrize("signum", STOP_SIGNALS)
+def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
+    signum, tmp_path, humaneval_problems
+):
+    """The model "hangs" for a minute; the signal must not wait for it, and the same command
+    afterwards finishes the run."""
+    entered, respond = _hangs_once_on_the_second_problem(humaneval_problems)
 
     home = tmp_path / "home"
     env = {**os.environ, "CRITIQUELAB_HOME": str(home)}
@@ -272,15 +280,7 @@ def test_the_terminal_closing_mid_run_is_exit_130_and_the_runs_killed(tmp_path, 
     although nothing it prints can be written any more."""
     import pty
 
-    entered = threading.Event()
-    healthy = humaneval_responder(humaneval_problems)
-    stuck = humaneval_problems[1].prompt.strip()
-
-    def respond(messages):
-        if any(stuck in str(m.get("content", "")) for m in messages) and not entered.is_set():
-            entered.set()
-            return Hang(60)
-        return healthy(messages)
+    entered, respond = _hangs_once_on_the_second_problem(humaneval_problems)
 
     home = tmp_path / "home"
     env = {**os.environ, "CRITIQUELAB_HOME": str(home), "PYTHONPATH": os.getcwd()}
