@@ -3,12 +3,12 @@ plain OpenAI-compatible HTTP client (no DSPy) on the optimisation's held-out pro
 the sandbox beside the harness's own held-out run of the same program.
 
 ``critiquelab export`` writes each role's messages as the LM receives them, with ``{input}``
-placeholders (``prompts.txt``). This script fills the coder's placeholder with each held-out
-problem's prompt, sends the request with ``urllib`` to the bundled model's server (started as the
-harness starts it, ``experiments.serving.provision``) or to ``--api-base``, reads the code from the
-reply and scores it on the hidden tests. It prints how many requests were byte-identical to the
-ones the harness recorded for those problems (messages and settings, as JSON), how many replies
-were the recorded replies, and pass@1 of both. Same requests at temperature 0, same answers, same
+placeholders (``messages.json``; ``prompts.txt`` shows the same to a reader). This script fills
+the coder's placeholder with each held-out problem's prompt, sends the request with ``urllib`` to
+the bundled model's server (started as the harness starts it, ``experiments.serving.provision``)
+or to ``--api-base``, reads the code from the reply and scores it on the hidden tests. It prints
+how many requests were byte-identical to the ones the harness recorded for those problems
+(messages and settings, as JSON), how many replies were the recorded replies, and pass@1 of both. Same requests at temperature 0, same answers, same
 pass@1: that is what exporting compiled prompts has to mean for a user. Nothing is written to the
 data directory, and no LM cache is used.
 
@@ -50,43 +50,14 @@ from experiments.serving.provision import resolve_model, serve_model
 from experiments.spec import ExperimentSpec, ModelSpec, parse_spec
 from experiments.tracking.store import PARENT_TAG, child_key, tracking_uri
 from experiments.viewer.data import ViewerData, message_trace
-from optimizers.export import read_manifest, state_path
+from optimizers.export import MESSAGES_FILE, read_manifest, state_path
 
 ROLE = "coder"  # the baseline's one role
-_ROLE_HEADER = re.compile(r"===== (\S+) =====")  # optimizers.export.to_text's headers
-_MESSAGE_HEADER = re.compile(r"----- (system|user|assistant) -----")
 _PLACEHOLDER = re.compile(r"(```python\n)?\{(\w+)\}(\n```)?")
 # The harness's coder reads its code from the reply this way (signatures/adapter.py,
 # CodeAdapter.parse), restated so that reading the reply needs no DSPy either.
 _FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _DEFINES = re.compile(r"^\s*(async\s+)?def ", re.MULTILINE)
-
-
-def read_prompts(text: str) -> dict[str, list[dict[str, str]]]:
-    """``prompts.txt`` read back: per role, its messages. Each header is a line of its own, a
-    message's text the lines up to the next header, and the file ends with one newline."""
-    prompts: dict[str, list[dict[str, str]]] = {}
-    current: list[dict[str, str]] | None = None
-    lines: list[str] | None = None
-
-    def close() -> None:
-        if current is not None and lines is not None:
-            current[-1]["content"] = "\n".join(lines)
-
-    for line in text.removesuffix("\n").split("\n"):
-        role, header = _ROLE_HEADER.fullmatch(line), _MESSAGE_HEADER.fullmatch(line)
-        if role or header:
-            close()
-            lines = None
-            if role:
-                current = prompts.setdefault(role.group(1), [])
-            elif current is not None:
-                current.append({"role": header.group(1) if header else "", "content": ""})
-                lines = []
-        elif lines is not None:
-            lines.append(line)
-    close()
-    return prompts
 
 
 def fill(template: list[dict[str, str]], inputs: Mapping[str, str]) -> list[dict[str, str]]:
@@ -251,16 +222,16 @@ def exported(target: str, home: Path, scratch: Path) -> tuple[list[dict[str, str
     directory = Path(target)
     if not directory.exists():
         directory = scratch / "export"
-        export(target, formats=["json", "txt"], out=directory, home=home)
+        export(target, formats=["json"], out=directory, home=home)
     manifest = read_manifest(state_path(directory))
     if manifest["pipeline"] != "baseline":
         raise UserError(f"{target}: a '{manifest['pipeline']}' program; only the baseline's one coder "
                         "request per problem can be replayed without the pipeline's own code")
-    if not (directory / "prompts.txt").is_file():
-        raise UserError(f"{directory}: no prompts.txt; export with `--format json,txt`")
+    if not (directory / MESSAGES_FILE).is_file():
+        raise UserError(f"{directory}: no {MESSAGES_FILE}; export with `--format json`")
     if not manifest.get("source"):
         raise UserError(f"{directory}: its manifest names no run it came from")
-    return read_prompts((directory / "prompts.txt").read_text())[ROLE], str(manifest["source"])
+    return json.loads((directory / MESSAGES_FILE).read_text())[ROLE], str(manifest["source"])
 
 
 def replay(target: str, home: Path, limit: int, api_base: str | None, model_name: str | None) -> None:

@@ -8,6 +8,8 @@ An export directory holds:
   ``--prompts prompts:/NAME/VERSION`` loads it back from there.
 * ``manifest.json`` — the pipeline name and constructor params (a state file alone cannot
   rebuild its program), the roles, and the run it came from.
+* ``messages.json`` (format ``json``) — ``{role: [{"role", "content"}, ...]}``, the messages of
+  ``prompts.txt`` as data, for a client outside the tool to fill in and send.
 * ``prompts.md`` / ``prompts.txt`` — per role, the exact messages the LM receives, rendered
   through :class:`~signatures.adapter.CodeAdapter` (the adapter runs use), with ``{name}``
   placeholders where the inputs go. Rendering through the real adapter is the point: a prompt
@@ -40,6 +42,7 @@ from signatures.adapter import CodeAdapter
 
 STATE_FILE = "program.json"
 MANIFEST_FILE = "manifest.json"
+MESSAGES_FILE = "messages.json"
 FORMATS = ("json", "md", "txt", "mlflow")
 
 
@@ -106,7 +109,10 @@ def export_program(
     }
     (out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True))
     written += [out_dir / STATE_FILE, out_dir / MANIFEST_FILE]
-    prompts = role_prompts(program) if formats & {"md", "txt"} else {}
+    prompts = role_prompts(program) if formats & {"json", "md", "txt"} else {}
+    if "json" in formats:
+        (out_dir / MESSAGES_FILE).write_text(json.dumps(prompts, indent=2))
+        written.append(out_dir / MESSAGES_FILE)
     if "md" in formats:
         (out_dir / "prompts.md").write_text(to_markdown(prompts, f"{pipeline} prompts {source}".strip()))
         written.append(out_dir / "prompts.md")

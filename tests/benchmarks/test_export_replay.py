@@ -8,10 +8,8 @@ import yaml
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems
 
-from benchmarks.export_replay import main, read_prompts
+from benchmarks.export_replay import main
 from experiments.api import export, optimize
-from optimizers.export import export_program, role_prompts, to_text
-from pipelines.registry import create_pipeline
 
 REPLY = "Here is the code:\n```python\n{code}\n```\nIt handles every case."
 
@@ -56,7 +54,7 @@ def test_the_replayed_requests_are_the_harness_requests_and_score_alike(tmp_path
         assert main([result.parent_run_id, "--home", str(home), "--limit", "3"]) == 0
         replayed = fake.requests[sent:]
         exported = tmp_path / "exported"  # what a user has: `critiquelab export RUN`
-        export(result.parent_run_id, formats=["json", "md", "txt"], out=exported, home=home)
+        export(result.parent_run_id, formats=["json"], out=exported, home=home)
         assert main([str(exported), "--home", str(home), "--limit", "3", "--api-base", fake.api_base,
                      "--model", "fake"]) == 0
         again = fake.requests[sent + len(replayed):]
@@ -71,20 +69,3 @@ def test_the_replayed_requests_are_the_harness_requests_and_score_alike(tmp_path
     for line in ("requests byte-identical to the harness's: 3/3", "replies identical to the harness's: 3/3",
                  "pass@1 replayed 0.667, harness 0.667", "scored differently: none"):
         assert out.count(line) == 2, out
-
-
-def test_prompts_text_reads_back_as_the_messages_it_shows():
-    program = create_pipeline("baseline")
-    program.coder.demos = [{"prompt": "def f():\n", "code": "def f():\n    return 1\n\n"}]  # line breaks kept
-    prompts = role_prompts(program)
-    assert read_prompts(to_text(prompts)) == prompts
-    edges = {"a": [{"role": "user", "content": "ends in a line break\n"},
-                   {"role": "assistant", "content": ""}],
-             "b": [{"role": "system", "content": "\n\nblank lines first"}]}
-    assert read_prompts(to_text(edges)) == edges
-
-
-def test_a_program_of_several_calls_is_refused(tmp_path, home, capsys):
-    export_program(create_pipeline("vote"), tmp_path, pipeline="vote")
-    assert main([str(tmp_path), "--home", str(home)]) == 2
-    assert "only the baseline's one coder request" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
 from optimizers.compile import CompileConfig, compile_program
-from optimizers.export import export_program, load_program, load_prompts_into, register_prompts
+from optimizers.export import export_program, load_program, load_prompts_into, register_prompts, to_text
 from pipelines.registry import create_pipeline
 from signatures.adapter import CodeAdapter
 
@@ -36,7 +36,8 @@ def test_round_trip_sends_byte_identical_requests(tmp_path, humaneval_problems, 
     written = export_program(
         compiled, tmp_path / "out", pipeline="critic_loop", params=params, source="run-1"
     )
-    assert {p.name for p in written} == {"program.json", "manifest.json", "prompts.md", "prompts.txt"}
+    assert {p.name for p in written} == {"program.json", "manifest.json", "messages.json", "prompts.md",
+                                         "prompts.txt"}
     loaded, manifest = load_program(tmp_path / "out")
     assert manifest["pipeline"] == "critic_loop" and manifest["params"] == params
     after = _requests(loaded, target)
@@ -55,6 +56,17 @@ def test_markdown_and_text_show_the_adapter_messages_with_placeholders(tmp_path)
     assert "Write great code, OPTIMISED." in md and "Write great code, OPTIMISED." in txt
     assert "```python\n{prompt}\n```" in txt  # CodeAdapter's rendering of the coder's input
     assert "{execution_feedback}" in txt  # the critic's (ChatAdapter-style) inputs
+
+
+def test_messages_json_holds_the_text_files_messages_as_data(tmp_path):
+    program = create_pipeline("baseline")
+    program.coder.demos = [{"prompt": "def f():\n", "code": "def f():\n    return 1\n\n"}]
+    export_program(program, tmp_path, pipeline="baseline", formats=["json", "txt"])
+    messages = json.loads((tmp_path / "messages.json").read_text())
+    assert list(messages) == ["coder"] and [m["role"] for m in messages["coder"]] == [
+        "system", "user", "assistant", "user"]  # instruction, the demo's question and answer, the task
+    assert "```python\n{prompt}\n```" in messages["coder"][-1]["content"]
+    assert to_text(messages) == (tmp_path / "prompts.txt").read_text()  # the same messages a reader sees
 
 
 def test_prompts_load_into_another_pipeline_role_by_role(tmp_path):
