@@ -174,7 +174,8 @@ def test_run_with_prompts_that_are_no_program_is_one_line_exit_2(tmp_path, home,
     _export_tuned(tmp_path / "prog", formats=("json", "md"))
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(fake_spec("http://127.0.0.1:9/v1", limit=2)))  # never contacted
-    for prompts in (tmp_path / "prog" / "prompts.md", tmp_path / "prog" / "manifest.json"):
+    for prompts in (tmp_path / "prog" / "prompts.md", tmp_path / "prog" / "manifest.json",
+                    tmp_path / "prog" / "messages.json"):
         assert main(["run", str(spec), "--no-progress", "--prompts", str(prompts)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"critiquelab: error: {prompts}: not an exported program")
