@@ -8,9 +8,9 @@ the coder's placeholder with each held-out problem's prompt, sends the request w
 the bundled model's server (started as the harness starts it, ``experiments.serving.provision``)
 or to ``--api-base``, reads the code from the reply and scores it on the hidden tests. It prints
 how many requests were byte-identical to the ones the harness recorded for those problems
-(messages and settings, as JSON), how many replies were the recorded replies, and pass@1 of both. Same requests at temperature 0, same answers, same
-pass@1: that is what exporting compiled prompts has to mean for a user. Nothing is written to the
-data directory, and no LM cache is used.
+(messages and settings, as JSON), how many replies were the recorded replies, and pass@1 of both.
+Same requests at temperature 0, same answers, same pass@1: that is what exporting compiled prompts
+has to mean for a user. Nothing is written to the data directory, and no LM cache is used.
 
     .venv/bin/python benchmarks/export_replay.py TARGET [--home DIR] [--limit 20]
         [--api-base URL [--model NAME]]

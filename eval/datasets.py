@@ -35,7 +35,7 @@ from core.errors import UserError
 from eval.formats import FormatOptions, detect_format, get_format
 from eval.formats.rows import RowReader
 from eval.held_out import SPLIT_RULE, SplitName, select_split
-from eval.hub_datasets import HubSource, hub_name, is_hub, load_hub
+from eval.hub_datasets import HubSource, hub_name, is_hub, load_hub, quiet_datasets
 from eval.hub_sets import HubSet, known_set
 from eval.problems import Problem
 
@@ -65,6 +65,8 @@ def _json_rows(path: Path, source: str) -> list[Any]:
         whole = json.loads(text)
     except ValueError:
         whole = None  # JSON Lines (or broken): read line by line below
+    except RecursionError:
+        raise UserError(f"dataset '{source}' could not be read: a value is nested too deeply") from None
     if isinstance(whole, list):
         return whole
     if whole is not None and "\n" in text.strip():
@@ -78,6 +80,9 @@ def _json_rows(path: Path, source: str) -> list[Any]:
             except ValueError as exc:
                 raise UserError(f"dataset '{source}' could not be read: line {number} is not "
                                 f"JSON ({exc})") from exc
+            except RecursionError:
+                raise UserError(f"dataset '{source}' could not be read: line {number} holds a value "
+                                "nested too deeply") from None
     return rows
 
 
@@ -89,19 +94,24 @@ def _table_rows(path: Path, source: str) -> list[Any]:
 
     datasets.disable_progress_bars()
     try:
-        if path.is_dir():
-            loaded = datasets.load_from_disk(str(path))
-            if isinstance(loaded, datasets.DatasetDict):
-                loaded = loaded["test" if "test" in loaded else next(iter(loaded))]
-            rows: list[Any] = loaded.to_list()
-            return rows
-        with tempfile.TemporaryDirectory(prefix="critiquelab-dataset-") as cache:
-            table = datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=cache)
-            rows = table.to_list()
-            return rows
+        with quiet_datasets(datasets, logging.CRITICAL):  # its error log would be a second line
+            return _read_table(datasets, path)
     except Exception as exc:  # datasets raises many types for a bad file
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"dataset '{source}' could not be read: {first}") from exc
+
+
+def _read_table(datasets: Any, path: Path) -> list[Any]:
+    if path.is_dir():
+        loaded = datasets.load_from_disk(str(path))
+        if isinstance(loaded, datasets.DatasetDict):
+            loaded = loaded["test" if "test" in loaded else next(iter(loaded))]
+        rows: list[Any] = loaded.to_list()
+        return rows
+    with tempfile.TemporaryDirectory(prefix="critiquelab-dataset-") as cache:
+        table = datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=cache)
+        rows = table.to_list()
+        return rows
 
 
 def as_hub(source: DatasetSource) -> HubSource | None:
@@ -133,6 +143,8 @@ def _file_rows(source: str) -> list[Any]:
     if not path.exists():
         raise UserError(f"dataset '{source}' not found; give 'humaneval', an existing file/dir path "
                         "or hf://OWNER/NAME")
+    if not path.is_dir() and not path.is_file():  # a FIFO or a device would block or never end
+        raise UserError(f"dataset '{source}' is not a regular file or a directory")
     name = path.name.lower()
     if path.is_dir() or name.endswith(".parquet"):
         rows = _table_rows(path, source)

@@ -104,12 +104,14 @@ def _get_it(source: HubSource, config: str | None, split: str | None, offline: b
 
 
 @contextlib.contextmanager
-def _quiet(datasets: Any) -> Iterator[None]:
-    """``datasets`` warns on every offline load that it fell back to the cache; the run logs the
-    revision it read instead. Its logs stay on when ours are verbose (``--debug``)."""
+def quiet_datasets(datasets: Any, level: int = logging.ERROR) -> Iterator[None]:
+    """``datasets``' logs below ``level`` silenced: it warns on every offline load that it fell
+    back to the cache (the run logs the revision it read instead), and logs a file it cannot read
+    before raising what the caller turns into one line. Its logs stay on when ours are verbose
+    (``--debug``)."""
     before = datasets.logging.get_verbosity()
     if not logging.getLogger().isEnabledFor(logging.INFO):
-        datasets.logging.set_verbosity_error()
+        datasets.logging.set_verbosity(level)
     try:
         yield
     finally:
@@ -153,7 +155,7 @@ def load_hub(source: HubSource) -> HubDataset:
     config = known.config(source.config) if known else source.config
     split = source.split or (known.split if known else None)
     datasets.disable_progress_bars()
-    with _quiet(datasets):
+    with quiet_datasets(datasets):
         try:
             builder = datasets.load_dataset_builder(source.name, config, revision=source.revision)
             builder.download_and_prepare()

@@ -7,6 +7,7 @@ wrong; any problem is a :class:`UserError`, never a traceback.
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,19 @@ _BOUNDS = {
 }
 
 
+def _short_repr(value: Any) -> str:
+    shortened = reprlib.Repr()
+    shortened.maxlevel, shortened.maxstring, shortened.maxother = 2, 60, 60
+    shortened.maxlist = shortened.maxtuple = shortened.maxdict = shortened.maxset = 4
+    return shortened.repr(value)
+
+
 def _as_written(value: Any) -> str:
-    """A value as YAML writes it (strings quoted, so '0.5' reads as text)."""
+    """A value as YAML writes it (strings quoted, so '0.5' reads as text), shortened: a message is
+    one line, whatever was written (a list that YAML aliases expand to millions of items too)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return "null" if value is None else repr(value)
+    return "null" if value is None else _short_repr(value)
 
 
 def format_validation_error(error: ValidationError, source: str) -> str:
@@ -64,9 +73,46 @@ def format_validation_error(error: ValidationError, source: str) -> str:
     return f"{source}: {where}: {message}{suffix}"
 
 
+MAX_VALUES = 100_000  # far above any spec; an alias "billion laughs" expands far beyond it
+
+
+def _expanded_values(root: yaml.Node) -> int:
+    """How many values the document holds once every alias is expanded (counted per node once,
+    so the count itself costs no expansion); a node that contains itself is refused."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]  # iterative: a deep document is no recursion
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = min(1 + sum(sizes[id(c)] for c in children), MAX_VALUES + 1)
+            continue
+        if id(node) in open_nodes:
+            raise yaml.composer.ComposerError(None, None, "an alias refers to the value it is in",
+                                              node.start_mark)
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key repeated in one mapping: YAML's "last one wins" would
-    silently drop a setting the researcher wrote."""
+    """SafeLoader that refuses a key repeated in one mapping (YAML's "last one wins" would
+    silently drop a setting the researcher wrote) and a document whose aliases expand to more
+    than :data:`MAX_VALUES` values (every later step — validation, logging the config — would
+    walk the expansion)."""
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None and _expanded_values(node) > MAX_VALUES:
+            raise yaml.composer.ComposerError(
+                None, None, f"its aliases expand to more than {MAX_VALUES:,} values", None)
+        return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -95,6 +141,11 @@ def load_yaml(path: Path) -> Any:
         raise UserError(f"{path}: cannot be read: {exc.strerror}") from exc
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)
+    except RecursionError:
+        raise UserError(f"{path}: malformed YAML: nested too deeply") from None
+    except ValueError as exc:  # a constructor's own, e.g. an integer of more than 4300 digits
+        problem = " ".join(str(exc).split(":")[0].split())[:200]
+        raise UserError(f"{path}: malformed YAML: {problem}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

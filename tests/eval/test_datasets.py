@@ -71,6 +71,23 @@ def test_unreadable_file_is_a_user_error(tmp_path):
         load_problems(str(path))
 
 
+def test_a_file_nested_too_deeply_a_fifo_or_a_false_parquet_is_one_clear_error(tmp_path, capfd):
+    import os
+
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "whole.json").write_text(deep)
+    (tmp_path / "lines.jsonl").write_text('{"task_id": "a"}\n' + deep + "\n")
+    (tmp_path / "fake.parquet").write_text("not parquet\n")
+    os.mkfifo(tmp_path / "pipe.jsonl")  # opening it to read would wait for a writer for ever
+    for name, expected in [("whole.json", "a value is nested too deeply"),
+                           ("lines.jsonl", "line 2 holds a value nested too deeply"),
+                           ("pipe.jsonl", "is not a regular file or a directory"),
+                           ("fake.parquet", "could not be read: Parquet magic bytes not found")]:
+        with pytest.raises(UserError, match=expected):
+            read_rows(str(tmp_path / name))
+    assert capfd.readouterr().err == ""  # `datasets` logs nothing beside the one line the CLI prints
+
+
 def test_json_values_are_kept_exactly_as_written(tmp_path):
     """Arrow's inference would make the 3 a 3.0 (a different EvalPlus input) and the numeric
     prompt the text '5' (hiding a bad row)."""

@@ -14,6 +14,9 @@ from support.specs import fake_spec
 from experiments.cli import main
 
 GOOD = "name: x\npipelines: [{name: baseline}]\n"
+# Nine levels of nine aliases each: 9**9 strings once expanded, a few hundred bytes as written.
+LAUGHS = "x-anchors:\n  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"  l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]\n" for n in range(1, 9))
 
 
 def _spec(tmp_path, text: str | bytes) -> str:
@@ -47,6 +50,14 @@ BAD = {  # name: (spec text, extra arguments after `run SPEC`, what the line mus
                              " (got 0)"),
     "retries out of range": (GOOD + "model: {num_retries: 99}\n", [], "model.num_retries"),
     "bad tracking field": (GOOD + "tracking: {url: x}\n", [], "tracking.url: unknown field"),
+    "aliases expanding without end": (GOOD + LAUGHS, [], "malformed YAML: its aliases expand to more than"),
+    "an alias inside itself": (GOOD + "seeds: &s [1, *s]\n", [], "an alias refers to the value it is in"),
+    "a long wrong value, shortened": ("name: [" + ", ".join(["abcdef"] * 5000) + "]\n", [],
+                                      "name: expected a string, got ['abcdef', 'abcdef', 'abcdef', "
+                                      "'abcdef', ...]"),
+    "an integer too long to read": (GOOD + "dataset: {limit: " + "9" * 5000 + "}\n", [],
+                                    "malformed YAML: Exceeds the limit (4300 digits)"),
+    "nested too deeply": ("name: " + "[" * 5000 + "]" * 5000 + "\n", [], "malformed YAML: nested too deeply"),
 }
 
 
