@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from eval.formats import FormatOptions, detect_format, get_format
+from eval.formats import DatasetFormat, FormatOptions, detect_format, get_format
 from eval.formats.rows import RowReader
 from eval.held_out import SPLIT_RULE, SplitName, select_split
 from eval.hub_datasets import HubSource, hub_name, is_hub, load_hub, quiet_datasets
@@ -139,6 +139,8 @@ def read_rows(source: DatasetSource) -> list[dict[str, Any]]:
 
 
 def _file_rows(source: str) -> list[Any]:
+    if not source.strip():  # Path("") is the current directory
+        raise UserError("dataset '': an empty name; give 'humaneval', a file/dir path or hf://OWNER/NAME")
     path = humaneval_path() if source == HUMANEVAL else Path(source).expanduser()
     if not path.exists():
         raise UserError(f"dataset '{source}' not found; give 'humaneval', an existing file/dir path "
@@ -189,21 +191,18 @@ def _columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _choose_format(source: DatasetSource, columns: list[str], fields: Mapping[str, str],
-                   dataset_format: str | None, known: HubSet | None) -> str:
+                   dataset_format: str | None, known: HubSet | None) -> tuple[str, str | None]:
+    """The format's name, and why it was chosen when it was detected from the columns (None
+    when the spec, the package's HumanEval or a standard Hub set says it)."""
     if dataset_format is not None:
-        return get_format(dataset_format).name
+        return get_format(dataset_format).name, None
     if source == HUMANEVAL:
-        return "humaneval"
+        return "humaneval", None
     if known is not None:
-        return known.format
+        return known.format, None
     # A renamed field counts under its format name (fields: {test_list: tests} means mbpp).
     present = set(columns) | {field for field, column in fields.items() if column in columns}
-    name, why = detect_format(present)
-    logging.getLogger(__name__).warning(
-        "dataset '%s': read as format '%s' (detected: %s); set dataset.format to choose",
-        source, name, why,
-    )
-    return name
+    return detect_format(present)
 
 
 def _rows_and_known(source: DatasetSource) -> tuple[list[dict[str, Any]], HubSet | None, dict[str, str]]:
@@ -217,31 +216,10 @@ def _rows_and_known(source: DatasetSource) -> tuple[list[dict[str, Any]], HubSet
     return _checked(hub, loaded.rows()), known, known.columns(loaded.config) if known else {}
 
 
-def load_problems(
-    source: DatasetSource = HUMANEVAL,
-    fields: Mapping[str, str] | None = None,
-    limit: int | None = None,
-    task_ids: Sequence[str] | None = None,
-    *,
-    dataset_format: str | None = None,
-    challenge_tests: bool = False,
-    split: SplitName = "all",
-) -> list[Problem]:
-    """Load problems: read the rows, validate every row in its format, then select a subset.
-
-    ``dataset_format`` is ``humaneval``, ``mbpp`` or ``evalplus``; None takes a standard Hub
-    set's (``eval.hub_sets``) or detects it from the columns (and says so on one logged line).
-    ``fields`` maps a field of that format to the dataset's column name, e.g. ``{"prompt":
-    "question"}``, over a standard set's own mapping; unmapped fields use their own name.
-    ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
-    ``split`` (``eval.held_out``: ``dev`` the even positions, ``test`` the odd ones, ``all``)
-    is applied first; ``task_ids`` then keeps those problems in dataset order, and ``limit``
-    the first N.
-    """
-    fields = dict(fields or {})
-    rows, known, known_columns = _rows_and_known(source)
-    columns = _columns(rows)
-    chosen = get_format(_choose_format(source, columns, fields, dataset_format, known))
+def _build(source: DatasetSource, rows: list[dict[str, Any]], columns: list[str], chosen: DatasetFormat,
+           fields: dict[str, str], known: HubSet | None, known_columns: dict[str, str],
+           challenge_tests: bool) -> list[Problem]:
+    """Every row read as a problem of ``chosen``'s format; task ids unique."""
     if known is not None and chosen.name == known.format:
         fields = {**known_columns, **fields}
     unknown = set(fields) - set(chosen.fields)
@@ -267,9 +245,49 @@ def load_problems(
         if problem.task_id in seen:
             raise UserError(f"dataset '{source}': duplicate task_id '{problem.task_id}'")
         seen.add(problem.task_id)
+    return problems
+
+
+def load_problems(
+    source: DatasetSource = HUMANEVAL,
+    fields: Mapping[str, str] | None = None,
+    limit: int | None = None,
+    task_ids: Sequence[str] | None = None,
+    *,
+    dataset_format: str | None = None,
+    challenge_tests: bool = False,
+    split: SplitName = "all",
+) -> list[Problem]:
+    """Load problems: read the rows, validate every row in its format, then select a subset.
+
+    ``dataset_format`` is ``humaneval``, ``mbpp`` or ``evalplus``; None takes a standard Hub
+    set's (``eval.hub_sets``) or detects it from the columns (and says so on one logged line once
+    every row is read — or, when a row is bad, in the error's own line).
+    ``fields`` maps a field of that format to the dataset's column name, e.g. ``{"prompt":
+    "question"}``, over a standard set's own mapping; unmapped fields use their own name.
+    ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
+    ``split`` (``eval.held_out``: ``dev`` the even positions, ``test`` the odd ones, ``all``)
+    is applied first; ``task_ids`` then keeps those problems in dataset order, and ``limit``
+    the first N.
+    """
+    fields = dict(fields or {})
+    rows, known, known_columns = _rows_and_known(source)
+    columns = _columns(rows)
+    name, detected = _choose_format(source, columns, fields, dataset_format, known)
+    note = f"read as format '{name}' (detected: {detected}); set dataset.format to choose"
+    try:
+        problems = _build(source, rows, columns, get_format(name), fields, known, known_columns,
+                          challenge_tests)
+    except UserError as exc:
+        if detected is None:
+            raise
+        raise UserError(f"{exc} [{note}]") from exc  # one line, saying which format it was read as
+    if detected is not None:
+        logging.getLogger(__name__).warning("dataset '%s': %s", source, note)
+    every_id = {p.task_id for p in problems}
     problems = select_split(problems, split)
     if task_ids:
-        missing = [t for t in task_ids if t not in seen]
+        missing = [t for t in task_ids if t not in every_id]
         if missing:
             raise UserError(f"task id(s) not in dataset '{source}': {missing[:5]}")
         kept = {p.task_id for p in problems}

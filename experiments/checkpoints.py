@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,10 +32,6 @@ MANIFEST = "manifest.json"
 # The model settings that change what the model answers (hence tokens and time); transport
 # settings (retries, timeouts, keys) do not.
 _ANSWER_SETTINGS = {"temperature", "max_tokens", "n_ctx", "send_seed"}
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
 # ModelSpec fields that decide how and where replies are produced, never which (README, Models).
@@ -143,7 +138,7 @@ class CheckpointStore:
         self._lock = threading.Lock()
 
     def _path(self, pipeline: str, seed: int) -> Path:
-        return self.directory / f"{_slug(pipeline)}__seed{seed}.jsonl"
+        return self.directory / f"{path_segment(pipeline)}__seed{seed}.jsonl"
 
     def load(
         self, pipeline: str, seed: int, resolved: ResolvedParams | None = None
@@ -166,7 +161,7 @@ class CheckpointStore:
 
     def load_all(self, pipeline: str) -> list[ProblemResult]:
         """Every problem checkpointed for ``pipeline``, all seeds."""
-        found = self.directory.glob(f"{_slug(pipeline)}__seed*.jsonl")
+        found = self.directory.glob(f"{path_segment(pipeline)}__seed*.jsonl")
         seeds = sorted(int(path.stem.rsplit("__seed", 1)[1]) for path in found)
         return [r for seed in seeds for r in self.load(pipeline, seed).values() if r.pipeline == pipeline]
 

@@ -33,10 +33,11 @@ def model_cache_dir() -> Path:
 def path_segment(name: str) -> str:
     """``name`` (an experiment name, a label) as one safe directory name inside the data
     directory: separators, ``..`` and anything unusual become ``_``, and a short digest of the
-    original keeps two names that sanitise alike apart. ``../../x`` can never leave the data
+    original keeps two names that sanitise alike apart (or that share their first 80
+    characters: a file name has at most 255 bytes). ``../../x`` can never leave the data
     directory, nor can an absolute name."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip(".") or "_"
-    if safe == name:
+    if safe == name and len(name) <= 80:
         return name
     return f"{safe[:80]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 

@@ -192,6 +192,9 @@ def prompts_state(source: str | Path, *, registry_uri: str | None = None) -> dic
         return read_state(Path(source))
     if registry_uri is None:
         raise UserError(f"{text}: a Prompt Registry URI needs the MLflow store it lives in")
+    local = registry_uri.removeprefix("sqlite:///") if registry_uri.startswith("sqlite:///") else None
+    if local is not None and not Path(local).is_file():  # opening it would create an empty store
+        raise UserError(f"{text}: no such prompt: there is no MLflow store at {registry_uri} yet")
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=registry_uri, registry_uri=registry_uri)

@@ -71,7 +71,9 @@ class SplitSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    seed: int = Field(default=0, description="Seed of the shuffle; the split is a function of it.")
+    # The range of every seed a spec holds (experiments.spec.MAX_SEED, which this layer cannot import).
+    seed: int = Field(default=0, ge=0, le=2**31 - 1,
+                      description="Seed of the shuffle; the split is a function of it.")
     train: PartSize = Field(
         default=0.5, description="A fraction (a number between 0 and 1, e.g. 0.5) or a count (a whole "
         "number ≥ 1, e.g. 20) of the problems for train.")

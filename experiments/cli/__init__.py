@@ -88,6 +88,13 @@ def _main(argv: list[str] | None) -> int:
     offline_defaults()
     if args.home:
         os.environ["CRITIQUELAB_HOME"] = str(args.home)
+    elif os.environ.get("CRITIQUELAB_HOME"):  # checked as --home is, before anything is written
+        from experiments.paths import unwritable_dir
+
+        problem = unwritable_dir(os.environ["CRITIQUELAB_HOME"])
+        if problem is not None:
+            _say(f"critiquelab: error: $CRITIQUELAB_HOME: {' '.join(problem.split())}")
+            return 2
     logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING, format="%(message)s")
     if not args.debug:  # its retries before an unreachable server is reported are not the user's news
         logging.getLogger("urllib3").setLevel(logging.ERROR)

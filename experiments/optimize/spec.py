@@ -93,7 +93,7 @@ class RefineSpec(StrictModel):
 
 
 class OptimizeSpec(StrictModel):
-    name: str = Field(min_length=1, description="MLflow experiment name of the optimisation.")
+    name: str = Field(min_length=1, max_length=100, description="MLflow experiment name of the optimisation.")
     description: str = ""
     pipeline: PipelineSpec
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)

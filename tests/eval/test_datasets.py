@@ -86,6 +86,8 @@ def test_a_file_nested_too_deeply_a_fifo_or_a_false_parquet_is_one_clear_error(t
         with pytest.raises(UserError, match=expected):
             read_rows(str(tmp_path / name))
     assert capfd.readouterr().err == ""  # `datasets` logs nothing beside the one line the CLI prints
+    with pytest.raises(UserError, match="an empty name"):
+        read_rows("")  # not the current directory
 
 
 def test_json_values_are_kept_exactly_as_written(tmp_path):
@@ -115,6 +117,16 @@ def test_format_is_detected_from_the_columns_with_one_notice(name, expected, cap
     assert len(notices) == 1
     assert f"read as format '{expected}'" in notices[0] and name in notices[0]
     assert problems and all(p.prompt and p.test and p.entry_point for p in problems)
+
+
+def test_a_bad_row_in_a_detected_format_is_one_error_that_names_the_format(tmp_path, caplog):
+    rows = [json.loads(line) for line in (DATA / "evalplus.jsonl").read_text().splitlines()]
+    rows[1]["base_input"] = "not a list"
+    _write_jsonl(tmp_path / "bad.jsonl", rows)
+    detected = r"row 2.*base_input.*\[read as format 'evalplus' \(detected: "
+    with caplog.at_level(logging.WARNING, logger="eval.datasets"), pytest.raises(UserError, match=detected):
+        load_problems(str(tmp_path / "bad.jsonl"))
+    assert caplog.records == []  # no notice before it: the CLI prints one line
 
 
 def test_named_format_gives_no_notice_and_wins_over_detection(caplog):

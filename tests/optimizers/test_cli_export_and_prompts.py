@@ -194,3 +194,12 @@ def test_export_of_a_run_without_a_program_is_one_line_and_no_download(tmp_path,
     assert captured.err.strip().splitlines() == [
         f"critiquelab: error: run {run_id} has no 'program' artifact (not an optimisation run?)"]
     assert not captured.out and not (tmp_path / "out").exists()  # no progress bar, nothing written
+
+
+def test_a_registry_prompt_on_a_fresh_data_directory_is_one_line_and_no_store(tmp_path, home, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(fake_spec("http://127.0.0.1:9/v1", limit=2)))  # never contacted
+    assert main(["run", str(spec), "--no-progress", "--prompts", "prompts:/nosuch/1"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("critiquelab: error: prompts:/nosuch/1: no such prompt: there is no MLflow store")
+    assert not home.exists()  # opening the registry would have made an empty mlflow.db

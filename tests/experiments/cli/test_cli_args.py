@@ -56,3 +56,14 @@ def test_an_output_directory_that_cannot_be_created_is_one_line_exit_2(verb, out
 
 def _refused(*args, **kwargs):
     raise PermissionError(13, "Permission denied", kwargs.get("dir"))
+
+
+@pytest.mark.parametrize("where", ["a file", "/proc/nope/home"])
+def test_a_data_directory_from_the_environment_is_checked_like_home(where, tmp_path, capsys, monkeypatch):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    monkeypatch.setenv("CRITIQUELAB_HOME", str(blocker) if where == "a file" else where)
+    assert main(["run", "experiments/baseline.yaml"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("critiquelab: error: $CRITIQUELAB_HOME: ")
+    assert blocker.read_text() == "x" and sorted(tmp_path.iterdir()) == [blocker]

@@ -57,6 +57,13 @@ BAD = {  # name: (spec text, extra arguments after `run SPEC`, what the line mus
                                       "'abcdef', ...]"),
     "an integer too long to read": (GOOD + "dataset: {limit: " + "9" * 5000 + "}\n", [],
                                     "malformed YAML: Exceeds the limit (4300 digits)"),
+    "a name too long for a file name": ("name: " + "n" * 101 + "\npipelines: [{name: baseline}]\n", [],
+                                        "spec.yaml: name: String should have at most 100 characters"),
+    "a label too long for a file name": ("name: x\npipelines: [{name: baseline, label: " + "l" * 101 + "}]\n",
+                                         [], "pipelines.0.label: String should have at most 100 characters"),
+    "no task ids": (GOOD + "dataset: {task_ids: []}\n", [],
+                    "dataset.task_ids: must name at least one problem"),
+    "an empty dataset source": (GOOD + "dataset: {source: ''}\n", [], "dataset.source: must not be empty"),
     "nested too deeply": ("name: " + "[" * 5000 + "]" * 5000 + "\n", [], "malformed YAML: nested too deeply"),
 }
 

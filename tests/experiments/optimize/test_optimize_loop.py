@@ -140,6 +140,9 @@ BAD_SPECS = {
         {"split": {"seed": 1, "train": 3, "val": 0}}, "split.val: a count must be at least 1 (got 0)",
     ),
     "a boolean seed": ({"split": {"seed": True}}, "split.seed: expected an integer, got true"),
+    "a negative seed": ({"split": {"seed": -1}}, "split.seed: must be >= 0 (got -1)"),
+    "a seed past 2**31 - 1": ({"split": {"seed": 2**31}},
+                              "split.seed: must be <= 2147483647 (got 2147483648)"),
     "a fraction written as text": (
         {"split": {"val": "0.25"}}, "split.val: expected a count (a whole number, at least 1) or a fraction",
     ),
