@@ -11,11 +11,13 @@ from eval import python_ast
 from eval.assembly import assemble_program
 from eval.behaviour import filtered_largest_group, visible_verdicts
 from eval.generated_inputs import parse_inputs, run_on_inputs
+from eval.mutated_inputs import mutated_calls
 from eval.visible_examples import visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.distinguish.selection import (
     GREEDY,
     Group,
+    InputSource,
     Selection,
     Tournament,
     agreement_winner,
@@ -43,28 +45,36 @@ def _written_items(step: RoleResult) -> list[str]:
 
 
 class InputWriterAgent(Agent):
-    """Asked for inputs, writes ``n_inputs`` calls of the function from the prompt alone and
-    publishes the usable ones (literal arguments the prompt's signature takes, none repeating a
-    visible example's) with how many were written and dropped."""
+    """Asked for inputs, writes ``n_inputs`` calls of the function from the prompt alone (``writer``
+    source), takes ``n_inputs`` mutations of the visible examples' calls (``mutation``, no model
+    call) or both, and publishes the usable ones (literal arguments the prompt's signature takes,
+    none repeating a visible example's) with how many were written, mutated and dropped."""
 
     role = "input_writer"
 
-    def __init__(self, ctx: TaskContext, writer: dspy.Module, *, n_inputs: int) -> None:
+    def __init__(self, ctx: TaskContext, writer: dspy.Module, *, n_inputs: int, source: InputSource) -> None:
         super().__init__(ctx)
-        self.writer, self.n_inputs = writer, n_inputs
+        self.writer, self.n_inputs, self.source = writer, n_inputs, source
         self.listen([Intent.INPUT_REQUEST], to_me_only=True)
 
     def handle(self, message: Message) -> None:
         # The prompt only: hidden tests and the reference solution never reach this role.
-        step = call_role(self.writer, self.role, prompt=self.ctx.prompt, n_inputs=self.n_inputs)
         prompt, entry_point = self.ctx.prompt, self.ctx.entry_point
         known = [example.args for example in visible_examples(prompt, entry_point)]
-        found = parse_inputs(_written_items(step), prompt, entry_point, limit=self.n_inputs, known=known)
+        step = (call_role(self.writer, self.role, prompt=prompt, n_inputs=self.n_inputs)
+                if self.source != "mutation" else None)
+        found = parse_inputs(_written_items(step) if step is not None else [], prompt, entry_point,
+                             limit=self.n_inputs, known=known)
+        mutated = mutated_calls(known, entry_point, self.n_inputs) if self.source != "writer" else []
+        more = parse_inputs(mutated, prompt, entry_point, limit=self.n_inputs, known=known + found.args)
+        args, dropped = found.args + more.args, found.dropped + more.dropped
+        made = f"{found.written} written" + (f" and {len(mutated)} mutated" if mutated else "")
+        summary = f"{len(args)} usable inputs of {made} ({dropped} dropped)"
         self.ctx.publish(
             intent=Intent.GENERATED_INPUTS, sender=self.name, recipient=message.sender,
-            content="\n".join(found.calls(entry_point)), in_reply_to=message.id, step=step,
-            summary=f"{len(found.args)} usable inputs of {found.written} written ({found.dropped} dropped)",
-            args=found.args, written=found.written, kept=len(found.args), dropped=found.dropped,
+            content="\n".join(f"{entry_point}({a})" for a in args), in_reply_to=message.id, step=step,
+            summary=summary, args=args, written=found.written, mutated=len(mutated), kept=len(args),
+            dropped=dropped,
         )
 
 

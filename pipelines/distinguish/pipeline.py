@@ -26,7 +26,7 @@ from pydantic import Field
 from pipelines.agents import TaskContext
 from pipelines.distinguish.agents import InputWriterAgent, PairwiseJudgeAgent, SelectorAgent
 from pipelines.distinguish.outcome import DistinguishOutcome
-from pipelines.distinguish.selection import GREEDY, Selection
+from pipelines.distinguish.selection import GREEDY, InputSource, Selection
 from pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
@@ -57,6 +57,12 @@ class DistinguishParams(PipelineParams):
         default=10, ge=1, le=50,
         description="Inputs the input writer is asked for (usable ones are calls of the function with "
         "literal arguments its signature takes; the others are dropped and counted).",
+    )
+    input_source: InputSource = Field(
+        default="writer",
+        description="Where the inputs that tell candidates apart come from: writer (the input writer "
+        "role, n_inputs calls from the prompt), mutation (n_inputs type-aware mutations of the visible "
+        "examples' calls, EvalPlus-style: no model call) or both.",
     )
     selection: Selection = Field(
         default="pairwise",
@@ -132,7 +138,7 @@ class Distinguish(dspy.Module):
         agents = [
             sampler,
             SelectorAgent(ctx, selection=params.selection, timeout_s=params.feedback_timeout_s),
-            InputWriterAgent(ctx, self.input_writer, n_inputs=params.n_inputs),
+            InputWriterAgent(ctx, self.input_writer, n_inputs=params.n_inputs, source=params.input_source),
             PairwiseJudgeAgent(ctx, self.pairwise_judge),
         ]
         history = converse(ctx, agents, sampler.name)

@@ -19,6 +19,7 @@ from eval.generated_tests import consensus_sets
 from signatures.pairwise_judge import Choice
 
 Selection = Literal["pairwise", "agreement", "both"]
+InputSource = Literal["writer", "mutation", "both"]  # where the inputs that tell candidates apart come from
 SELECTIONS: tuple[str, ...] = get_args(Selection)
 GREEDY = 0  # the greedy answer's candidate number
 _SHOWN_CHARS = 400  # a judge reads an output up to this long (a huge list says nothing more)

@@ -170,3 +170,25 @@ def test_check_samples_zero_asks_and_answers_as_vote_greedy_first(greedy, sample
     assert my_meter.total().calls == vote_meter.total().calls == (1 if greedy == GOOD else 6)
     assert _same_requests(my_requests, vote_requests)
     assert mine.outcome.judge_calls == mine.outcome.inputs_written == 0
+
+
+def test_mutated_examples_expose_the_greedy_answer_with_no_input_writer_call():
+    """add(1, 2) mutated (add(0, 2), add(2, 2), ...) tells the constant from the adders: agreement
+    replaces the greedy answer, and the input writer is never asked."""
+    coder = _coder(CONSTANT, [GOOD, SWAPPED, GOOD, CONSTANT])
+    prediction, history, requests, meter = _run("distinguish", _scripts(coder), selection="agreement",
+                                                input_source="mutation", n_inputs=4)
+    assert prediction.code == GOOD and prediction.outcome.greedy_replaced is True
+    assert "input_writer" not in meter.by_role and not _of_role(requests, "`inputs`")
+    (inputs,) = [m for m in history if m.intent == Intent.GENERATED_INPUTS]
+    assert inputs.metadata["args"] == ["0, 2", "1, 0", "2, 2", "1, 3"]  # each argument in turn
+    assert inputs.metadata["written"] == 0 and inputs.metadata["mutated"] == 4
+
+
+def test_both_sources_add_the_mutations_after_the_writers_inputs():
+    coder = _coder(CONSTANT, [GOOD, SWAPPED, GOOD, CONSTANT])
+    _, history, _, meter = _run("distinguish", _scripts(coder, inputs=["add(2, 2)"]),
+                                input_source="both", n_inputs=2)
+    assert meter.by_role["input_writer"].calls == 1
+    (inputs,) = [m for m in history if m.intent == Intent.GENERATED_INPUTS]
+    assert inputs.metadata["args"] == ["2, 2", "0, 2", "1, 0"]  # the writer's, then new mutations
