@@ -97,6 +97,6 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params.selection: must be one of pairwise, agreement, both (got 'judge')"),
     ("distinguish", {"feedback_timeout_s": 0}, "params.feedback_timeout_s: must be > 0.0 (got 0)"),
     ("distinguish", {"tests": "generated"},
-     "params.tests: unknown field; allowed: check_samples, k, temperature, n_inputs, selection, "
-     "feedback_timeout_s, parallel_agents"),
+     "params.tests: unknown field; allowed: check_samples, k, temperature, n_inputs, input_source, "
+     "selection, feedback_timeout_s, parallel_agents"),
 ]
