@@ -46,10 +46,11 @@ def _call_values(args: str) -> tuple[list[Any], dict[str, Any]] | None:
     """The literal positional and keyword arguments of ``f(args)``; None when any is no literal."""
     try:
         call = python_ast.parse(f"f({args})", mode="eval").body
-        assert isinstance(call, ast.Call)
+        if not isinstance(call, ast.Call):  # e.g. "1), g(2" closes the call early
+            return None
         positional = [python_ast.literal_eval(ast.unparse(a)) for a in call.args]
         keywords = {str(k.arg): python_ast.literal_eval(ast.unparse(k.value)) for k in call.keywords}
-    except (SyntaxError, ValueError, TypeError, AssertionError, MemoryError, RecursionError):
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         return None
     return positional, keywords
 
