@@ -125,12 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the evalplus-format JSONL to write")
     parser.add_argument("--input-timeout", type=float, default=2.0, help="seconds per extra input")
     args = parser.parse_args(argv)
+    limit = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)  # some extra inputs are integers longer than 4300 digits
     try:
         rows, kept, dropped = build(args.directory, args.input_timeout)
     except UserError as exc:
         print(f"evalplus_snapshot: error: {exc}", file=sys.stderr)
         return 2
+    finally:  # process-wide: a caller in the same process keeps its own limit
+        sys.set_int_max_str_digits(limit)
     try:
         args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
     except OSError as exc:

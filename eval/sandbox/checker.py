@@ -104,7 +104,7 @@ def _reply_verdict(kind: bytes, body: bytes) -> tuple[Any, dict[str, Any] | None
     if kind != b"R":
         return None, _verdict("error", "sandbox", f"unexpected server reply {kind!r}")
     try:
-        message = json.loads(body)
+        message = codec.load_json(body)
     except (ValueError, RecursionError):
         message = None
     if type(message) is not list or not message or type(message[0]) is not str:

@@ -22,6 +22,10 @@ from typing import Any
 
 MAX_DEPTH = 100
 _SMALL_INT = 1 << 62
+# The encoder writes every integer past _SMALL_INT in hex, so a decimal integer this long is never
+# ours. Bounded here, not left to Python's process-wide int_max_str_digits, which any code in the
+# process may lift.
+_MAX_DECIMAL_DIGITS = 20
 _HEADER = struct.Struct(">I")
 
 
@@ -124,10 +128,21 @@ def decode_tree(tree: Any) -> Any:
     return _dec(tree, 0)
 
 
+def _decimal_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_DECIMAL_DIGITS:
+        raise CodecError(f"a decimal integer of {len(text)} characters")
+    return int(text)
+
+
+def load_json(data: bytes) -> Any:
+    """``json.loads`` with decimal integers bounded (raises ValueError or RecursionError)."""
+    return json.loads(data, parse_int=_decimal_int)
+
+
 def decode(data: bytes) -> Any:
     """Parse bytes produced by :func:`encode`; strict, raises :class:`CodecError`."""
     try:
-        tree = json.loads(data)
+        tree = load_json(data)
     except (ValueError, RecursionError) as exc:
         raise CodecError(f"not valid JSON: {exc}") from exc
     return _dec(tree, 0)

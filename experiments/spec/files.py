@@ -74,6 +74,7 @@ def format_validation_error(error: ValidationError, source: str) -> str:
 
 
 MAX_VALUES = 100_000  # far above any spec; an alias "billion laughs" expands far beyond it
+MAX_INT_CHARS = 100  # far above any count, seed or budget a spec holds
 
 
 def _expanded_values(root: yaml.Node) -> int:
@@ -107,6 +108,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     than :data:`MAX_VALUES` values (every later step — validation, logging the config — would
     walk the expansion)."""
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        # Bounded here rather than by Python's process-wide int_max_str_digits, which any code in
+        # the process may lift (and converting a huge decimal string is quadratic).
+        if len(str(node.value)) > MAX_INT_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of more than {MAX_INT_CHARS} characters", node.start_mark)
+        value: int = super().construct_yaml_int(node)
+        return value
+
     def get_single_node(self) -> Any:
         node = super().get_single_node()
         if node is not None and _expanded_values(node) > MAX_VALUES:
@@ -126,6 +136,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# SafeLoader maps tags to functions, not method names: the override must be registered.
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
+
+
 def load_yaml(path: Path) -> Any:
     """Read a YAML file; a missing or unreadable file, text that is not UTF-8, malformed YAML or a
     repeated key is one clear UserError line."""
@@ -143,7 +157,7 @@ def load_yaml(path: Path) -> Any:
         return yaml.load(text, Loader=_UniqueKeyLoader)
     except RecursionError:
         raise UserError(f"{path}: malformed YAML: nested too deeply") from None
-    except ValueError as exc:  # a constructor's own, e.g. an integer of more than 4300 digits
+    except ValueError as exc:  # a constructor's own, e.g. a date that does not exist
         problem = " ".join(str(exc).split(":")[0].split())[:200]
         raise UserError(f"{path}: malformed YAML: {problem}") from None
     except yaml.YAMLError as exc:

@@ -2,6 +2,7 @@
 whose extra inputs are only those the task's contract accepts, and which rescoring reads."""
 
 import json
+import sys
 
 from benchmarks.evalplus_snapshot import main
 from eval.datasets import load_problems
@@ -28,7 +29,9 @@ def test_contract_refused_inputs_are_dropped_and_the_file_scores_programs(tmp_pa
              {"task_id": "HumanEval_1", "inputs": [["(())"]]}]
     _snapshot(tmp_path / "snap", [first, second], extra)
     out = tmp_path / "plus.jsonl"
+    limit = sys.get_int_max_str_digits()
     assert main([str(tmp_path / "snap"), str(out), "--input-timeout", "0.2"]) == 0
+    assert sys.get_int_max_str_digits() == limit  # lifted only while it reads the inputs
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["task_id"] for r in rows] == ["HumanEval/0", "HumanEval/1"]
     assert rows[0]["plus_input"] == kept  # threshold -1 is refused by the contract

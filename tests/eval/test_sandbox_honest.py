@@ -189,6 +189,17 @@ def test_codec_decoder_is_strict(data: bytes) -> None:
         codec.decode(data)
 
 
+def test_a_long_decimal_integer_is_refused_even_where_the_process_lifted_pythons_limit() -> None:
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        with pytest.raises(codec.CodecError, match="decimal integer"):
+            codec.decode(b"1" * 10000)
+        assert codec.decode(codec.encode(10**5000, 1 << 20)) == 10**5000  # big ints travel in hex
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
 def test_pass_at_k_matches_the_closed_form() -> None:
     for n, c, k in [(10, 3, 1), (10, 3, 5), (20, 0, 3), (5, 5, 2), (200, 17, 100)]:
         expected = 1 - math.comb(n - c, k) / math.comb(n, k)

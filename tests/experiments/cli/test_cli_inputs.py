@@ -56,7 +56,7 @@ BAD = {  # name: (spec text, extra arguments after `run SPEC`, what the line mus
                                       "name: expected a string, got ['abcdef', 'abcdef', 'abcdef', "
                                       "'abcdef', ...]"),
     "an integer too long to read": (GOOD + "dataset: {limit: " + "9" * 5000 + "}\n", [],
-                                    "malformed YAML: Exceeds the limit (4300 digits)"),
+                                    "malformed YAML at line 3, column 18: an integer of more than 100"),
     "a name too long for a file name": ("name: " + "n" * 101 + "\npipelines: [{name: baseline}]\n", [],
                                         "spec.yaml: name: String should have at most 100 characters"),
     "a label too long for a file name": ("name: x\npipelines: [{name: baseline, label: " + "l" * 101 + "}]\n",
