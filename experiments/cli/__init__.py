@@ -4,8 +4,9 @@ and how a command ends.
 Exit codes: 0 done; 2 bad input (one line naming it, nothing written); 3 an external service
 (model endpoint, Chroma or MLflow server) failed mid-run (one line; the same command resumes);
 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the terminal closed; the process ends within
-seconds, resumable); 141 standard output closed by its reader (``| head``), quietly. ``--debug``
-shows tracebacks; any other traceback is a bug.
+seconds, resumable; what fails while it stops is a warning line before the stop's, not exit 2
+or 3); 141 standard output closed by its reader (``| head``), quietly. ``--debug`` shows
+tracebacks; any other traceback is a bug.
 
 :func:`main` is the ``critiquelab`` script and ``python -m experiments.cli``; the verbs and their
 options are :mod:`experiments.cli.parser`, what each verb does :mod:`experiments.cli.commands`.
@@ -163,20 +164,42 @@ def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Run the command; every way it can end is one line and an exit code (see module docstring)."""
     try:
         return HANDLERS[args.command](args)
-    except UserError as exc:
+    except (UserError, ServiceError) as exc:
         if args.debug:
             raise
-        print(f"critiquelab: error: {_one_line(exc)}", file=sys.stderr)
-        return 2
-    except ServiceError as exc:
-        if args.debug:
-            raise
+        if _raised_while_stopping(exc):
+            # The stop's unwinding (marking runs, stopping the model server, flushing the pool)
+            # failed too, say on a message store that had died unnoticed: worth a line, but the
+            # command was stopped, and that is how it ends (the stop's line last, exit 130).
+            _say(f"critiquelab: warning: while stopping: {_one_line(exc)}")
+            return _stopped(argv)
+        if isinstance(exc, UserError):
+            print(f"critiquelab: error: {_one_line(exc)}", file=sys.stderr)
+            return 2
         print(f"critiquelab: error: {_one_line(exc)}; run the same command again to resume",
               file=sys.stderr)
         return 3
     except KeyboardInterrupt:
-        _say(INTERRUPTED)
-        if argv is None:  # the process is ours (not a test calling main): leave at once
-            _hard_exit(130)
-        return 130
+        return _stopped(argv)
+
+
+def _stopped(argv: list[str] | None) -> int:
+    _say(INTERRUPTED)
+    if argv is None:  # the process is ours (not a test calling main): leave at once
+        _hard_exit(130)
+    return 130
+
+
+def _raised_while_stopping(error: BaseException) -> bool:
+    """Whether ``error`` was raised while a stop (Ctrl-C, SIGTERM, SIGHUP: a KeyboardInterrupt)
+    was unwinding: the interrupt is then in its chain of ``__context__``, even where the error
+    was raised ``from None``."""
+    seen: set[int] = set()
+    context = error.__context__
+    while context is not None and id(context) not in seen:
+        if isinstance(context, KeyboardInterrupt):
+            return True
+        seen.add(id(context))
+        context = context.__context__
+    return False
 

@@ -21,6 +21,7 @@ import logging
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -36,6 +37,10 @@ from pipelines.pool.messages import Message
 
 log = logging.getLogger(__name__)
 _STOP = object()  # tells the feeder thread to close the child's stdin
+# How a crash in native code (Chroma's Rust and hnswlib, torch) ends the child. A damaged store
+# crashes Chroma at its first read or write, so every later run would crash the same way.
+_CRASHES = frozenset(getattr(signal, name) for name in ("SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE")
+                     if hasattr(signal, name))
 
 
 def child_main() -> None:
@@ -130,6 +135,7 @@ class ChromaProcessStore:
         if path is not None:  # fail now, in the caller's terms, rather than later in the child
             usable_directory(path)
         self._where = f"Chroma server {url}" if url is not None else f"Chroma store {path}"
+        self._path = path
         options = {"path": str(path) if path is not None else None, "url": url, "collection": collection,
                    "embedder": embedder, "batch_size": batch_size}
         # A plain subprocess, not multiprocessing: spawn would re-run the caller's main script
@@ -183,10 +189,7 @@ class ChromaProcessStore:
 
     def _call(self, op: str, *args: Any) -> Any:
         with self._lock:
-            if self._process.poll() is not None:
-                raise ServiceError(
-                    f"the message store process has exited (code {self._process.returncode})"
-                )
+            self._check_alive()
             self._outbox.put((op, args))
             replies = self._process.stdout
             assert replies is not None  # opened with stdout=PIPE
@@ -202,6 +205,23 @@ class ChromaProcessStore:
             raise ServiceError(f"the message store ({self._where}) failed mid-run: {first}") from value
         return value
 
+    def _check_alive(self) -> None:
+        """A :class:`ServiceError` that says how the child ended, if it has (poll() does not wait)."""
+        code = self._process.poll()
+        if code is None:
+            return
+        if code >= 0:
+            raise ServiceError(f"the message store process ({self._where}) has exited (code {code})")
+        try:
+            how = signal.Signals(-code).name
+        except ValueError:
+            how = f"signal {-code}"
+        hint = ""
+        if -code in _CRASHES and self._path is not None:
+            hint = (f" (a crash in native code; if it recurs the store may be damaged: move {self._path} "
+                    "aside or run with `pool: {persist: false}`)")
+        raise ServiceError(f"the message store process ({self._where}) was killed by {how}{hint}")
+
     @property
     def pid(self) -> int:
         """The child process's id."""
@@ -212,6 +232,9 @@ class ChromaProcessStore:
     def add(self, message: Message) -> None:
         if self._closed:
             raise RuntimeError("ChromaPoolStore is closed")
+        # Nothing else asks the child during a run: a child that crashed would go unnoticed until
+        # close, after the whole run's messages were lost (the feeder drops them on a broken pipe).
+        self._check_alive()
         self._outbox.put(("add", (message,)))
 
     def get(

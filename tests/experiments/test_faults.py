@@ -13,13 +13,15 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 from support.fake_openai import FakeOpenAIServer, Hang, HttpError, RawReply, completion, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.cli import main
+from core.errors import ServiceError, UserError
+from experiments.cli import INTERRUPTED, main
 from experiments.tracking.store import PARENT_TAG, Tracker
 
 PROBLEMS = 4
@@ -306,6 +308,113 @@ def test_the_terminal_closing_mid_run_is_exit_130_and_the_runs_killed(tmp_path, 
         took = time.monotonic() - closed
     assert code == 130 and took < 5, (code, took)
     assert _open_runs(home) == []
+
+
+def _store_process(parent: int) -> int:
+    """The pid of ``parent``'s message store process (pipelines/pool/chroma_process.py): the
+    newest one alive, should an earlier test in the same process have left one behind."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            state, ppid, started = fields[0], int(fields[1]), int(fields[19])
+            if ppid != parent or state == "Z":
+                continue
+            if b"child_main" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append((started, int(entry)))
+    assert found, f"process {parent} has no message store process"
+    return max(found)[1]
+
+
+@pytest.mark.parametrize(("kind", "alone"), [(ServiceError, 3), (UserError, 2)])
+def test_an_error_while_a_stop_unwinds_does_not_replace_the_stop(kind, alone, monkeypatch, home, capsys):
+    """Whatever fails in the unwinding after Ctrl-C (even raised ``from None``) is a line before
+    the stop's own, and the command ends as stopped; the same error with no stop is exit 3 or 2."""
+    message = "the message store process was killed by SIGSEGV"
+
+    def stopped_then_fails(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise kind(message) from None
+
+    def fails(args):
+        raise kind(message)
+
+    handlers = sys.modules["experiments.cli.commands"].HANDLERS
+    monkeypatch.setitem(handlers, "pipelines", stopped_then_fails)
+    assert main(["pipelines"]) == 130
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"critiquelab: warning: while stopping: {message}", INTERRUPTED]
+    monkeypatch.setitem(handlers, "pipelines", fails)
+    assert main(["pipelines"]) == alone
+    assert "interrupted" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_store_that_failed_unnoticed_does_not_turn_a_stop_into_a_service_error(
+    signum, tmp_path, humaneval_problems
+):
+    """The message store's process crashed (SIGSEGV in Chroma's native code) while a request was
+    in flight; nothing noticed until the stop's unwinding flushed the pool. That failure is said
+    on a line of its own, and the command still ends as stopped: exit 130 within 5 s, the
+    interrupt's line last, no run left RUNNING."""
+    entered, respond = _hangs_once_on_the_second_problem(humaneval_problems)
+    home = tmp_path / "home"
+    env = {**os.environ, "CRITIQUELAB_HOME": str(home)}
+    with FakeOpenAIServer(respond) as fake:
+        path = tmp_path / "spec.yaml"  # one problem at a time: nothing is published while the request hangs
+        path.write_text(yaml.safe_dump(fake_spec(fake.api_base, limit=PROBLEMS, concurrency=1)))
+        command = [sys.executable, "-m", "experiments.cli", "run", str(path), "--no-progress"]
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        assert entered.wait(120), proc.stderr.read() if proc.poll() is not None else "never asked"
+        os.kill(_store_process(proc.pid), signal.SIGSEGV)
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signum)  # to the command alone, as `kill PID` does
+        code = proc.wait(timeout=30)
+        took = time.monotonic() - sent
+        err = proc.stderr.read()
+    lines = err.strip().splitlines()
+    assert code == 130, err
+    assert took < 5, f"the process took {took:.1f}s to end"
+    assert lines[-1] == INTERRUPTED, err
+    assert any("message store process" in line and "SIGSEGV" in line for line in lines[:-1]), err
+    assert "Traceback" not in err and "critiquelab: error" not in err
+    assert _open_runs(home) == []
+
+
+def test_a_store_crashing_mid_run_stops_the_run_at_once(tmp_path, home, capsys, humaneval_problems):
+    """The message store's process crashes mid-run: the next message published ends the run with
+    exit 3 and a line that says how (not hours later, at the final flush, with every message since
+    lost), and the same command then finishes the run."""
+    healthy = humaneval_responder(humaneval_problems)
+    crashed = threading.Event()
+
+    def respond(messages):
+        second = humaneval_problems[1].prompt.strip()
+        if not crashed.is_set() and any(second in str(m.get("content", "")) for m in messages):
+            store = _store_process(os.getpid())
+            os.kill(store, signal.SIGSEGV)
+            while Path(f"/proc/{store}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                time.sleep(0.01)  # dead (a zombie until the parent asks), before the answer is published
+            crashed.set()
+        return healthy(messages)
+
+    with FakeOpenAIServer(respond) as fake:
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(fake_spec(fake.api_base, limit=PROBLEMS, concurrency=1)))
+        args = ["run", str(path), "--no-progress"]
+        assert main(args) == 3
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert crashed.is_set() and fake.completions < PROBLEMS + 1  # the problems after it were not asked
+        assert "message store process" in line and "killed by SIGSEGV" in line, line
+        assert f"move {home / 'chroma'} aside" in line
+        assert line.endswith("run the same command again to resume")
+        assert _open_runs(home) == []
+        assert main(args) == 0, capsys.readouterr().err
+    assert " 1.0 " in capsys.readouterr().out
 
 
 def _drain(fd, stop):

@@ -145,8 +145,10 @@ def test_a_store_process_lost_mid_run_is_a_service_error(tmp_path: Path) -> None
     deadline = time.monotonic() + 10
     while store._process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    with pytest.raises(ServiceError, match="message store process"):
+    with pytest.raises(ServiceError, match=r"message store process .* was killed by SIGKILL"):
         store.count()
+    with pytest.raises(ServiceError, match="message store process"):  # not dropped by the feeder
+        store.add(make_message())
     with pytest.raises(ServiceError, match="message store process"):
         store.close()  # nothing can be flushed any more: said, not hidden
     store.close()  # idempotent
