@@ -46,8 +46,10 @@ from experiments.tracking.store import (
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed
 from pipelines.budget import TokenBudgetParams
 from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
+from pipelines.memory.bank import memory_dir
 from pipelines.params import PipelineParams
 from pipelines.pool.message_pool import MessagePool
+from pipelines.pool.store_lock import HeldStores
 from pipelines.registry import build_pipeline, outcome_model
 
 
@@ -326,6 +328,29 @@ def run_experiment(
     killed at any point — the comparison included — is resumed by the same call.
     """
     home = home or default_data_dir()
+    # Held for the whole run: another critiquelab process on the same local Chroma store is
+    # refused before this one writes anything, and none can open it between two child runs.
+    with HeldStores(_local_stores(spec, home)) as stores:
+        stores.take(create=False)  # a store locked before: refused now, before the inputs load
+        return _run_experiment(spec, home, stores, fresh=fresh, cache=cache, progress=progress,
+                               compare=compare)
+
+
+def _local_stores(spec: ExperimentSpec, home: Path) -> list[Path]:
+    """The local Chroma stores a run of ``spec`` opens (none on a Chroma server): the pool's
+    and, when a pipeline has memory, the memory's."""
+    if spec.pool.chroma_url:
+        return []
+    stores = [home / "chroma"] if spec.pool.persist else []
+    if any(memory_of(p) for p in spec.pipelines):
+        stores.append(memory_dir(home) / "chroma")
+    return stores
+
+
+def _run_experiment(
+    spec: ExperimentSpec, home: Path, stores: HeldStores, *, fresh: bool, cache: bool, progress: bool,
+    compare: bool | None,
+) -> ExperimentResult:
     uri = tracking_uri(home, spec.tracking.uri)
     problems = load_inputs(spec, uri)
     _check_chroma_server(spec)
@@ -353,10 +378,13 @@ def run_experiment(
         # What can refuse the start comes before the first file: the models and the cluster
         # (above), a Chroma server (probed first thing, and the pool on it opened before the
         # tracking), the tracking (its local store is the first file). Earlier checkpoints are
-        # set aside (--fresh) and a pool under the data directory opens only after all of them.
+        # set aside (--fresh) and a pool under the data directory opens only after all of them;
+        # its lock (and the memory's) is taken before the tracking: a store another process has
+        # open refuses the start before it leaves an MLflow run behind.
         with contextlib.ExitStack() as pools:
             remote_pool = spec.pool.persist and spec.pool.chroma_url is not None
             pool = pools.enter_context(_open_pool(spec, home)) if remote_pool else None
+            stores.take()
             tracker = Tracker(home, spec.name, uri)
             if fresh and store.directory.exists():
                 store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{time.time_ns()}"))

@@ -57,8 +57,9 @@ from experiments.optimize.steps import plan
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.tracking.provenance import code_fingerprint, git_commit
-from experiments.tracking.store import Tracker, flatten
+from experiments.tracking.store import Tracker, check_tracking_server, flatten, tracking_uri
 from optimizers.splits import Split, SplitOverlapError, make_split
+from pipelines.pool.store_lock import HeldStores
 
 
 @dataclass(frozen=True)
@@ -121,36 +122,45 @@ def run_optimization(
     (the spec's file) prefixes the problems found before anything runs. ``progress``: a progress
     bar per program on the held-out test (on stderr, as ``critiquelab run`` shows them)."""
     home = home or default_data_dir()
-    problems, split = _checked_problems(spec, source)
-    try:  # a positive control's traces carry hidden-test text (experiments.controls)
-        refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri)
-    except UserError as exc:
-        raise UserError(f"{source}: {exc}") from exc
     directory = home / "optimize" / f"{path_segment(spec.name)}-{_key(spec)}"
     store = StepStore(directory)
     steps = plan(spec)
-    with ServedModels(spec, home, cache=cache) as models:
-        # What can refuse the start (the endpoints, the tracking) comes before the first file.
-        _check_models(models, spec, steps if fresh else [step for step in steps if not store.has(step.name)])
-        tracker = Tracker(home, spec.name, spec.tracking.uri)
-        if fresh and directory.exists():
-            directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))
-        directory.mkdir(parents=True, exist_ok=True)
-        parent = _parent_run(tracker, store, spec, split)
-        ctx = OptimizeContext(
-            spec=spec, home=home, directory=directory, store=store, split=split,
-            problems={p.task_id: p for p in problems}, tracker=tracker, parent_run_id=parent, models=models,
-            log=log, cache=cache, progress=progress,
-        )
-        try:
-            for step, unneeded in zip(steps, release_schedule(steps, spec, models), strict=True):
-                ctx.finished.add(step.name, step.resume(ctx))
-                for served in unneeded:
-                    models.release(served)
-        except BaseException:
-            tracker.kill_open_runs()  # the parent (a step marks its own run), resumed by the same command
-            raise
-    tracker.finish(parent)
+    pending = steps if fresh else [step for step in steps if not store.has(step.name)]
+    # The held-out test is an experiment run with its pool in the data directory's Chroma store
+    # (and a compile may read traces from it): like `run`, the optimisation holds that store's
+    # lock from before its first file to its end, so another process on it is refused now.
+    with HeldStores([home / "chroma"] if pending else []) as stores:
+        stores.take(create=False)
+        problems, split = _checked_problems(spec, source)
+        try:  # a positive control's traces carry hidden-test text (experiments.controls)
+            refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri)
+        except UserError as exc:
+            raise UserError(f"{source}: {exc}") from exc
+        with ServedModels(spec, home, cache=cache) as models:
+            # What can refuse the start (the endpoints, the tracking, the store's lock) comes
+            # before the first file: the tracking server is probed before the lock file is made.
+            _check_models(models, spec, pending)
+            check_tracking_server(tracking_uri(home, spec.tracking.uri), spec.name)
+            stores.take()
+            tracker = Tracker(home, spec.name, spec.tracking.uri)
+            if fresh and directory.exists():
+                directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))
+            directory.mkdir(parents=True, exist_ok=True)
+            parent = _parent_run(tracker, store, spec, split)
+            ctx = OptimizeContext(
+                spec=spec, home=home, directory=directory, store=store, split=split,
+                problems={p.task_id: p for p in problems}, tracker=tracker, parent_run_id=parent,
+                models=models, log=log, cache=cache, progress=progress,
+            )
+            try:
+                for step, unneeded in zip(steps, release_schedule(steps, spec, models), strict=True):
+                    ctx.finished.add(step.name, step.resume(ctx))
+                    for served in unneeded:
+                        models.release(served)
+            except BaseException:
+                tracker.kill_open_runs()  # the parent (a step marks its own run), resumed by the same command
+                raise
+        tracker.finish(parent)
     return OptimizeResult(parent, split.as_dict(), ctx.finished)
 
 

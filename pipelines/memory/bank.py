@@ -48,7 +48,11 @@ class MemoryBank:
             self.episodic = EpisodicStore(url=chroma_url, collection=collection, embedder=embedder)
         else:
             self.episodic = EpisodicStore(directory / "chroma", collection=collection, embedder=embedder)
-        self._db = connect(directory / "memory.sqlite")
+        try:
+            self._db = connect(directory / "memory.sqlite")
+        except BaseException:
+            self.episodic.close()  # its lock too: the store is not left locked by a failed open
+            raise
         self.skills = SkillLibrary(self._db, collection)
         self.proposals = Proposals(self._db, collection, self.episodic)
 
@@ -83,6 +87,7 @@ class MemoryBank:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._db.close()
+        self.episodic.close()
 
     def __enter__(self) -> MemoryBank:
         return self

@@ -1,13 +1,15 @@
 """Episodic memory in ChromaDB: add, recall by similarity with metadata filters, forget.
 
 Writes are synchronous (one reflection per task, not one per message as in the pool), so an
-entry is durable when ``add`` returns and another process sees it at once. Entries live in
-their own collection under ``<data dir>/memory/chroma`` (or on a Chroma server), embedded with
-the pool's offline MiniLM.
+entry is durable when ``add`` returns and the next process to open the store sees it. Entries
+live in their own collection under ``<data dir>/memory/chroma`` (or on a Chroma server), embedded
+with the pool's offline MiniLM. A local store is open in one process at a time
+(:mod:`pipelines.pool.store_lock`): ``close`` lets the next one in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -18,8 +20,8 @@ from typing import Any
 
 from core.errors import UserError
 from pipelines.memory.entries import AUDIENCE_PREFIX, MEMORY_TYPES, MemoryEntry, from_record, to_record
-from pipelines.pool.chroma_store import usable_directory
 from pipelines.pool.embedder import Embedder, MiniLMEmbedder
+from pipelines.pool.store_lock import lock_store
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,13 @@ def _client(path: Path | None, url: str | None) -> Any:
 def stored_collections(path: Path | str) -> set[str]:
     """The names of the memory stores (Chroma collections) in ``path``, read without creating
     any, so a command that only reads can refuse an unknown store and leave nothing behind."""
-    return {getattr(c, "name", c) for c in _client(Path(path), None).list_collections()}
+    with lock_store(path):
+        client = _client(Path(path), None)
+        try:
+            return {getattr(c, "name", c) for c in client.list_collections()}
+        finally:
+            with contextlib.suppress(Exception):
+                client.close()  # before the lock goes: see EpisodicStore.close
 
 
 class EpisodicStore:
@@ -61,12 +69,30 @@ class EpisodicStore:
     ) -> None:
         if (path is None) == (url is None):
             raise ValueError("EpisodicStore needs a directory (path) or a Chroma server (url)")
-        directory = usable_directory(path) if path is not None else None
-        self._collection = _client(directory, url).get_or_create_collection(
-            collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-        )
+        # A local store: refused at once if another process has it open.
+        self._store_lock = lock_store(path) if path is not None else None
+        self._client: Any = None
+        try:
+            self._client = _client(Path(path) if path is not None else None, url)
+            self._collection = self._client.get_or_create_collection(
+                collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            )
+        except BaseException:
+            self.close()
+            raise
         self._embed = embedder or MiniLMEmbedder()
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the client, then release the store's lock (idempotent): Chroma keeps one client
+        per directory in a process, its in-memory index included, until its last user closes it;
+        another process may open the store only after that."""
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+        if self._store_lock is not None:
+            self._store_lock.release()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Vectors of ``texts`` from the store's embedder (so skills are ranked in the same space)."""

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ServiceError, UserError
-from pipelines.pool.chroma_store import DEFAULT_COLLECTION, usable_directory
+from pipelines.pool.chroma_store import DEFAULT_COLLECTION
 from pipelines.pool.embedder import Embedder
 from pipelines.pool.messages import Message
+from pipelines.pool.store_lock import StoreLock, adopt_store_lock, lock_store
 
 log = logging.getLogger(__name__)
 _STOP = object()  # tells the feeder thread to close the child's stdin
@@ -56,6 +57,9 @@ def child_main() -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints must not corrupt the reply stream
     options = pickle.load(requests)
+    lock_fd = options.pop("lock_fd", None)
+    if lock_fd is not None:  # the parent's lock on the store, inherited: this process may open it
+        adopt_store_lock(options["path"], lock_fd)
     store: Any = None
     failure: BaseException | None = None
     try:
@@ -132,21 +136,31 @@ class ChromaProcessStore:
             raise UserError("ChromaPoolStore: give a directory or a server URL, not both")
         if path is None and url is None:
             raise ValueError("ChromaProcessStore needs a directory (path) or a Chroma server (url)")
-        if path is not None:  # fail now, in the caller's terms, rather than later in the child
-            usable_directory(path)
+        # A local store is locked here, in the caller's terms and before a child starts: a second
+        # process on it is refused at once (pipelines/pool/store_lock.py). The child inherits the
+        # descriptor, so the store stays locked while the child still flushes after a parent died.
+        self._store_lock: StoreLock | None = lock_store(path) if path is not None else None
         self._where = f"Chroma server {url}" if url is not None else f"Chroma store {path}"
         self._path = path
         options = {"path": str(path) if path is not None else None, "url": url, "collection": collection,
                    "embedder": embedder, "batch_size": batch_size}
+        if self._store_lock is not None:
+            options["lock_fd"] = self._store_lock.fd
         # A plain subprocess, not multiprocessing: spawn would re-run the caller's main script
         # (breaking scripts without a __main__ guard) and fork would copy other threads' locks.
         # Its own session: a terminal's Ctrl-C signals the whole process group, and the child
         # must outlive it so the parent's cleanup can still flush (EOF on stdin ends it).
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", "from pipelines.pool.chroma_process import child_main; child_main()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)},
-        )
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", "from pipelines.pool.chroma_process import child_main; child_main()"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)},
+                pass_fds=(self._store_lock.fd,) if self._store_lock is not None else (),
+            )
+        except BaseException:
+            if self._store_lock is not None:
+                self._store_lock.release()
+            raise
         self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()  # one request/reply exchange at a time
         self._closed = False
@@ -280,6 +294,8 @@ class ChromaProcessStore:
                 self._process.kill()
             if self._process.stdout is not None:
                 self._process.stdout.close()
+            if self._store_lock is not None:  # the child is gone (or killed): its store is closed
+                self._store_lock.release()
 
     def __enter__(self) -> ChromaProcessStore:
         return self

@@ -20,6 +20,7 @@ stay cheap for code that never persists anything.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
@@ -35,6 +36,7 @@ from core.errors import UserError
 from pipelines.pool.embedder import Embedder, MiniLMEmbedder
 from pipelines.pool.messages import Message
 from pipelines.pool.store import check_where, from_record, sort_messages, to_record
+from pipelines.pool.store_lock import StoreLock, lock_store
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +46,6 @@ INDEX_BATCH = 8
 # Embed only after the pool has been quiet this long: during LM calls, not between agent steps.
 QUIET_S = 0.5
 LINGER_S = 0.25
-
-
-def usable_directory(path: Path | str) -> Path:
-    """``path``, created if need be; a UserError now, in the caller's terms, if it cannot be."""
-    directory = Path(path)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create the message store directory {directory}: {exc}") from exc
-    if not os.access(directory, os.W_OK):
-        raise UserError(f"the message store directory {directory} is not writable")
-    return directory
 
 
 def _make_client(path: Path | None, url: str | None) -> Any:
@@ -129,13 +119,20 @@ class ChromaPoolStore:
     ):
         if path is not None and url is not None:
             raise UserError("ChromaPoolStore: give a directory or a server URL, not both")
-        self._client = _make_client(usable_directory(path) if path is not None else None, url)
+        # A local store: refused at once if another process has it open (pipelines/pool/store_lock.py).
+        self._store_lock: StoreLock | None = lock_store(path) if path is not None else None
+        self._client: Any = None
         try:
+            self._client = _make_client(Path(path) if path is not None else None, url)
             self._collection = self._client.get_or_create_collection(
                 collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
             )
         except ValueError as exc:
+            self._let_go()
             raise UserError(f"Chroma collection '{collection}': {exc}") from exc
+        except BaseException:
+            self._let_go()
+            raise
         self._embed: Embedder = embedder or MiniLMEmbedder()
         self._batch_size = batch_size
         self._queue: deque[Message] = deque()
@@ -399,7 +396,18 @@ class ChromaPoolStore:
                 self._index_closed = True
                 self._cond.notify_all()
             self._collection = None
-            self._client = None
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """Close the client, then release the store's lock: Chroma shares one client per
+        directory in a process and keeps it (its in-memory index included) until its last user
+        closes it, and another process may open the store only after that."""
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+        if self._store_lock is not None:
+            self._store_lock.release()
 
     def __enter__(self) -> ChromaPoolStore:
         return self

@@ -64,10 +64,12 @@ def test_forget_before_deletes_only_older_entries(store):
 
 
 def test_entries_survive_across_processes(tmp_path, minilm):
-    """One process writes, another (a fresh interpreter) recalls and writes back; the first reads it."""
+    """One process writes, another (a fresh interpreter) recalls and writes back; the first reads it.
+    One at a time: a local store is open in one process at once (pipelines/pool/store_lock.py)."""
     path = tmp_path / "chroma"
     with_ids = EpisodicStore(path, collection="mem", embedder=minilm)
     written = with_ids.add(entry("Return early when the input list is empty.", tags=["list"]))
+    with_ids.close()
     child = textwrap.dedent(f"""
         from pipelines.memory.episodic import EpisodicStore
         from pipelines.memory.entries import MemoryEntry
