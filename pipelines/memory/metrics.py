@@ -3,6 +3,7 @@ recall quality on a probe set built from the run, memory size and redundancy."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -49,6 +50,22 @@ def error_blocks(results: Sequence[ProblemResult], block: int) -> list[dict[str,
     return rows
 
 
+def tie_fair_top_k(ranked: Sequence[tuple[float, bool]], k: int) -> tuple[float, float]:
+    """Relevant results expected in the top ``k`` of ``ranked`` ((distance, relevant) pairs, best
+    first) and the probability that one is there, with entries at equal distance in random order:
+    the metric then does not depend on how a store happens to break ties."""
+    if len(ranked) <= k:
+        found = sum(relevant for _, relevant in ranked)
+        return float(found), float(found > 0)
+    boundary = round(ranked[k - 1][0], 9)
+    closer = [relevant for distance, relevant in ranked if round(distance, 9) < boundary]
+    tied = [relevant for distance, relevant in ranked if round(distance, 9) == boundary]
+    slots, tied_relevant = k - len(closer), sum(tied)
+    expected = sum(closer) + slots * tied_relevant / len(tied)
+    miss = 0.0 if any(closer) else math.comb(len(tied) - tied_relevant, slots) / math.comb(len(tied), slots)
+    return expected, 1.0 - miss
+
+
 def recall_quality(store: EpisodicStore, run_id: str, k: int) -> dict[str, float]:
     """Precision@K and hit@K on probes built from the run: for each task it wrote entries on,
     the query is the task's summary and the relevant entries are those of that task (precision
@@ -65,11 +82,14 @@ def recall_quality(store: EpisodicStore, run_id: str, k: int) -> dict[str, float
         return {}
     precision = hits = 0.0
     for task, query in probes:
-        found = [r.entry.id for r in store.recall(query, k=k, run_ids=[run_id], touch=False,
-                                                  exclude_types=(DEMO,))]
-        relevant = len(set(found) & by_task[task])
+        # Every entry of the run, ranked: at the K-th place several entries may lie at one distance
+        # (the same lesson written on two tasks), and the store orders such ties arbitrarily.
+        ranked = [(r.distance, r.entry.id in by_task[task])
+                  for r in store.recall(query, k=len(entries), run_ids=[run_id], touch=False,
+                                        exclude_types=(DEMO,))]
+        relevant, hit = tie_fair_top_k(ranked, k)
         precision += relevant / min(k, len(by_task[task]))
-        hits += relevant > 0
+        hits += hit
     return {
         "memory.recall_precision_at_k": precision / len(probes),
         "memory.recall_hit_at_k": hits / len(probes), "memory.recall_probes": len(probes),
