@@ -9,7 +9,6 @@ with the pool's offline MiniLM. A local store is open in one process at a time
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -21,7 +20,7 @@ from typing import Any
 from core.errors import UserError
 from pipelines.memory.entries import AUDIENCE_PREFIX, MEMORY_TYPES, MemoryEntry, from_record, to_record
 from pipelines.pool.embedder import Embedder, MiniLMEmbedder
-from pipelines.pool.store_lock import lock_store
+from pipelines.pool.store_lock import close_then_release, lock_store
 
 
 @dataclass(frozen=True)
@@ -56,8 +55,7 @@ def stored_collections(path: Path | str) -> set[str]:
         try:
             return {getattr(c, "name", c) for c in client.list_collections()}
         finally:
-            with contextlib.suppress(Exception):
-                client.close()  # before the lock goes: see EpisodicStore.close
+            close_then_release(client, None)  # before the lock goes
 
 
 class EpisodicStore:
@@ -84,15 +82,9 @@ class EpisodicStore:
         self._lock = threading.Lock()
 
     def close(self) -> None:
-        """Close the client, then release the store's lock (idempotent): Chroma keeps one client
-        per directory in a process, its in-memory index included, until its last user closes it;
-        another process may open the store only after that."""
+        """Close the client, then release the store's lock (idempotent)."""
         client, self._client = self._client, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()
-        if self._store_lock is not None:
-            self._store_lock.release()
+        close_then_release(client, self._store_lock)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Vectors of ``texts`` from the store's embedder (so skills are ranked in the same space)."""

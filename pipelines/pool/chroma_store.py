@@ -20,7 +20,6 @@ stay cheap for code that never persists anything.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import os
 import threading
@@ -36,7 +35,7 @@ from core.errors import UserError
 from pipelines.pool.embedder import Embedder, MiniLMEmbedder
 from pipelines.pool.messages import Message
 from pipelines.pool.store import check_where, from_record, sort_messages, to_record
-from pipelines.pool.store_lock import StoreLock, lock_store
+from pipelines.pool.store_lock import StoreLock, close_then_release, lock_store
 
 log = logging.getLogger(__name__)
 
@@ -399,15 +398,8 @@ class ChromaPoolStore:
             self._let_go()
 
     def _let_go(self) -> None:
-        """Close the client, then release the store's lock: Chroma shares one client per
-        directory in a process and keeps it (its in-memory index included) until its last user
-        closes it, and another process may open the store only after that."""
         client, self._client = self._client, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()
-        if self._store_lock is not None:
-            self._store_lock.release()
+        close_then_release(client, self._store_lock)
 
     def __enter__(self) -> ChromaPoolStore:
         return self

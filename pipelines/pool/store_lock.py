@@ -26,6 +26,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.errors import UserError
 
@@ -157,6 +158,17 @@ def _recorded_pid(fd: int) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def close_then_release(client: Any, lock: StoreLock | None) -> None:
+    """Close a Chroma client, then release its store's lock: Chroma shares one client per
+    directory in a process and keeps it (its in-memory index included) until its last user
+    closes it, and another process may open the store only after that."""
+    if client is not None:
+        with contextlib.suppress(Exception):
+            client.close()
+    if lock is not None:
+        lock.release()
+
+
 def adopt_store_lock(path: Path | str, fd: int) -> None:
     """In a store process: ``fd``, inherited from the parent, is this process's lock on ``path``
     (a second ``flock`` on a new descriptor would be refused: the parent holds it). Held until
@@ -198,6 +210,6 @@ class HeldStores:
 
 
 __all__ = [
-    "LOCK_NAME", "HeldStores", "StoreInUseError", "StoreLock", "adopt_store_lock", "lock_existing_store",
-    "lock_store", "usable_directory",
+    "LOCK_NAME", "HeldStores", "StoreInUseError", "StoreLock", "adopt_store_lock", "close_then_release",
+    "lock_existing_store", "lock_store", "usable_directory",
 ]
