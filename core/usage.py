@@ -25,6 +25,12 @@ class RoleUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    # The seconds the model took to answer, as measured when each call was made (a call replayed
+    # from the LM cache counts the time recorded with it, as it counts its tokens; one cached
+    # before times were kept counts none), and the tokens of the calls those seconds cover: a
+    # model's measured seconds per token, the same for a resumed run as for an uninterrupted one.
+    model_s: float = 0.0
+    timed_tokens: int = 0
     # Prompt-prefix reuse as the server reported it (llama-server, OpenAI: cached_tokens): of the
     # prompt tokens of calls whose server says, how many it took from its cache instead of
     # evaluating them. Endpoints that do not say leave both at 0, so no ratio is claimed.
@@ -50,10 +56,11 @@ class UsageMeter:
 
     def record(
         self, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool,
-        reused_prompt_tokens: int | None = None,
+        reused_prompt_tokens: int | None = None, model_s: float | None = None,
     ) -> None:
         """``reused_prompt_tokens``: prompt tokens the server took from its prefix cache, or
-        None when it did not say."""
+        None when it did not say. ``model_s``: the seconds the model took when the call was made
+        (``latency_s`` for a live call), None when not known."""
         with self._lock:
             usage = self.by_role.setdefault(_current_role.get(), RoleUsage())
             usage.calls += 1
@@ -61,6 +68,9 @@ class UsageMeter:
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
             usage.latency_s += latency_s
+            if model_s is not None:
+                usage.model_s += model_s
+                usage.timed_tokens += prompt_tokens + completion_tokens
             if reused_prompt_tokens is not None:
                 usage.reused_prompt_tokens += reused_prompt_tokens
                 usage.reuse_reported_prompt_tokens += prompt_tokens
@@ -68,6 +78,7 @@ class UsageMeter:
             self.parent.record(
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                 latency_s=latency_s, cached=cached, reused_prompt_tokens=reused_prompt_tokens,
+                model_s=model_s,
             )
 
     def exchange(
@@ -101,6 +112,8 @@ class UsageMeter:
                 total.prompt_tokens += usage.prompt_tokens
                 total.completion_tokens += usage.completion_tokens
                 total.latency_s += usage.latency_s
+                total.model_s += usage.model_s
+                total.timed_tokens += usage.timed_tokens
                 total.reused_prompt_tokens += usage.reused_prompt_tokens
                 total.reuse_reported_prompt_tokens += usage.reuse_reported_prompt_tokens
         return total

@@ -32,6 +32,7 @@ from eval.summary import FigureMetrics
 from experiments.compare_attribution import attribution_section, log_attribution_metrics
 from experiments.compare_controls import controls_section, split_controls
 from experiments.compare_learning import learning_section
+from experiments.compare_model_cost import model_cost_section
 from experiments.compared_run import ComparedRun
 from experiments.controls import control_of_run, marked_label
 from experiments.paths import check_writable_dir
@@ -346,6 +347,7 @@ def compare_runs(
     added = controls_section(split, out, files)
     attribution = attribution_section(problems, resolved, out, files, viewer_url)  # where problems ended
     added += attribution.markdown
+    added += model_cost_section(client, resolved, out, files)  # tokens weighed by each model's speed
     added += learning_section(client, resolved, problems, out, files, seed=bootstrap_seed,
                               n_resamples=n_resamples)
     added += lost_passes_section(client, resolved, problems, out, files)

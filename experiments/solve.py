@@ -85,6 +85,7 @@ def solve_and_score(
             role: {
                 "calls": u.calls, "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3),
+                "model_s": round(u.model_s, 3), "timed_tokens": u.timed_tokens,
             }
             for role, u in meter.by_role.items()
         },

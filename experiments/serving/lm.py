@@ -114,6 +114,7 @@ class HarnessLM(dspy.LM):
                 meter.record(
                     prompt_tokens=entry["prompt_tokens"], completion_tokens=entry["completion_tokens"],
                     latency_s=0.0, cached=True, reused_prompt_tokens=entry.get("reused_prompt_tokens"),
+                    model_s=entry.get("latency_s"),
                 )
                 replies = [_text_of(o) for o in entry["outputs"]]
                 meter.exchange(
@@ -129,7 +130,7 @@ class HarnessLM(dspy.LM):
         if meter is not None:
             meter.record(
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                latency_s=latency, cached=False, reused_prompt_tokens=reused,
+                latency_s=latency, cached=False, reused_prompt_tokens=reused, model_s=latency,
             )
             replies = [_text_of(o) for o in outputs]
             meter.exchange(
@@ -141,7 +142,8 @@ class HarnessLM(dspy.LM):
             store.set(
                 key,
                 {"outputs": list(outputs), "prompt_tokens": prompt_tokens,
-                 "completion_tokens": completion_tokens, "reused_prompt_tokens": reused},
+                 "completion_tokens": completion_tokens, "reused_prompt_tokens": reused,
+                 "latency_s": round(latency, 3)},
             )
         return outputs
 

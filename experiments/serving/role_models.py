@@ -89,8 +89,10 @@ def usage_by_model(
     results: Sequence[ProblemResult], models: Mapping[str, str], default: str
 ) -> dict[str, float]:
     """``model.<id>.calls`` / ``.tokens`` over ``results``: each role's usage counted toward the
-    model it ran on (``models``; ``default`` for the rest). Empty when every role ran on
-    ``default`` — the run's totals already say it all."""
+    model it ran on (``models``; ``default`` for the rest), with ``.model_s`` / ``.timed_tokens``,
+    the seconds that model took and the tokens they cover (:class:`core.usage.RoleUsage`), from
+    which compare weighs each model's tokens by its measured seconds per token. Empty when every
+    role ran on ``default`` — the run's totals already say it all."""
     if not any(model != default for model in models.values()):
         return {}
     metrics: dict[str, float] = {}
@@ -100,6 +102,8 @@ def usage_by_model(
             for name, amount in (
                 ("calls", usage.get("calls", 0)),
                 ("tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)),
+                ("model_s", usage.get("model_s", 0.0)),
+                ("timed_tokens", usage.get("timed_tokens", 0)),
             ):
                 key = f"model.{model}.{name}"
                 metrics[key] = metrics.get(key, 0) + amount
