@@ -5,7 +5,8 @@ the examples visible in the prompt (never the hidden tests), and while some fail
 says what went wrong and the lesson; the coder retries with every reflection so far in its
 ``memories`` field. With ``memory`` on, each attempt also receives what memory recalls (with
 ``recall: on_failure`` only the retries), and each reflection is kept in episodic memory for later
-tasks.
+tasks. As the oracle_feedback control the reflector also reads what the hidden tests say about
+the attempt (:mod:`pipelines.controls`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import Field
 
 from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
+from pipelines.controls import ORACLE_FEEDBACK, ControlArm, oracle_feedback
 from pipelines.memory.entries import MemoryEntry, task_tags
 from pipelines.memory.injection import current_task_memory, recall_for
 from pipelines.memory.reflection import render_history, task_summary
@@ -30,6 +32,7 @@ from pipelines.threads import ThreadOutcome, converse, thread_outcome
 from signatures.coder import Coder
 from signatures.memory import with_memories
 from signatures.reflector import Reflector
+from signatures.test_results import with_test_results
 
 
 class ReflexionParams(PipelineParams):
@@ -39,6 +42,7 @@ class ReflexionParams(PipelineParams):
     feedback_timeout_s: FeedbackTimeout = Field(
         description="Wall-clock limit in seconds for running one attempt on the visible examples.",
     )
+    control: ControlArm
 
 
 class AttemptAgent(Agent):
@@ -98,14 +102,20 @@ class VisibleRunAgent(Agent):
 
 
 class ReflectAgent(Agent):
-    """The reflector: after a failing attempt (while trials remain), what went wrong and the lesson."""
+    """The reflector: after a failing attempt (while trials remain), what went wrong and the
+    lesson; as the oracle_feedback control (``oracle``) it also reads the hidden tests' report on
+    the attempt (its signature then has the ``test_results`` field). Retries still follow the
+    visible examples alone."""
 
     role = "reflector"
 
-    def __init__(self, ctx: TaskContext, reflector: dspy.Module, max_trials: int) -> None:
+    def __init__(
+        self, ctx: TaskContext, reflector: dspy.Module, max_trials: int, *, oracle: bool = False
+    ) -> None:
         super().__init__(ctx)
         self.reflector = reflector
         self.max_trials = max_trials
+        self.oracle = oracle
         self.listen([Intent.EXECUTION_FEEDBACK])
 
     def handle(self, message: Message) -> None:
@@ -117,9 +127,11 @@ class ReflectAgent(Agent):
                              in_reply_to=message.id, stop_reason="max_iterations")
             return
         code = self.ctx.pool_message(message.in_reply_to or "").content
+        # Only the control adds the field: every other run's request is the same as before.
+        control: dict[str, Any] = {"test_results": oracle_feedback(code)} if self.oracle else {}
         step = call_role(
             self.reflector, self.role, prompt=self.ctx.prompt, code=code, outcome=message.content,
-            history=render_history(self.ctx.history()),
+            history=render_history(self.ctx.history()), **control,
         )
         lesson = str(step.get("lesson") or "").strip()
         went_wrong = str(step.get("what_went_wrong") or "").strip()
@@ -159,20 +171,22 @@ class ReflexionOutcome(ThreadOutcome):
 )
 class Reflexion(dspy.Module):
     """Attempt, run on the visible examples, reflect on failures and retry with the reflections
-    (up to max_trials); reflections go to episodic memory when memory is on."""
+    (up to max_trials); reflections go to episodic memory when memory is on. As the
+    oracle_feedback control the reflector also reads the hidden tests' report."""
 
     def __init__(self, params: ReflexionParams | None = None) -> None:
         super().__init__()
         # a params model is checked when it is made: nothing to validate here
         self.params = params if params is not None else ReflexionParams.defaults()
         self.coder = dspy.Predict(with_memories(Coder))
-        self.reflector = dspy.Predict(Reflector)
+        self.oracle = self.params.control == ORACLE_FEEDBACK
+        self.reflector = dspy.Predict(with_test_results(Reflector) if self.oracle else Reflector)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
         attempt = AttemptAgent(ctx, self.coder)
         agents = [attempt, VisibleRunAgent(ctx, self.params.feedback_timeout_s),
-                  ReflectAgent(ctx, self.reflector, self.params.max_trials)]
+                  ReflectAgent(ctx, self.reflector, self.params.max_trials, oracle=self.oracle)]
         history = converse(ctx, agents, attempt.name)
         found = thread_outcome(history)
         trials = sum(m.intent in (Intent.OUTPUT_COMPLETE, Intent.FIX) for m in history)

@@ -20,6 +20,7 @@ from eval import python_ast
 from eval.assembly import assemble_program
 from eval.visible_examples import debugging_feedback, run_examples, visible_examples
 from pipelines.agents import Agent, TaskContext, sampling_config
+from pipelines.controls import oracle_feedback
 from pipelines.parallel_agents import ParallelCalls
 from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import RoleResult, call_role
@@ -50,6 +51,7 @@ class SearchSettings:
     greedy_first: bool
     parallel: int
     timeout_s: float
+    oracle: bool = False  # the oracle_feedback control: the repairer reads the hidden tests' report
 
 
 @dataclass(frozen=True)
@@ -144,9 +146,12 @@ class SearchAgent(Agent):
         reflections = "\n".join(
             f"- {text[:REFLECTION_CHARS]}" for text in self.reflections[-REFLECTIONS_SHOWN:]
         ) or "none"
+        # Only the control adds the field: every other run's request is the same as before.
+        oracle = self.settings.oracle
+        control: dict[str, Any] = {"test_results": oracle_feedback(parent.code)} if oracle else {}
         return child, lambda: call_role(
             self.roles.repairer, "repairer", config=config, prompt=self.ctx.prompt, code=parent.code,
-            execution_feedback=parent.feedback, reflections=reflections,
+            execution_feedback=parent.feedback, reflections=reflections, **control,
         )
 
     def _generate(self, draws: list[tuple[SearchNode, Callable[[], RoleResult]]]) -> list[SearchNode]:

@@ -8,7 +8,9 @@ each child is evaluated as ``value_weight · LM score + (1 − value_weight) · 
 tree; a failed expansion leaves a reflection on its best path for later repairs. The search
 stops at the first node that passes every visible example (``stop: first_pass``) or searches
 on (``stop: exhaust``) until ``max_expansions`` or the token budget is spent; the answer is the
-best node. Hidden tests are never run here.
+best node. Hidden tests are never run here, except for the oracle_feedback control: its repairer
+also reads what the hidden tests say about the node it repairs (:mod:`pipelines.controls`), while
+selection, values and stopping still follow the visible examples alone.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import AliasChoices, Field
 
 from pipelines.agents import TaskContext
 from pipelines.budget import TokenBudgetParams, require_resolved
+from pipelines.controls import ORACLE_FEEDBACK, ControlArm
 from pipelines.params import FeedbackTimeout, ParallelAgents, SamplingTemperature
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent
@@ -31,6 +34,7 @@ from signatures.code_scorer import CodeScorer
 from signatures.coder import Coder
 from signatures.path_reflector import PathReflector
 from signatures.repairer import Repairer
+from signatures.test_results import with_test_results
 
 
 class TreeSearchParams(TokenBudgetParams):
@@ -79,6 +83,7 @@ class TreeSearchParams(TokenBudgetParams):
     feedback_timeout_s: FeedbackTimeout = Field(
         description="Wall-clock limit in seconds per visible example run."
     )
+    control: ControlArm
 
 
 @register_pipeline(
@@ -88,7 +93,8 @@ class TreeSearchParams(TokenBudgetParams):
 class TreeSearch(dspy.Module):
     """Language Agent Tree Search over programs: UCT selection, n sampled children (coder, then a
     repairer reading real execution feedback on the visible examples), value = λ·LM score +
-    (1−λ)·visible pass rate, reflections on failed paths, backpropagation, a token budget.
+    (1−λ)·visible pass rate, reflections on failed paths, backpropagation, a token budget; as the
+    oracle_feedback control the repairer also reads the hidden tests' report.
 
     Parameters: :class:`TreeSearchParams` (``TreeSearch(TreeSearchParams(n=3, max_expansions=4))``).
     """
@@ -99,7 +105,8 @@ class TreeSearch(dspy.Module):
         self.params = params if params is not None else TreeSearchParams.defaults()
         require_resolved("tree_search", self.params)
         self.coder = dspy.Predict(Coder)
-        self.repairer = dspy.Predict(Repairer)
+        self.oracle = self.params.control == ORACLE_FEEDBACK
+        self.repairer = dspy.Predict(with_test_results(Repairer) if self.oracle else Repairer)
         self.scorer = dspy.Predict(CodeScorer)
         self.path_reflector = dspy.Predict(PathReflector)
 
@@ -109,7 +116,7 @@ class TreeSearch(dspy.Module):
             n=p.n, max_expansions=p.max_expansions, token_budget=p.token_budget, w=p.w,
             value_weight=p.value_weight, temperature=p.temperature, evaluation=p.evaluation,
             stop=p.stop, reflect=p.reflect, greedy_first=p.greedy_first,
-            parallel=p.parallel_agents, timeout_s=p.feedback_timeout_s,
+            parallel=p.parallel_agents, timeout_s=p.feedback_timeout_s, oracle=self.oracle,
         )
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:

@@ -91,3 +91,64 @@ def test_without_the_control_keys_are_those_of_a_pipeline_without_the_param():
 def test_the_oracle_is_the_runner_s_to_bind():
     with pytest.raises(RuntimeError, match="only the runner binds"):
         oracle_feedback("def f():\n    return 1\n")
+
+
+def _search_and_retry_scripts(problems):
+    """reflexion's and tree search's roles, scripted so that only the hidden tests' report can
+    repair: a first attempt that returns None (it fails the visible examples); a reflector whose
+    lesson names the report only when it read one, and a coder whose retry is right only after
+    that lesson; a repairer that is right only when it read the report."""
+    scripted = ScriptedProblems(problems)
+    seen = "Read the failing hidden check."
+
+    def coder(text):
+        return {"code": scripted.solution(text) if seen in text else scripted.wrong(text)}
+
+    def reflector(text):
+        lesson = seen if "FAIL (assertion)" in text else "Look at the examples again."
+        return {"what_went_wrong": "it returned None", "what_worked": "nothing", "pattern": "stub",
+                "lesson": lesson}
+
+    def repairer(text):
+        told = "FAIL (assertion)" in text
+        return {"repaired_code": scripted.solution(text) if told else scripted.wrong(text)}
+
+    return {"coder": coder, "reflector": reflector, "repairer": repairer,
+            "scorer": lambda text: {"assessment": "unsure", "score": "5"},
+            "path_reflector": lambda text: {"reflection": "Compute the result."}}
+
+
+SEARCH_AND_RETRY = {
+    "reflexion": ({"max_trials": 2}, "reflector"),
+    "tree_search": ({"n": 1, "max_expansions": 2, "reflect": False, "greedy_first": False}, "repairer"),
+}
+
+
+@pytest.mark.parametrize("name", list(SEARCH_AND_RETRY))
+def test_reflexion_s_reflector_and_tree_search_s_repairer_read_the_hidden_report_only_as_the_control(
+    home, humaneval_problems, name
+):
+    params, reviser = SEARCH_AND_RETRY[name]
+    problems = humaneval_problems[:LIMIT]
+    found = {}
+    for control in ("none", "oracle_feedback"):
+        pipelines = [{"name": name, "params": {**params, "control": control}}]
+        with FakeOpenAIServer(role_responder(_search_and_retry_scripts(humaneval_problems))) as fake:
+            result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=LIMIT), progress=False)
+            requests = [r for r in fake.requests if "messages" in r]
+        found[control] = result.children[0], requests
+    plain, plain_requests = found["none"]
+    assert assert_no_hidden_tests(problems, plain_requests) > 0
+    assert plain.metrics["pass_at_1"] == 0.0  # nothing but the report can repair these
+
+    control, requests = found["oracle_feedback"]
+    revisions = ["\n".join(str(m.get("content", "")) for m in r["messages"])
+                 for r in requests if role_of(r["messages"]) == reviser]
+    scripted = ScriptedProblems(problems)
+    assert {scripted.problem_in(t).task_id for t in revisions} == {p.task_id for p in problems}
+    for text in revisions:
+        problem = scripted.problem_in(text)
+        failing = next(line for line in text.splitlines() if line.startswith("failing check: "))
+        assert failing.removeprefix("failing check: ").split("  (`candidate`")[0] in problem.test
+        assert "returned: None" in text  # about the version under revision
+    assert control.metrics["pass_at_1"] == 1.0

@@ -78,7 +78,7 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("reflexion", {"max_trials": 0}, "params.max_trials: must be >= 1 (got 0)"),
     ("reflexion", {"feedback_timeout_s": "5"}, "params.feedback_timeout_s: expected a number, got '5'"),
     ("reflexion", {"memory": True},
-     "params.memory: unknown field; allowed: max_trials, feedback_timeout_s"),
+     "params.memory: unknown field; allowed: max_trials, feedback_timeout_s, control"),
     ("sop", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
     ("sop", {"n_tests": 51}, "params.n_tests: must be <= 50 (got 51)"),
     ("sop", {"max_handoff_retries": -1}, "params.max_handoff_retries: must be >= 0 (got -1)"),
