@@ -50,9 +50,10 @@ def seconds_per_token(logged: Sequence[dict[str, float]]) -> dict[str, float]:
 def model_cost_frame(
     runs: Sequence[ComparedRun], logged: Sequence[dict[str, float]], default_models: Sequence[str]
 ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """One row per run: tokens per problem on each model, wall seconds per problem and the
-    model seconds per problem at the measured speeds (NaN when a model's speed is not known);
-    with the speeds. ``default_models``: each run's experiment model."""
+    """One row per run: tokens per problem on each model and the model seconds per problem at
+    the measured speeds (NaN when a model's speed is not known); with the speeds.
+    ``default_models``: each run's experiment model. (Not the run's wall time: a resumed run's
+    ``wall_time_s`` covers its last invocation only.)"""
     speeds = seconds_per_token(logged)
     per_run = []
     for metrics, default in zip(logged, default_models, strict=True):
@@ -66,7 +67,6 @@ def model_cost_frame(
         row: dict[str, Any] = {"pipeline": run.label, "seed": run.seed, "problems": count}
         for model in models:
             row[f"tokens/problem {model}"] = tokens.get(model, 0.0) / problems
-        row["wall_s/problem"] = metrics.get("wall_time_s", math.nan) / problems
         row["model_s/problem"] = sum(
             count * speeds.get(model, math.nan) for model, count in tokens.items()
         ) / problems
