@@ -19,6 +19,7 @@ scored here and go nowhere else. No LM cache is used and nothing is written to t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -55,10 +56,12 @@ class FixerCall:
 
 
 def failing_fixer_calls(home: Path, run_id: str, problems: dict[str, Any]) -> list[FixerCall]:
-    """The run's fixer calls whose input code fails the problem's hidden tests, in order."""
+    """The run's fixer calls whose input code fails the problem's hidden tests, in order; a request
+    made again (a later round after an echo asks the same) once, as its greedy reply is the same."""
     data = ViewerData(tracking_uri(home, None))
     runs = [r.run_id for r in data.runs() if r.parent_id == run_id] or [run_id]
-    calls = []
+    calls: list[FixerCall] = []
+    seen: set[str] = set()
     for child in runs:
         for result in data.problems(child):
             _, messages = data.problem(child, result.task_id)
@@ -70,8 +73,12 @@ def failing_fixer_calls(home: Path, run_id: str, problems: dict[str, Any]) -> li
                 problem = problems[result.task_id]
                 if score_code(problem, code, TIMEOUT_S)[1].passed:
                     continue
-                calls += [FixerCall(result.task_id, code, exchange["request"], exchange["settings"])
-                          for exchange in trace.get("exchanges") or [] if "settings" in exchange]
+                for exchange in trace.get("exchanges") or []:
+                    key = json.dumps([exchange["request"], exchange.get("settings")], sort_keys=True)
+                    if "settings" in exchange and key not in seen:
+                        seen.add(key)
+                        request, settings = exchange["request"], exchange["settings"]
+                        calls.append(FixerCall(result.task_id, code, request, settings))
     return calls
 
 
@@ -114,7 +121,8 @@ def main() -> None:
             print(f"{index}/{len(calls)} {call.task_id}", file=sys.stderr, flush=True)
     finally:
         server.stop()
-    print(f"{len(calls)} fixer requests on failing code, replayed on {args.model}:")
+    print(f"{len(calls)} distinct fixer requests on failing code "
+          f"({len({c.task_id for c in calls})} problems), replayed on {args.model}:")
     print(f"{'instruction':<12}{'echoes':>8}{'pass hidden tests':>19}")
     for variant, (echoes, passes) in tally.items():
         print(f"{variant:<12}{echoes:>8}{passes:>19}")

@@ -68,7 +68,7 @@ def model_cost_frame(
         for model in models:
             row[f"tokens/problem {model}"] = tokens.get(model, 0.0) / problems
         row["model_s/problem"] = sum(
-            count * speeds.get(model, math.nan) for model, count in tokens.items()
+            used * speeds.get(model, math.nan) for model, used in tokens.items()
         ) / problems
         rows.append(row)
     return pd.DataFrame(rows), speeds
