@@ -63,14 +63,14 @@ def _spec(api_base, *, parallel, concurrency, limit=2):
 
 def _tables(result):
     """Each pipeline's per-problem rows, without what is expected to differ between runs (wall
-    times, pool thread ids, how many calls the cache answered)."""
+    and model times, pool thread ids, how many calls the cache answered)."""
     tables = {}
     for child in result.children:
         rows = []
         for problem in child.results:
             row = problem.model_dump(exclude={"latency_s", "thread_id", "cached_lm_calls"})
             row["usage_by_role"] = {
-                role: {k: v for k, v in usage.items() if k != "latency_s"}
+                role: {k: v for k, v in usage.items() if k not in ("latency_s", "model_s")}
                 for role, usage in row["usage_by_role"].items()
             }
             rows.append(row)

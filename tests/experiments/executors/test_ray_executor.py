@@ -42,8 +42,8 @@ def _table(result) -> dict:
     for child in result.children:
         for r in child.results:
             row = r.model_dump(exclude=TIMING)
-            for usage in row["usage_by_role"].values():
-                del usage["latency_s"]
+            for usage in row["usage_by_role"].values():  # seconds: clocked, not behaviour
+                del usage["latency_s"], usage["model_s"]
             table[(child.pipeline, r.task_id)] = row
     return table
 
