@@ -5,8 +5,9 @@ import math
 
 import pandas as pd
 import pytest
+from support.critic_scripts import critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
-from support.role_responder import ScriptedProblems, review, role_responder
+from support.role_responder import role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
@@ -46,24 +47,10 @@ def test_a_model_whose_speed_was_never_measured_gets_no_model_time():
     assert math.isnan(frame.loc[0, "model_s/problem"])
 
 
-def _scripts(problems):
-    scripted = ScriptedProblems(problems)
-
-    def critic(text):
-        code = text.rsplit("[[ ## code ## ]]", 1)[-1]
-        return review("request_changes", "a placeholder") if "first draft" in code else review("approve")
-
-    return {
-        "coder": lambda text: {"code": scripted.problem_in(text).prompt + "    return 'first draft'\n"},
-        "critic": critic,
-        "fixer": lambda text: {"revised_code": scripted.solution(text)},
-    }
-
-
 def test_a_slower_critic_model_costs_more_per_token_and_a_replay_from_the_cache_costs_the_same(
     home, humaneval_problems, tmp_path
 ):
-    scripts = _scripts(humaneval_problems)
+    scripts = critic_loop_scripts(humaneval_problems)
     with FakeOpenAIServer(role_responder(scripts)) as main_lm, \
             FakeOpenAIServer(role_responder(scripts), delay_s=0.3) as critic_lm:
         roles = {"critic": {"model": "openai/critic-model", "api_base": critic_lm.api_base}}
@@ -95,7 +82,7 @@ def test_a_slower_critic_model_costs_more_per_token_and_a_replay_from_the_cache_
 
 
 def test_a_comparison_on_one_model_has_no_cost_section(home, humaneval_problems, tmp_path):
-    with FakeOpenAIServer(role_responder(_scripts(humaneval_problems))) as fake:
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
         pipelines = [{"name": "baseline"}, {"name": "critic_loop", "params": {"max_iterations": 2}}]
         result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=1), progress=False, compare=False)
     report = compare_runs(result.parent_run_id, home=home, n_resamples=99, log=False, out=tmp_path / "r")
