@@ -20,9 +20,10 @@ from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
 from eval.hub_datasets import HubSource, hub_location
 from experiments.serving.local_server import ServerChoice
+from experiments.serving.model_files import resolve_bundled
 from experiments.serving.speculation import Speculation
 from experiments.spec.files import format_validation_error
-from experiments.spec.pipeline import EndpointUrl, PipelineSpec
+from experiments.spec.pipeline import EndpointUrl, PipelineSpec, bundled_endpoint
 from pipelines.budget import budget_source
 from pipelines.params import SCHEDULING_ONLY, agents_in_flight
 
@@ -171,10 +172,26 @@ class ModelSpec(StrictModel):
     )
 
     @model_validator(mode="after")
+    def _endpoint_settings_need_an_endpoint(self) -> ModelSpec:
+        # A bundled model is served by the harness on a port of its own: an endpoint URL or key
+        # given beside it would be silently ignored.
+        if resolve_bundled(self.id) is None:
+            return self
+        if self.api_base is not None:
+            raise PydanticCustomError("api_base", "{message}", {"message": bundled_endpoint(self.id)})
+        if self.api_key_env is not None:
+            raise PydanticCustomError(
+                "api_key_env", "{message}",
+                {"message": f"api_key_env: '{self.id}' is a bundled model the harness serves itself "
+                            "and needs no key; it applies to a LiteLLM model (--model provider/NAME)"},
+            )
+        return self
+
+    @model_validator(mode="after")
     def _speculation_is_served_here(self) -> ModelSpec:
         # Only the server the harness starts can be told to speculate; an endpoint would silently
         # serve the run without it.
-        if self.speculative != "off" and (not self.id.startswith("local") or self.api_base):
+        if self.speculative != "off" and resolve_bundled(self.id) is None:
             raise PydanticCustomError(
                 "speculative", "{message}",
                 {"message": f"speculative '{self.speculative}' applies to the bundled models the "

@@ -28,16 +28,32 @@ from pipelines.params import PipelineParams
 from pipelines.registry import params_model, pipeline_roles, validate_params
 
 
-def _without_credentials(url: str | None) -> str | None:
-    """``user:password@`` in an endpoint URL would be printed in every message that names the
-    endpoint (and LiteLLM reads it as part of the host name)."""
-    if url is not None and "@" in urlsplit(url).netloc:
+def _endpoint_url(url: str | None) -> str | None:
+    """An endpoint is an http(s) URL with a host: anything else (``ftp://x``, ``localhost:8080``
+    without its scheme) would only fail at the first request, or be read as something else by
+    LiteLLM. ``user:password@`` in it would be printed in every message that names the endpoint
+    (and LiteLLM reads it as part of the host name)."""
+    if url is None:
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PydanticCustomError("api_base_url", "must be an http:// or https:// URL with a host, "
+                                  "e.g. http://127.0.0.1:8000/v1")
+    if "@" in parts.netloc:
         raise PydanticCustomError("api_base_credentials", "must not hold credentials (user:password@); "
                                   "give the key with api_key_env")
     return url
 
 
-EndpointUrl = Annotated[str | None, AfterValidator(_without_credentials)]
+EndpointUrl = Annotated[str | None, AfterValidator(_endpoint_url)]
+
+
+def bundled_endpoint(model: str) -> str:
+    """Why an endpoint URL is refused beside a bundled model: the harness serves that model on a
+    port of its own, so the URL would be ignored and the run would not be the endpoint's."""
+    return (f"api_base: '{model}' is a bundled model the harness serves itself, so the URL would be "
+            "ignored; to use an endpoint give its LiteLLM model string too (--model openai/NAME "
+            "--api-base URL)")
 
 
 class RoleSpec(BaseModel):
@@ -72,6 +88,8 @@ class RoleSpec(BaseModel):
         if self.api_base is not None and self.model is None:
             message = "api_base needs a model (the LiteLLM model string it serves)"
             raise PydanticCustomError("role_api_base", "{message}", {"message": message})
+        if self.api_base is not None and self.model is not None and resolve_bundled(self.model):
+            raise PydanticCustomError("role_api_base", "{message}", {"message": bundled_endpoint(self.model)})
         return self
 
 

@@ -143,7 +143,7 @@ def test_draft_speculation_is_for_the_bundled_1_5b_only():
 
 
 @pytest.mark.parametrize("model", [{"id": "openai/x", "speculative": "ngram"},
-                                   {"id": "local", "api_base": "http://h:1/v1", "speculative": "ngram"},
+                                   {"id": "openai/x", "api_base": "http://h:1/v1", "speculative": "ngram"},
                                    {"id": "openai/x", "speculative": "draft"}])
 def test_an_endpoint_is_not_told_to_speculate(model):
     """Only a server the harness starts can speculate; an endpoint would silently run without it."""

@@ -45,6 +45,20 @@ def _run_cli(capsys, *args):
             "name: x\nconcurrency: 8\npipelines: [{name: vote, params: {parallel_agents: 16}}]\n",
             "concurrency 8 × pipeline 'vote' params.parallel_agents 16 = 128 model calls at once; at most 64",
         ),
+        # an endpoint is an http(s) URL with a host; beside a bundled model (which the harness
+        # serves itself) an endpoint URL or key would be silently ignored
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {id: openai/x, api_base: 'ftp://h/v1'}\n",
+         "model.api_base: must be an http:// or https:// URL with a host"),
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {id: openai/x, api_base: 'localhost:8000'}\n",
+         "model.api_base: must be an http:// or https:// URL with a host"),
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {api_base: 'http://127.0.0.1:8000/v1'}\n",
+         "model: api_base: 'local' is a bundled model the harness serves itself, so the URL would "
+         "be ignored"),
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {id: local-1.5b, api_key_env: KEY}\n",
+         "model: api_key_env: 'local-1.5b' is a bundled model the harness serves itself"),
+        ("name: x\npipelines: [{name: critic_loop, roles: {critic: {model: local-1.5b, "
+         "api_base: 'http://127.0.0.1:8000/v1'}}}]\n",
+         "roles.critic: api_base: 'local-1.5b' is a bundled model the harness serves itself"),
         (
             "name: x\nexecution: {executor: ray}\npipelines: [{name: baseline, memory: {enabled: true}}]\n",
             "pipeline 'baseline': memory: a pipeline with memory solves its problems in order",
