@@ -16,7 +16,15 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
     canonical = row.optional_text("canonical_solution")
     # The trusted checker executes the prompt (for helpers the test uses) and then the test's
     # check(candidate): either failing to parse would end every sample as error/test_setup.
-    row.parsed("prompt", prompt, "is not valid Python (the checker runs it for its helpers)")
+    stub = row.parsed("prompt", prompt, "is not valid Python (the checker runs it for its helpers)")
+    # The coder completes the prompt's stub and the test calls entry_point: a row whose prompt
+    # defines another function would score every answer as a missing entry point.
+    if entry_point not in defined_functions(stub):
+        raise row.error("entry_point", f"('{entry_point}') names no function the prompt defines "
+                        f"(it defines: {', '.join(defined_functions(stub)) or 'none'})")
+    if canonical is not None:
+        row.parsed("canonical_solution", prompt + canonical,
+                   "does not complete the prompt into valid Python")
     tree = row.parsed("test", test)
     if "check" not in defined_functions(tree):
         raise row.error("test", "defines no function check(candidate)")

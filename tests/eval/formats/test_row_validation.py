@@ -29,6 +29,11 @@ def _rows(name):
         ("humaneval.jsonl", "entry_point", MISSING, "field 'entry_point' is missing"),
         ("humaneval.jsonl", "entry_point", "count words", "must be a Python function name"),
         ("humaneval.jsonl", "canonical_solution", 3, "field 'canonical_solution' must be text"),
+        # the test calls entry_point on the prompt's stub completed: another name fails every answer
+        ("humaneval.jsonl", "entry_point", "clamp",
+         "field 'entry_point' ('clamp') names no function the prompt defines (it defines: count_words)"),
+        ("humaneval.jsonl", "canonical_solution", "    return 1\n  oops\n",
+         "field 'canonical_solution' does not complete the prompt into valid Python"),
         ("mbpp.jsonl", "test_list", [], "field 'test_list' is empty"),
         ("mbpp.jsonl", "test_list", "assert f(1) == 1", "field 'test_list' must be a list of text, not str"),
         ("mbpp.jsonl", "test_list", [3], "field 'test_list' item 1 must be text, not a number (3)"),
