@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from eval.results import ProblemResult, ResolvedParams, results_table
 from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
+from experiments.child_runs import RunsStopped, run_children
 from experiments.controls import marked_label
 from experiments.executors.factory import open_executor
 from experiments.executors.job import Executor, SolveJob
@@ -44,7 +46,7 @@ from experiments.tracking.store import (
     tracking_uri,
 )
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed
-from pipelines.budget import TokenBudgetParams
+from pipelines.budget import TokenBudgetParams, budget_source
 from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
 from pipelines.memory.bank import memory_dir
 from pipelines.params import PipelineParams
@@ -210,6 +212,7 @@ class _ChildContext:
     pool: MessagePool
     executor: Executor
     show_progress: bool
+    stop: threading.Event  # set when another child failed or the run was stopped (parallel_runs)
 
 
 def _run_child(
@@ -273,6 +276,8 @@ def _run_child(
                     store.append(result)
                     done[result.task_id] = result
                     bar.update(result)
+                    if ctx.stop.is_set():  # another child failed, or the run was stopped
+                        raise RunsStopped(f"{label} seed {seed}: stopped with the run")
             if tracer is not None:
                 tracer.close()  # every trace stored before the run is marked finished
     except BaseException:
@@ -398,11 +403,15 @@ def _run_experiment(
                 spec=spec, problems=problems, home=home, tracker=tracker, store=store, parent_id=parent_id,
                 siblings=tracker.runs_tagged({PARENT_TAG: parent_id}), lazy_lm=lazy_lm,
                 role_models=role_models, pool=pool, executor=executor, show_progress=progress,
+                stop=threading.Event(),
             )
             try:
-                for pipeline_spec in spec.pipelines:
-                    for seed in spec.seeds:
-                        result.children.append(_run_child(ctx, pipeline_spec, seed, result.children))
+                result.children = run_children(
+                    lambda child, finished: _run_child(ctx, child[0], child[1], finished),
+                    [(pipeline_spec, seed) for pipeline_spec in spec.pipelines for seed in spec.seeds],
+                    at_once=spec.parallel_runs, stop=ctx.stop,
+                    waits_for_earlier=lambda child: budget_source(child[0].params) is not None,
+                )
             except BaseException:
                 tracker.kill_open_runs()  # the parent, and a child caught before it could finish
                 raise

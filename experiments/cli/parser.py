@@ -47,6 +47,9 @@ def _add_run(commands: Any) -> None:
                      "(default: the spec's dataset.split, else all); applied before --task-ids and --limit")
     run.add_argument("--seeds", type=comma_separated_ints, help="comma-separated seeds")
     run.add_argument("--concurrency", type=int, help="problems solved at once")
+    run.add_argument("--parallel-runs", type=int, metavar="N",
+                     help="child runs (pipeline × seed) solved at once, e.g. for pipelines with memory, "
+                     "which solve their problems one at a time (default: the spec's parallel_runs, else 1)")
     run.add_argument("--ray", metavar="ADDRESS",
                      help="solve on a Ray cluster: 'auto', host:6379 or ray://host:10001")
     run.add_argument("--request-timeout", type=request_timeout, metavar="S",

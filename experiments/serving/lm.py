@@ -11,15 +11,21 @@ What the cache never keeps: a reply with no text (a protocol failure or a stalle
 reply the role that asked for it could not use — unparsable, or no code where code was asked
 for: :func:`pipelines.role_call.call_role` has it forgotten, so a later run asks again. With
 ``refresh`` (``--no-cache``) nothing is read and every answer replaces the one cached before.
+
+One request per key at a time: a call asking what another call (of this LM or a copy) is asking
+right now waits for that answer, so identical requests made at once — two child runs' first
+problems under ``parallel_runs`` — get one answer from the model, as one after another would.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +85,7 @@ class HarnessLM(dspy.LM):
         # for an endpoint given by its URL.
         self.served_by: dict[str, str] = {}
         self._store = _SharedCache(cache_dir)
+        self._flights = _Flights()
 
     def _settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The request's settings that can change its reply (temperature, seed, max_tokens …)."""
@@ -105,7 +112,14 @@ class HarnessLM(dspy.LM):
             # An explicit dspy.lm15.Request: not a call this harness makes; pass it through.
             return super().__call__(prompt, messages=messages, **kwargs)
         store = self._store.get() if use_cache else None
-        key = self._key(prompt, messages, kwargs) if store is not None else ""
+        if store is None:
+            return self._answer(prompt, messages, kwargs, None, "")
+        key = self._key(prompt, messages, kwargs)
+        with self._flights.one(key):
+            return self._answer(prompt, messages, kwargs, store, key)
+
+    def _answer(self, prompt: Any, messages: Any, kwargs: dict[str, Any], store: Any, key: str) -> Any:
+        """The cached answer to the request (``store`` None: no cache), else the model's."""
         entry = store.get(key) if store is not None and not self.refresh else None
         meter = current_meter()
         forget = functools.partial(store.delete, key) if store is not None else None
@@ -185,6 +199,40 @@ class HarnessLM(dspy.LM):
     def close(self) -> None:
         self._store.close()
         super().close()
+
+
+class _Flights:
+    """A lock per cache key in use, shared by an LM and its copies (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # key -> (its lock, the callers holding or waiting for it)
+        self._keys: dict[str, tuple[threading.Lock, int]] = {}
+
+    @contextlib.contextmanager
+    def one(self, key: str) -> Iterator[None]:
+        with self._lock:
+            lock, callers = self._keys.get(key, (threading.Lock(), 0))
+            self._keys[key] = (lock, callers + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._lock:
+                lock, callers = self._keys[key]
+                if callers == 1:
+                    del self._keys[key]
+                else:
+                    self._keys[key] = (lock, callers - 1)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Flights:
+        return self  # copies (per seed, per sample) wait for each other's identical requests
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # locks do not travel: a pickled LM (a Ray worker's) gets its own
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
 
 
 class _SharedCache:

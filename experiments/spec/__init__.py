@@ -324,6 +324,15 @@ class ExperimentSpec(StrictModel):
         "once (llama-cpp-python one), so a local run gains from a few problems in flight, a remote "
         "endpoint from more. Results do not depend on it: the same requests are sent and cached.",
     )
+    parallel_runs: int = Field(
+        default=1, ge=1, le=MAX_CONCURRENCY,
+        description="Child runs (pipeline × seed) solved at once, each with up to `concurrency` "
+        "problems in flight. Pays where a child keeps the server's slots idle: a pipeline with "
+        "memory solves its problems one at a time, in order. Children stay independent (their own "
+        "runs, checkpoints, order and memory), so results do not depend on it; a child with "
+        "`token_budget_from` starts once every child listed before it has finished. Local "
+        "executor only.",
+    )
 
     @field_validator("pipelines")
     @classmethod
@@ -378,16 +387,31 @@ class ExperimentSpec(StrictModel):
 
     @model_validator(mode="after")
     def _bounded_calls_in_flight(self) -> ExperimentSpec:
-        """Each problem in flight may have its pipeline's ``parallel_agents`` calls in flight."""
+        """Each problem in flight may have its pipeline's ``parallel_agents`` calls in flight, in
+        each of ``parallel_runs`` children."""
+        runs = f"parallel_runs {self.parallel_runs} × " if self.parallel_runs > 1 else ""
         for pipeline in self.pipelines:
             parallel = agents_in_flight(pipeline.params)
-            if self.concurrency * parallel > MAX_CONCURRENCY:
+            calls = self.parallel_runs * self.concurrency * parallel
+            if calls > MAX_CONCURRENCY:
                 message = (
-                    f"concurrency {self.concurrency} × pipeline '{pipeline.display_name}' "
-                    f"params.parallel_agents {parallel} = {self.concurrency * parallel} model calls "
-                    f"at once; at most {MAX_CONCURRENCY}"
+                    f"{runs}concurrency {self.concurrency} × pipeline '{pipeline.display_name}' "
+                    f"params.parallel_agents {parallel} = {calls} model calls at once; at most "
+                    f"{MAX_CONCURRENCY}"
                 )
                 raise PydanticCustomError("calls_in_flight", "{message}", {"message": message})
+        return self
+
+    @model_validator(mode="after")
+    def _parallel_runs_here(self) -> ExperimentSpec:
+        # A cluster spreads each run's problems over its nodes already; the Ray executor is
+        # driven by one run at a time (not built, and not tested, for several at once).
+        if self.parallel_runs > 1 and self.execution.executor == "ray":
+            raise PydanticCustomError(
+                "parallel_runs", "{message}",
+                {"message": f"parallel_runs {self.parallel_runs} needs execution.executor local (a Ray "
+                            "cluster spreads each run's problems over its nodes instead)"},
+            )
         return self
 
     def prompts_of(self, pipeline: PipelineSpec) -> str | None:

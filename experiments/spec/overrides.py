@@ -74,6 +74,9 @@ class RunOverrides(BaseModel):
     concurrency: Annotated[int | None, _Replaces(("concurrency",))] = Field(
         default=None, description="concurrency: problems solved at once."
     )
+    parallel_runs: Annotated[int | None, _Replaces(("parallel_runs",))] = Field(
+        default=None, description="parallel_runs: child runs (pipeline × seed) solved at once."
+    )
     prompts: Annotated[str | Path | None, _Replaces(("prompts",))] = Field(
         default=None, description="prompts: exported prompts loaded into every pipeline."
     )

@@ -50,6 +50,7 @@ def _cases(tmp_path, api_base: str) -> dict[tuple[str, str], tuple[list[str], st
         ("run", "split"): ([*run, "--split", "half"], "argument --split"),
         ("run", "seeds"): ([*run, "--seeds", "1,x"], "--seeds"),
         ("run", "concurrency"): ([*run, "--concurrency", "0"], "--concurrency 0"),
+        ("run", "parallel_runs"): ([*run, "--parallel-runs", "0"], "--parallel-runs 0"),
         ("run", "ray"): ([*run, "--ray", "bogus"], "bogus"),
         ("run", "request_timeout"): ([*run, "--request-timeout", "nan"],
                                     "argument --request-timeout: must be above 0 and at most 3600 seconds, "
