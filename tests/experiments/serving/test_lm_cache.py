@@ -38,6 +38,35 @@ def test_other_endpoint_identity_does_not_share_entries(tmp_path):
         assert fake.completions == 3
 
 
+def test_the_same_request_made_at_once_is_asked_once(tmp_path):
+    """Two copies (two runs' first problems) asking the same thing together: the second waits for
+    the first's answer and replays it; a different request does not wait."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    def slow(messages):
+        time.sleep(0.3)
+        return f"reply to {messages[-1]['content']}"
+
+    with FakeOpenAIServer(slow) as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        copies = [lm.copy() for _ in range(3)]
+        barrier = threading.Barrier(4)
+
+        def ask(args):
+            model, text = args
+            barrier.wait()
+            return model(text)
+
+        with ThreadPoolExecutor(4) as pool:
+            replies = list(pool.map(ask, [(copies[0], "hi"), (copies[1], "hi"), (copies[2], "hi"),
+                                          (lm, "other")]))
+        assert replies == [["reply to hi"]] * 3 + [["reply to other"]]
+        assert fake.completions == 2
+        assert fake.max_in_flight == 2  # "other" did not wait behind "hi"
+
+
 def test_cache_false_bypasses(tmp_path):
     with FakeOpenAIServer(lambda messages: "reply") as fake:
         lm = _lm(fake, tmp_path, "endpoint-a")
