@@ -29,6 +29,7 @@ from eval.datasets import HUMANEVAL
 from eval.held_out import SplitName
 from eval.results import ProblemResult, ResolvedParams
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
+from experiments.memory_run import memory_of
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import model_cache_dir
 from experiments.runner import load_inputs
@@ -79,6 +80,11 @@ class Estimate(BaseModel):
     parallel: int = Field(description="Problems assumed to run at once (the wall-time divisor).")
     parallel_reason: str
     pipelines: list[PipelineEstimate]
+    in_order: list[str] = Field(
+        default_factory=list,
+        description="Pipelines with memory: one problem at a time, so their wall time is not divided.",
+    )
+    parallel_runs: int = Field(default=1, description="Child runs at once (the spec's parallel_runs).")
 
     @property
     def unknown(self) -> list[str]:
@@ -132,6 +138,13 @@ class Estimate(BaseModel):
             "Problems already checkpointed cost nothing and are not counted. Calls and tokens count as a "
             "run counts them, LM-cache hits included (they cost no model time).",
         ]
+        if self.in_order:
+            lines.append(f"{', '.join(self.in_order)}: memory solves one problem at a time, in order, so "
+                         "their wall time is seconds per problem × problems to do.")
+        if self.parallel_runs > 1:
+            lines.append(f"parallel_runs {self.parallel_runs}: runs overlap, so the whole takes less than "
+                         "the total wall time, which adds the runs up (by how much depends on the "
+                         "server's spare capacity).")
         return "\n".join(lines)
 
 
@@ -305,6 +318,8 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
         label = pipeline_spec.display_name
         results = history.get(store.pipeline_cost_keys[label], [])
         source_label = budget_source(pipeline_spec.params)
+        # A run with memory solves its problems one at a time whatever the concurrency.
+        at_once = 1 if memory_of(pipeline_spec) else parallel
         for seed in spec.seeds:
             done_rows, measured_budget[(label, seed)] = _checkpointed(
                 store, label, seed, wanted, source_label, measured_budget
@@ -315,7 +330,7 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
                 pending=len(wanted) - done, source="unknown", basis="",
             )
             if results:
-                _measured(row, results, parallel)
+                _measured(row, results, at_once)
             # Loaded prompts change every call's size, role models and temperatures its answers.
             elif spec.prompts_of(pipeline_spec) is None and not pipeline_spec.roles:
                 budget = token_budget(pipeline_spec.params)
@@ -323,7 +338,7 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
                     known = per_problem.get((source_label, seed))
                     budget = known.prompt_tokens + known.completion_tokens if known else None
                 if source_label is None or budget is not None:
-                    _shipped(row, spec, identity, pipeline_spec.params, budget, parallel, server)
+                    _shipped(row, spec, identity, pipeline_spec.params, budget, at_once, server)
                 else:
                     row.basis = (
                         f"unknown: its token budget comes from '{source_label}', whose cost is unknown"
@@ -338,5 +353,6 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     model = identity.resolved + (f" at {identity.api_base}" if identity.api_base else "")
     return Estimate(
         experiment=spec.name, model=model, split=spec.dataset.split, parallel=parallel,
-        parallel_reason=reason, pipelines=rows,
+        parallel_reason=reason, pipelines=rows, parallel_runs=spec.parallel_runs,
+        in_order=[p.display_name for p in spec.pipelines if memory_of(p)],
     )

@@ -216,3 +216,22 @@ def test_a_budgeted_pipeline_counts_as_done_only_under_the_budget_it_would_resol
         run(spec(fake.api_base, 2), progress=False, compare=False)
         assert done(fake.api_base, 2) == [("baseline", 2), ("vote", 2)]
         assert done(fake.api_base, 1) == [("baseline", 1), ("vote", 1)]  # the first run's budget
+
+
+def test_a_pipeline_with_memory_is_timed_one_problem_at_a_time(home, humaneval_problems):
+    """Memory solves its problems in order, one at a time: its wall time is not divided by the
+    concurrency (it was, so an estimate of a memory experiment came out 4× too short)."""
+    memory = {"enabled": True, "approval": "auto", "store": "estimate_memory", "reflect": False}
+    pipelines = [{"name": "baseline"}, {"name": "baseline", "label": "baseline+memory", "memory": memory}]
+    with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
+        spec = fake_spec(fake.api_base, pipelines=pipelines, limit=4, pool={"persist": False},
+                         parallel_runs=2)
+        result = run(spec, progress=False, compare=False)
+        found = estimate({**spec, "dataset": {**spec["dataset"], "limit": 8}}, home=home)
+    for child, row, divisor in zip(result.children, found.pipelines, (4, 1), strict=True):
+        seconds = [r.latency_s for r in child.results if r.cached_lm_calls < r.lm_calls]
+        assert row.wall_s.expected == pytest.approx(4 * statistics.fmean(seconds) / divisor)
+    assert found.in_order == ["baseline+memory"] and found.parallel_runs == 2
+    table = found.table()
+    assert "baseline+memory: memory solves one problem at a time" in table
+    assert "parallel_runs 2: runs overlap" in table
