@@ -213,6 +213,9 @@ class _ChildContext:
     executor: Executor
     show_progress: bool
     stop: threading.Event  # set when another child failed or the run was stopped (parallel_runs)
+    # Chroma keeps one client per store directory in a process, made and dropped without a lock of
+    # its own: children running at once open and close their memory banks one at a time.
+    banks_lock: threading.Lock
 
 
 def _run_child(
@@ -246,7 +249,8 @@ def _run_child(
         tracker.set_tags(run_id, {CONTROL_TAG: control})
     pipeline = make_pipeline(pipeline_spec.name, params, spec.prompts_of(pipeline_spec), tracker.uri)
     memory = memory_of(pipeline_spec)
-    bank = open_bank(ctx.home, memory, spec.pool.chroma_url) if memory else None
+    with ctx.banks_lock:
+        bank = open_bank(ctx.home, memory, spec.pool.chroma_url) if memory else None
     if memory and bank:
         pipeline = with_memory(pipeline, bank, memory, run_id)
     bar = ProgressBar(f"{marked_label(label, control)} seed={seed}", total=len(problems),
@@ -283,7 +287,8 @@ def _run_child(
     except BaseException:
         bar.close()
         if bank:
-            bank.close()
+            with ctx.banks_lock:
+                bank.close()
         tracker.finish(run_id, "KILLED")
         raise
     bar.close()
@@ -295,8 +300,11 @@ def _run_child(
     metrics.update(usage_by_model(results, models_by_role(pipeline_spec), spec.model.id))
     metrics["wall_time_s"] = time.monotonic() - start
     if memory and bank:
-        with bank:
+        try:
             memory_values, blocks = memory_metrics(bank, memory, run_id, results)
+        finally:
+            with ctx.banks_lock:
+                bank.close()
         metrics.update(memory_values)
         tracker.log_text(run_id, json.dumps(blocks, indent=1), "memory_error_blocks.json")
     tracker.log_metrics(run_id, metrics, only_changed=True)
@@ -403,7 +411,7 @@ def _run_experiment(
                 spec=spec, problems=problems, home=home, tracker=tracker, store=store, parent_id=parent_id,
                 siblings=tracker.runs_tagged({PARENT_TAG: parent_id}), lazy_lm=lazy_lm,
                 role_models=role_models, pool=pool, executor=executor, show_progress=progress,
-                stop=threading.Event(),
+                stop=threading.Event(), banks_lock=threading.Lock(),
             )
             try:
                 result.children = run_children(

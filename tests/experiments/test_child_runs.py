@@ -225,3 +225,17 @@ def test_a_child_measured_from_another_gets_the_same_budget_at_once(
         budgets[parallel_runs] = [(c.pipeline, c.seed, c.results[0].resolved_params) for c in result.children]
     assert budgets[4] == budgets[1]
     assert all(resolved.token_budget for label, _, resolved in budgets[1] if label == "vote")
+
+
+def test_memory_runs_starting_together_each_open_their_store(tmp_path, monkeypatch, humaneval_problems):
+    """Chroma makes its per-directory client without a lock: six memory runs opening the store at
+    the same moment failed with "Could not connect to tenant" until opening was serialised."""
+    monkeypatch.setenv("CRITIQUELAB_HOME", str(tmp_path / "home"))
+    memory = {"enabled": True, "approval": "auto", "store": "together", "reflect": False}
+    pipelines = [{"name": "baseline", "label": "a", "memory": memory},
+                 {"name": "baseline", "label": "b", "memory": memory}]
+    with FakeOpenAIServer(role_responder(_memory_scripts(humaneval_problems))) as fake:
+        result = run(fake_spec(fake.api_base, pipelines=pipelines, limit=1, seeds=[0, 1, 2],
+                               parallel_runs=6, pool={"persist": False}), progress=False, compare=False)
+    assert [(c.pipeline, c.seed, len(c.results)) for c in result.children] == [
+        (label, seed, 1) for label in ("a", "b") for seed in (0, 1, 2)]
