@@ -314,12 +314,13 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     rows: list[PipelineEstimate] = []
     per_problem: dict[tuple[str, int], PerProblem | None] = {}
     measured_budget: dict[tuple[str, int], float | None] = {}  # what token_budget_from would resolve
+    # A run with memory solves its problems one at a time whatever the concurrency.
+    in_order = [p.display_name for p in spec.pipelines if memory_of(p)]
     for pipeline_spec in spec.pipelines:
         label = pipeline_spec.display_name
         results = history.get(store.pipeline_cost_keys[label], [])
         source_label = budget_source(pipeline_spec.params)
-        # A run with memory solves its problems one at a time whatever the concurrency.
-        at_once = 1 if memory_of(pipeline_spec) else parallel
+        at_once = 1 if label in in_order else parallel
         for seed in spec.seeds:
             done_rows, measured_budget[(label, seed)] = _checkpointed(
                 store, label, seed, wanted, source_label, measured_budget
@@ -354,5 +355,5 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     return Estimate(
         experiment=spec.name, model=model, split=spec.dataset.split, parallel=parallel,
         parallel_reason=reason, pipelines=rows, parallel_runs=spec.parallel_runs,
-        in_order=[p.display_name for p in spec.pipelines if memory_of(p)],
+        in_order=in_order,
     )
