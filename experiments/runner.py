@@ -15,7 +15,6 @@ from core.errors import UserError
 from eval.datasets import load_problems
 from eval.problems import Problem
 from eval.results import ProblemResult, ResolvedParams, results_table
-from eval.scoring import NO_CODE
 from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
 from experiments.child_runs import RunsStopped, run_children
@@ -32,7 +31,9 @@ from experiments.memory_run import (
 )
 from experiments.paths import data_dir as default_data_dir
 from experiments.progress import ProgressBar
-from experiments.serving.provision import CacheUse, ModelIdentity, resolve_model, serve_model
+from experiments.run_warnings import no_code_warnings, speculation_warnings
+from experiments.serving.lazy_lm import LazyLM
+from experiments.serving.provision import resolve_model
 from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
 from experiments.spec import ExperimentSpec
 from experiments.spec.pipeline import PipelineSpec
@@ -129,31 +130,6 @@ def load_inputs(spec: ExperimentSpec, registry_uri: str) -> list[Problem]:
     return problems
 
 
-class _LazyLM:
-    """Starts the model (server) only when a problem actually needs it, so re-running a
-    finished experiment neither starts a server nor makes an LM call."""
-
-    def __init__(self, identity: ModelIdentity, spec: ExperimentSpec, home: Path, cache: bool):
-        self._args = (identity, spec.model, home)
-        self._cache = cache
-        self._stack = contextlib.ExitStack()
-        self._lm: Any = None
-
-    def get(self) -> Any:
-        if self._lm is None:
-            identity, model, home = self._args
-            use: CacheUse = "use" if self._cache else "refresh"
-            self._lm = self._stack.enter_context(serve_model(identity, model, home, cache=use))
-        return self._lm
-
-    def served_by(self) -> dict[str, str]:
-        """What serves the model (empty until it is started)."""
-        return dict(self._lm.served_by) if self._lm is not None else {}
-
-    def close(self) -> None:
-        self._stack.close()
-
-
 def _resolve_params(
     spec: PipelineSpec, seed: int, finished: list[ChildRun]
 ) -> tuple[PipelineParams, ResolvedParams]:
@@ -171,31 +147,6 @@ def _resolve_params(
     return params.with_measured_budget(budget), ResolvedParams(token_budget=budget)
 
 
-def _no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
-    """Empty or prose-only replies usually mean a broken endpoint, not a weak model: they are
-    reported (on screen and on the run) rather than passing as ordinary failures."""
-    count = sum(r.reason == NO_CODE for r in results)
-    if not count:
-        return []
-    return [
-        f"{label} seed {seed}: {count} of {len(results)} problems got no code from the model (empty "
-        "or prose-only replies); if the endpoint was at fault, fix it and run again with --fresh "
-        "(replies without code are not kept in the LM cache, so the model is asked again)"
-    ]
-
-
-def _speculation_warnings(spec: ExperimentSpec, label: str, seed: int) -> list[str]:
-    """Speculative decoding can change a greedy reply (a near-tie flipped by the draft check's
-    batch, measured in the README): a run served so is not the same measurement as one without."""
-    if spec.model.speculative == "off":
-        return []
-    return [
-        f"{label} seed {seed}: served with model.speculative '{spec.model.speculative}': some greedy "
-        "replies differ from an unspeculated server's (as with batching; README, Models), so "
-        "compare it with runs served the same way or replayed from the same LM cache"
-    ]
-
-
 @dataclass(frozen=True)
 class _ChildContext:
     """What every child run (pipeline × seed) of one experiment shares."""
@@ -207,7 +158,7 @@ class _ChildContext:
     store: CheckpointStore
     parent_id: str
     siblings: list[Any]  # the parent's child runs logged before (a resumed run reopens them)
-    lazy_lm: _LazyLM
+    lazy_lm: LazyLM
     role_models: RoleModels
     pool: MessagePool
     executor: Executor
@@ -235,7 +186,7 @@ def _run_child(
         if logged.data.tags.get(RESULTS_TAG) == results_digest(results):
             metrics = {**summarize(results, outcome_model(pipeline_spec.name).run_metrics),
                        "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
-            warnings = _no_code_warnings(label, seed, results) + _speculation_warnings(spec, label, seed)
+            warnings = no_code_warnings(label, seed, results) + speculation_warnings(spec, label, seed)
             return ChildRun(label, seed, run_id, results, metrics, warnings, control)  # left as it was
     if logged is not None:
         tracker.reopen(run_id)
@@ -313,7 +264,7 @@ def _run_child(
     # that solved them.
     messages = [m for r in results if r.thread_id for m in pool.history(thread_id=r.thread_id)]
     tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
-    warnings = _no_code_warnings(label, seed, results) + _speculation_warnings(spec, label, seed)
+    warnings = no_code_warnings(label, seed, results) + speculation_warnings(spec, label, seed)
     if warnings:
         tracker.set_tags(run_id, {"critiquelab.warnings": "\n".join(warnings)})
     # Last: the digest says "everything above is logged", so a kill before it relogs on resume.
@@ -374,7 +325,7 @@ def _run_experiment(
     store = checkpoint_store(spec, identity, key, home, fingerprints)
     role_models = RoleModels(spec, home, cache)
     with (
-        contextlib.closing(_LazyLM(identity, spec, home, cache)) as lazy_lm,
+        contextlib.closing(LazyLM(identity, spec, home, cache)) as lazy_lm,
         contextlib.closing(role_models),
         contextlib.closing(open_executor(spec, home)) as executor,
     ):

@@ -24,6 +24,7 @@ from experiments.serving.model_files import resolve_bundled
 from experiments.serving.speculation import Speculation
 from experiments.spec.files import format_validation_error
 from experiments.spec.pipeline import EndpointUrl, PipelineSpec, bundled_endpoint
+from experiments.tracking.uris import USE, tracking_uri_problem
 from pipelines.budget import budget_source
 from pipelines.params import SCHEDULING_ONLY, agents_in_flight
 
@@ -101,6 +102,10 @@ class DatasetSpec(StrictModel):
         if not task_ids:  # only when written (defaults are not validated): [] would mean every problem
             raise PydanticCustomError("empty_task_ids",
                                       "must name at least one problem (leave it out for all)")
+        repeated = sorted({t for t in task_ids if task_ids.count(t) > 1})
+        if repeated:  # not dropped quietly: the researcher may have meant another problem
+            raise PydanticCustomError("repeated_task_ids", "{ids} given more than once",
+                                      {"ids": ", ".join(repeated[:3])})
         return task_ids
 
     @model_validator(mode="after")
@@ -238,6 +243,15 @@ class TrackingSpec(StrictModel):
         "every message) linked to its run: the Traces tab of `critiquelab ui`, and what `critiquelab view` "
         "reads while a run is in progress.",
     )
+
+    @field_validator("uri")
+    @classmethod
+    def _a_store_mlflow_has(cls, uri: str | None) -> str | None:
+        problem = tracking_uri_problem(uri) if uri else None
+        if problem:
+            raise PydanticCustomError("tracking_uri", "'{uri}': {problem}; {use}",
+                                      {"uri": uri, "problem": problem, "use": USE})
+        return uri
 
 
 class ExecutionSpec(StrictModel):

@@ -127,6 +127,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):  # `? [a, b]`: no setting has such a name
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a key that is a list or mapping (keys are names)", key_node.start_mark)
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(

@@ -15,6 +15,7 @@ from typing import Any
 
 from core.errors import ServiceError, UserError
 from experiments.paths import path_segment
+from experiments.tracking.uris import USE, tracking_uri_problem
 
 PARENT_TAG = "mlflow.parentRunId"
 CHILD_TAG = "critiquelab.child"  # "<label>/seed=<n>": set when a child run is created
@@ -28,7 +29,15 @@ _BATCH = 100  # MLflow's limit on params per log_batch call
 def tracking_uri(data_dir: Path, explicit: str | None = None) -> str:
     """Where runs are logged: ``explicit`` (a spec's ``tracking.uri``), else
     ``$MLFLOW_TRACKING_URI`` (a team's tracking server), else SQLite under the data directory."""
-    return explicit or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{data_dir / 'mlflow.db'}"
+    if explicit:
+        return explicit  # checked with the spec
+    from_env = os.environ.get("MLFLOW_TRACKING_URI")
+    if from_env:
+        problem = tracking_uri_problem(from_env)
+        if problem:
+            raise UserError(f"$MLFLOW_TRACKING_URI '{from_env}': {problem}; {USE}")
+        return from_env
+    return f"sqlite:///{data_dir / 'mlflow.db'}"
 
 
 def is_server(uri: str) -> bool:

@@ -63,6 +63,17 @@ BAD = {  # name: (spec text, extra arguments after `run SPEC`, what the line mus
                                          [], "pipelines.0.label: String should have at most 100 characters"),
     "no task ids": (GOOD + "dataset: {task_ids: []}\n", [],
                     "dataset.task_ids: must name at least one problem"),
+    "a list as a key": (GOOD + "? [a, b]\n: 1\n", [], "a key that is a list or mapping (keys are names)"),
+    "a mapping as a nested key": ("name: x\npipelines: [{name: baseline, params: {? {a: 1} : 2}}]\n", [],
+                                  "a key that is a list or mapping"),
+    "a task id twice": (GOOD + "dataset: {task_ids: [HumanEval/0, HumanEval/0]}\n", [],
+                        "dataset.task_ids: HumanEval/0 given more than once"),
+    "a task id twice on the command line": (GOOD, ["--task-ids", "HumanEval/1,HumanEval/1"],
+                                            "HumanEval/1 given more than once"),
+    "a tracking URI MLflow has no store for": (GOOD + "tracking: {uri: 'ftp://x'}\n", [],
+                                                "tracking.uri: 'ftp://x': MLflow has no tracking store for "
+                                                "scheme 'ftp'"),
+    "a tracking URI that is a path": (GOOD + "tracking: {uri: mlruns}\n", [], "MLflow's file store"),
     "an empty dataset source": (GOOD + "dataset: {source: ''}\n", [], "dataset.source: must not be empty"),
     "nested too deeply": ("name: " + "[" * 5000 + "]" * 5000 + "\n", [], "malformed YAML: nested too deeply"),
 }
@@ -84,6 +95,18 @@ def test_bad_run_input_is_one_line_exit_2_nothing_written(case, tmp_path, home, 
     assert code == 2, err
     (line,) = err.strip().splitlines()
     assert line.startswith("critiquelab: error: ") and expected in line, line
+    assert not home.exists()
+
+
+@pytest.mark.parametrize("verb", [["run", "SPEC"], ["run", "SPEC", "--estimate"], ["compare", "some-run"]])
+def test_a_bad_tracking_uri_from_the_environment_is_one_line(verb, tmp_path, home, capsys, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "ftp://tracking")
+    args = [_spec(tmp_path, GOOD) if a == "SPEC" else a for a in verb]
+    assert main(["--home", str(home), *args]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == ("critiquelab: error: $MLFLOW_TRACKING_URI 'ftp://tracking': MLflow has no tracking "
+                    "store for scheme 'ftp'; use sqlite:///PATH, http(s)://HOST[:PORT] (a tracking "
+                    "server), databricks or a database URL")
     assert not home.exists()
 
 

@@ -153,11 +153,11 @@ def test_an_endpoint_is_not_told_to_speculate(model):
 
 
 def test_a_speculating_run_says_so_on_screen_and_on_the_run():
-    from experiments.runner import _speculation_warnings
+    from experiments.run_warnings import speculation_warnings
 
     def warnings(model: dict) -> list[str]:
         spec = parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "model": model})
-        return _speculation_warnings(spec, "baseline", 0)
+        return speculation_warnings(spec, "baseline", 0)
 
     assert warnings({}) == []
     (line,) = warnings({"speculative": "ngram"})

@@ -1,0 +1,33 @@
+"""Warnings a child run carries (on screen and tagged on its MLflow run): what may make its
+numbers misleading although nothing failed."""
+
+from __future__ import annotations
+
+from eval.results import ProblemResult
+from eval.scoring import NO_CODE
+from experiments.spec import ExperimentSpec
+
+
+def no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
+    """Empty or prose-only replies usually mean a broken endpoint, not a weak model: they are
+    reported (on screen and on the run) rather than passing as ordinary failures."""
+    count = sum(r.reason == NO_CODE for r in results)
+    if not count:
+        return []
+    return [
+        f"{label} seed {seed}: {count} of {len(results)} problems got no code from the model (empty "
+        "or prose-only replies); if the endpoint was at fault, fix it and run again with --fresh "
+        "(replies without code are not kept in the LM cache, so the model is asked again)"
+    ]
+
+
+def speculation_warnings(spec: ExperimentSpec, label: str, seed: int) -> list[str]:
+    """Speculative decoding can change a greedy reply (a near-tie flipped by the draft check's
+    batch, measured in the README): a run served so is not the same measurement as one without."""
+    if spec.model.speculative == "off":
+        return []
+    return [
+        f"{label} seed {seed}: served with model.speculative '{spec.model.speculative}': some greedy "
+        "replies differ from an unspeculated server's (as with batching; README, Models), so "
+        "compare it with runs served the same way or replayed from the same LM cache"
+    ]

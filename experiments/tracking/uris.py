@@ -1,0 +1,36 @@
+"""Which MLflow tracking URIs a run can log to, checked before anything starts: MLflow itself
+finds out only when the first run is created (a traceback, with the data directory's locks
+already taken)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+# SQLAlchemy dialects MLflow's SQL store takes (a driver may follow: postgresql+psycopg2).
+_DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
+USE = "use sqlite:///PATH, http(s)://HOST[:PORT] (a tracking server), databricks or a database URL"
+
+
+def tracking_uri_problem(uri: str) -> str | None:
+    """Why ``uri`` cannot hold this harness's runs, or None when it can."""
+    if uri == "databricks":
+        return None
+    scheme = uri.split(":", 1)[0].lower() if ":" in uri else ""
+    if scheme in ("http", "https"):
+        try:
+            parts = urlsplit(uri)
+            parts.port  # noqa: B018 - raises on a port out of range or not a number
+        except ValueError as exc:
+            return f"not a usable URL ({exc})"
+        if not parts.hostname or any(c.isspace() for c in uri):
+            return "not a usable URL (no host, or a space in it)"
+        return None
+    if scheme == "databricks":
+        return None
+    if scheme.split("+", 1)[0] in _DATABASES:
+        if scheme == "sqlite" and not uri.startswith("sqlite:///"):
+            return "a SQLite URI is sqlite:///PATH (three slashes, then the file)"
+        return None
+    if scheme in ("", "file") or len(scheme) == 1:  # a path (or a Windows drive letter)
+        return "MLflow's file store keeps no traces or SQL state this harness needs"
+    return f"MLflow has no tracking store for scheme '{scheme}'"

@@ -1,0 +1,32 @@
+"""Which tracking URIs are taken before a run starts (MLflow would fail only at the first run)."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.tracking.uris import tracking_uri_problem
+
+
+@pytest.mark.parametrize("uri", [
+    "sqlite:////data/mlflow.db", "sqlite:///relative.db", "http://127.0.0.1:5000", "https://mlflow.example.org",
+    "databricks", "databricks://profile", "postgresql://u:p@db/mlflow", "postgresql+psycopg2://db/m",
+    "mysql://db/m",
+])
+def test_stores_mlflow_can_log_to_are_taken(uri):
+    assert tracking_uri_problem(uri) is None
+
+
+@pytest.mark.parametrize(("uri", "why"), [
+    ("ftp://x", "no tracking store for scheme 'ftp'"),
+    ("mlruns", "file store"),
+    ("file:///proc/nope", "file store"),
+    ("/abs/path", "file store"),
+    ("sqlite://x.db", "three slashes"),
+    ("http://", "no host"),
+    ("http://exa mple.com", "a space"),
+    ("http://127.0.0.1:99999", "not a usable URL"),
+    ("http://127.0.0.1:port", "not a usable URL"),
+])
+def test_what_mlflow_would_refuse_later_is_named_now(uri, why):
+    problem = tracking_uri_problem(uri)
+    assert problem is not None and why in problem
