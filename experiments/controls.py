@@ -52,10 +52,13 @@ def control_of_run(tags: Mapping[str, str]) -> str:
     return tags.get(CONTROL_TAG, "")
 
 
-def refuse_control_trace_sources(run_ids: Sequence[str], home: Path, tracking: str | None) -> None:
-    """An optimisation's ``traces.run_ids``, checked before anything is written: a control run,
-    or an id the store does not hold, is one line."""
-    if not run_ids:
+def refuse_control_trace_sources(
+    run_ids: Sequence[str], home: Path, tracking: str | None, experiment: str | None = None
+) -> None:
+    """An optimisation's ``traces.run_ids`` (and ``traces.experiment``), checked before anything
+    is written: a control run, an id the store does not hold or an experiment it does not have
+    is one line. (An experiment's control runs are left out when its runs are collected.)"""
+    if not run_ids and experiment is None:
         return
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
@@ -64,8 +67,13 @@ def refuse_control_trace_sources(run_ids: Sequence[str], home: Path, tracking: s
 
     uri = tracking_uri(home, tracking)
     if not is_server(uri) and not (home / "mlflow.db").exists():  # opening it would create it
-        raise UserError(f"traces.run_ids: no MLflow store under {home} holds run '{run_ids[0]}'")
+        wanted = f"run '{run_ids[0]}'" if run_ids else f"experiment '{experiment}'"
+        field = "traces.run_ids" if run_ids else "traces.experiment"
+        raise UserError(f"{field}: no MLflow store under {home} holds {wanted}")
     client = ServiceClient(MlflowClient(tracking_uri=uri), uri)  # a server down: exit 3, not "unknown"
+    if experiment is not None and client.get_experiment_by_name(experiment) is None:
+        raise UserError(f"traces.experiment: no MLflow experiment named '{experiment}' in "
+                        f"{client.tracking_uri}")
     tags = []
     for run_id in run_ids:
         try:

@@ -133,7 +133,7 @@ def run_optimization(
         stores.take(create=False)
         problems, split = _checked_problems(spec, source)
         try:  # a positive control's traces carry hidden-test text (experiments.controls)
-            refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri)
+            refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri, spec.traces.experiment)
         except UserError as exc:
             raise UserError(f"{source}: {exc}") from exc
         with ServedModels(spec, home, cache=cache) as models:

@@ -79,6 +79,15 @@ class TraceSource(StrictModel):
     run_ids: list[str] = Field(default_factory=list, description="Finished child runs to learn from.")
     experiment: str | None = Field(default=None, description="…or every finished child run of it.")
 
+    @field_validator("run_ids")
+    @classmethod
+    def _each_run_once(cls, run_ids: list[str]) -> list[str]:
+        repeated = sorted({r for r in run_ids if run_ids.count(r) > 1})
+        if repeated:  # its examples would count twice
+            raise PydanticCustomError("repeated_run_ids", "run '{run}' given more than once",
+                                      {"run": repeated[0]})
+        return run_ids
+
 
 class RefineSpec(StrictModel):
     role: str = Field(default="coder", description="The role whose instruction TextGrad refines.")

@@ -164,6 +164,14 @@ BAD_SPECS = {
         {"split": {"seed": 1, "train": 3, "val": 2, "test": "test_half"}},
         "problem(s) to score were used to optimise the program (HumanEval/",  # dataset.split: all
     ),
+    "a trace source run given twice": (
+        {"optimizer": {"name": "traces"}, "traces": {"run_ids": ["r1", "r1"]}},
+        "traces.run_ids: run 'r1' given more than once",
+    ),
+    "a trace source experiment where no store is": (
+        {"optimizer": {"name": "traces"}, "traces": {"experiment": "nosuch"}},
+        "traces.experiment: no MLflow store under",
+    ),
     "unknown test source": ({"split": {"test": "half"}}, "split.test: Input should be 'rest' or 'test_half'"),
     "fraction leaving no validation problem": (
         {"split": {"seed": 1, "train": 0.6, "val": 0.05}},
@@ -212,6 +220,24 @@ def test_a_refused_optimize_start_writes_nothing(refusal, tmp_path, home, capsys
     assert "127.0.0.1:9" in err[0] and not captured.out
     written = sorted(str(p.relative_to(home)) for p in home.rglob("*")) if home.exists() else []
     assert set(written) <= {"datasets"}, written
+
+
+def test_a_trace_source_experiment_the_store_lacks_is_refused_before_any_step(tmp_path, home, capsys):
+    from experiments.tracking.store import Tracker
+
+    Tracker(home, "some-other-experiment")  # a store that exists, without the experiment named
+    before = sorted(p.relative_to(home) for p in home.rglob("*"))
+    spec = {**yaml.safe_load(_spec(tmp_path, "http://127.0.0.1:9/v1").read_text()),
+            "optimizer": {"name": "traces"}, "traces": {"experiment": "nosuch"}}
+    path = tmp_path / "traces.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert main(["optimize", str(path)]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"critiquelab: error: {path}: traces.experiment: no MLflow experiment named "
+                           "'nosuch'"), line
+    assert sorted(p.relative_to(home) for p in home.rglob("*")) == before
+    assert MlflowClient(tracking_uri(home)).get_experiment_by_name("opt-test") is None
 
 
 def _fixer_worse_with_demos(problems):
