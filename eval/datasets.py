@@ -262,7 +262,7 @@ def load_problems(
 
     ``dataset_format`` is ``humaneval``, ``mbpp`` or ``evalplus``; None takes a standard Hub
     set's (``eval.hub_sets``) or detects it from the columns (and says so on one logged line once
-    every row is read — or, when a row is bad, in the error's own line).
+    every row is read and the selection made — or, when a row is bad, in the error's own line).
     ``fields`` maps a field of that format to the dataset's column name, e.g. ``{"prompt":
     "question"}``, over a standard set's own mapping; unmapped fields use their own name.
     ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
@@ -282,8 +282,6 @@ def load_problems(
         if detected is None:
             raise
         raise UserError(f"{exc} [{note}]") from exc  # one line, saying which format it was read as
-    if detected is not None:
-        logging.getLogger(__name__).warning("dataset '%s': %s", source, note)
     every_id = {p.task_id for p in problems}
     problems = select_split(problems, split)
     if task_ids:
@@ -301,4 +299,6 @@ def load_problems(
         if limit < 1:
             raise UserError("--limit must be at least 1")
         problems = problems[:limit]
+    if detected is not None:  # once the selection stands too: an error above is the only line
+        logging.getLogger(__name__).warning("dataset '%s': %s", source, note)
     return problems

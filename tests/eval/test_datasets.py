@@ -129,6 +129,13 @@ def test_a_bad_row_in_a_detected_format_is_one_error_that_names_the_format(tmp_p
     assert caplog.records == []  # no notice before it: the CLI prints one line
 
 
+def test_a_task_id_missing_from_a_detected_format_is_the_only_line(caplog):
+    with caplog.at_level(logging.WARNING, logger="eval.datasets"), \
+            pytest.raises(UserError, match=r"task id\(s\) not in dataset .*\['NOPE'\]"):
+        load_problems(str(DATA / "mbpp.jsonl"), task_ids=["NOPE"])
+    assert caplog.records == []  # the format notice comes only once the selection stands
+
+
 def test_named_format_gives_no_notice_and_wins_over_detection(caplog):
     with caplog.at_level(logging.WARNING, logger="eval.datasets"):
         assert len(load_problems(str(DATA / "mbpp.jsonl"), dataset_format="mbpp")) == 8

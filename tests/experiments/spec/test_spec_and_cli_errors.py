@@ -51,6 +51,10 @@ def _run_cli(capsys, *args):
          "model.api_base: must be an http:// or https:// URL with a host"),
         ("name: x\npipelines: [{name: baseline}]\nmodel: {id: openai/x, api_base: 'localhost:8000'}\n",
          "model.api_base: must be an http:// or https:// URL with a host"),
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {id: openai/x, api_base: 'http://127.0.0.1:99999/v1'}\n",
+         "model.api_base: Port out of range 0-65535"),
+        ("name: x\npipelines: [{name: baseline}]\nmodel: {id: openai/x, api_base: 'http://a b.org/v1'}\n",
+         "model.api_base: must not contain spaces"),
         ("name: x\npipelines: [{name: baseline}]\nmodel: {api_base: 'http://127.0.0.1:8000/v1'}\n",
          "model: api_base: 'local' is a bundled model the harness serves itself, so the URL would "
          "be ignored"),
