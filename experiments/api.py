@@ -31,6 +31,8 @@ def offline_defaults() -> None:
     # The embedding model's loading bars are noise next to the harness's own progress bar.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # Reading an earlier run's tables (trace sources, compare) is not a download the user asked for.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     # A tracking server that stops answering: a few bounded retries, then one line (exit 3),
     # instead of MLflow's default of minutes of retries.
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
