@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 from core.errors import UserError
 from experiments.controls import memory_refusal
 from experiments.serving.model_files import resolve_bundled
+from experiments.urls import http_url_problem
 from pipelines.memory.config import MemoryConfig
 from pipelines.params import PipelineParams
 from pipelines.registry import params_model, pipeline_roles, validate_params
@@ -35,16 +36,10 @@ def _endpoint_url(url: str | None) -> str | None:
     (and LiteLLM reads it as part of the host name)."""
     if url is None:
         return url
+    problem = http_url_problem(url)
+    if problem:
+        raise PydanticCustomError("api_base_url", "{problem}", {"problem": problem})
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PydanticCustomError("api_base_url", "must be an http:// or https:// URL with a host, "
-                                  "e.g. http://127.0.0.1:8000/v1")
-    try:
-        parts.port  # noqa: B018 - raises on a port out of range or not a number
-    except ValueError as exc:
-        raise PydanticCustomError("api_base_port", "{problem}", {"problem": str(exc)}) from exc
-    if any(c.isspace() for c in url):  # LiteLLM would send it as written, to a host that is not there
-        raise PydanticCustomError("api_base_space", "must not contain spaces")
     if "@" in parts.netloc:
         raise PydanticCustomError("api_base_credentials", "must not hold credentials (user:password@); "
                                   "give the key with api_key_env")

@@ -4,7 +4,7 @@ already taken)."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from experiments.urls import http_url_problem
 
 # SQLAlchemy dialects MLflow's SQL store takes (a driver may follow: postgresql+psycopg2).
 _DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
@@ -17,14 +17,8 @@ def tracking_uri_problem(uri: str) -> str | None:
         return None
     scheme = uri.split(":", 1)[0].lower() if ":" in uri else ""
     if scheme in ("http", "https"):
-        try:
-            parts = urlsplit(uri)
-            parts.port  # noqa: B018 - raises on a port out of range or not a number
-        except ValueError as exc:
-            return f"not a usable URL ({exc})"
-        if not parts.hostname or any(c.isspace() for c in uri):
-            return "not a usable URL (no host, or a space in it)"
-        return None
+        problem = http_url_problem(uri)
+        return f"not a usable URL ({problem})" if problem else None
     if scheme == "databricks":
         return None
     if scheme.split("+", 1)[0] in _DATABASES:

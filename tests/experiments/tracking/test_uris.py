@@ -22,8 +22,8 @@ def test_stores_mlflow_can_log_to_are_taken(uri):
     ("file:///proc/nope", "file store"),
     ("/abs/path", "file store"),
     ("sqlite://x.db", "three slashes"),
-    ("http://", "no host"),
-    ("http://exa mple.com", "a space"),
+    ("http://", "URL with a host"),
+    ("http://exa mple.com", "must not contain spaces"),
     ("http://127.0.0.1:99999", "not a usable URL"),
     ("http://127.0.0.1:port", "not a usable URL"),
 ])
