@@ -70,6 +70,18 @@ class MemoryBank:
         )
         return Written(entry, proposals, skill)
 
+    def forget_attempt(self, run_id: str, task_id: str) -> int:
+        """Undo what an unfinished attempt of run ``run_id`` at ``task_id`` wrote — its entries,
+        their proposals, the skills promoted from them and the skill uses it recorded — so that
+        solving the task again (a resumed run: the process was stopped after memory was written
+        but before the task's checkpoint) leaves the store as one attempt would. Returns the
+        entries deleted."""
+        forgotten = self.episodic.forget_task(run_id, task_id)
+        self.proposals.forget(forgotten)
+        self.skills.forget_promoted_from(forgotten)
+        self.skills.forget_uses(run_id, task_id)
+        return len(forgotten)
+
     def search(self, text: str, *, k: int = 10, role: str | None = None, type: str | None = None,
                tags: Sequence[str] = ()) -> list[Recalled]:
         """Semantic search for a researcher: no retrieval is counted."""

@@ -208,6 +208,15 @@ class EpisodicStore:
                 self._collection.delete(ids=list(found["ids"]))
         return len(found["ids"])
 
+    def forget_task(self, run_id: str, task_id: str) -> list[str]:
+        """Delete what run ``run_id`` wrote on ``task_id``; returns the deleted ids."""
+        with self._lock:
+            found = self._collection.get(where={"$and": [{"run_id": run_id}, {"task_id": task_id}]},
+                                         include=[])
+            if found["ids"]:
+                self._collection.delete(ids=list(found["ids"]))
+        return list(found["ids"])
+
     def runs_of(self, ids: Sequence[str]) -> dict[str, str]:
         """The run that wrote each of ``ids`` (entries no longer stored are absent)."""
         if not ids:

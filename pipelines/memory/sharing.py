@@ -64,6 +64,13 @@ class Proposals:
             made.append(self.decide(proposal.id, approve=True) if auto_approve else proposal)
         return made
 
+    def forget(self, entry_ids: Sequence[str]) -> None:
+        """Delete the proposals of ``entry_ids`` (entries no longer stored)."""
+        with self._lock:
+            for entry_id in entry_ids:
+                self._db.execute("DELETE FROM proposals WHERE store = ? AND entry_id = ?",
+                                 (self._store, entry_id))
+
     def list(self, status: Status | None = "pending") -> list[Proposal]:
         query, args = "SELECT * FROM proposals WHERE store = ?", [self._store]
         if status is not None:
@@ -96,5 +103,5 @@ class Proposals:
                 ("approved" if approve else "rejected", time.time(), self._store, proposal_id),
             )
         decided = self.get(proposal_id)
-        assert decided is not None  # found above; proposals are never deleted
+        assert decided is not None  # found above
         return decided

@@ -100,19 +100,54 @@ class SkillLibrary:
                 (int(approve), int(not approve), time.time(), self._store, skill_id),
             )
         decided = self.get(skill_id)
-        assert decided is not None  # found above; skills are never deleted
+        assert decided is not None  # found above
         return decided
 
-    def record_use(self, skill_ids: Sequence[str], *, succeeded: bool) -> None:
-        """One task received these skills; its visible outcome updates their confidence."""
+    def record_use(self, skill_ids: Sequence[str], *, succeeded: bool, run_id: str, task_id: str) -> None:
+        """Task ``task_id`` of run ``run_id`` received these skills; its visible outcome updates
+        their confidence. Each use is kept (``skill_uses``) so that :meth:`forget_uses` can take
+        back the uses of an attempt that never finished."""
         with self._lock:
             for skill_id in skill_ids:
-                self._db.execute(
-                    "UPDATE skills SET times_used = times_used + 1, times_succeeded = times_succeeded + ?, "
-                    "confidence = (times_succeeded + ? + 1.0) / (times_used + 3.0), updated_at = ? "
-                    "WHERE store = ? AND id = ?",
-                    (int(succeeded), int(succeeded), time.time(), self._store, skill_id),
-                )
+                inserted = self._db.execute(
+                    "INSERT OR IGNORE INTO skill_uses (store, skill_id, run_id, task_id, succeeded) "
+                    "VALUES (?, ?, ?, ?, ?)", (self._store, skill_id, run_id, task_id, int(succeeded)),
+                ).rowcount
+                if inserted:  # a task's use counts once
+                    self._count(skill_id, used=1, succeeded=int(succeeded))
+
+    def forget_uses(self, run_id: str, task_id: str) -> int:
+        """Take back the uses task ``task_id`` of run ``run_id`` recorded; returns how many."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT skill_id, succeeded FROM skill_uses WHERE store = ? AND run_id = ? AND task_id = ?",
+                (self._store, run_id, task_id),
+            ).fetchall()
+            for row in rows:
+                self._count(row["skill_id"], used=-1, succeeded=-row["succeeded"])
+            self._db.execute("DELETE FROM skill_uses WHERE store = ? AND run_id = ? AND task_id = ?",
+                             (self._store, run_id, task_id))
+        return len(rows)
+
+    def _count(self, skill_id: str, *, used: int, succeeded: int) -> None:
+        self._db.execute(
+            "UPDATE skills SET times_used = times_used + ?, times_succeeded = times_succeeded + ?, "
+            "confidence = (times_succeeded + ? + 1.0) / (times_used + ? + 2.0), updated_at = ? "
+            "WHERE store = ? AND id = ?",
+            (used, succeeded, succeeded, used, time.time(), self._store, skill_id),
+        )
+
+    def forget_promoted_from(self, entry_ids: Sequence[str]) -> int:
+        """Delete the skills promoted from any of ``entry_ids`` (entries no longer stored), and
+        their uses; returns how many."""
+        gone = set(entry_ids)
+        doomed = [s.id for s in self.list() if gone & set(s.source_entry_ids)]
+        with self._lock:
+            for skill_id in doomed:
+                self._db.execute("DELETE FROM skills WHERE store = ? AND id = ?", (self._store, skill_id))
+                self._db.execute("DELETE FROM skill_uses WHERE store = ? AND skill_id = ?",
+                                 (self._store, skill_id))
+        return len(doomed)
 
     def promote(
         self, entry: MemoryEntry, episodic: EpisodicStore, *, min_similar: int, max_distance: float,

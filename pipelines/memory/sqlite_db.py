@@ -1,4 +1,4 @@
-"""The SQLite file that holds skills and proposals.
+"""The SQLite file that holds skills, their uses, and proposals.
 
 Why SQLite and not Chroma metadata: skills and proposals are small records whose counters and
 approval flags change after every use and from other processes (`critiquelab memory approve`
@@ -25,6 +25,10 @@ CREATE TABLE IF NOT EXISTS proposals (
     id TEXT PRIMARY KEY, store TEXT NOT NULL, entry_id TEXT NOT NULL, from_role TEXT NOT NULL,
     to_role TEXT NOT NULL, summary TEXT NOT NULL, status TEXT NOT NULL, created_at REAL NOT NULL,
     decided_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS skill_uses (
+    store TEXT NOT NULL, skill_id TEXT NOT NULL, run_id TEXT NOT NULL, task_id TEXT NOT NULL,
+    succeeded INTEGER NOT NULL, PRIMARY KEY (store, skill_id, run_id, task_id)
 );
 """
 

@@ -92,6 +92,9 @@ class WithMemory:
         self.reflector = new_reflector()
 
     def __call__(self, *, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
+        # The runner solves a task again only when its checkpoint is missing; memory an
+        # interrupted attempt wrote is taken back first, or it would be stored twice.
+        self.run.bank.forget_attempt(self.run.run_id, task_id)
         task = TaskMemory(self.run, task_id, prompt, entry_point)
         with using_task_memory(task):
             prediction = self.pipeline(prompt=prompt, entry_point=entry_point, task_id=task_id)
@@ -122,7 +125,8 @@ class WithMemory:
             written.append(Written(bank.episodic.add(demo)))
         skill_ids = sorted({s for i in task.injections for s in i.skill_ids})
         if skill_ids and outcome.passed is not None:
-            bank.skills.record_use(skill_ids, succeeded=outcome.passed)
+            bank.skills.record_use(skill_ids, succeeded=outcome.passed, run_id=self.run.run_id,
+                                    task_id=task_id)
         metrics: dict[str, Any] = {
             **injection_figures(history, task.injections, prompt),
             "memory_entries_written": len(written),

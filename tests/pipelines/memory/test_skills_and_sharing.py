@@ -7,6 +7,7 @@ from pipelines.memory.bank import MemoryBank
 from pipelines.memory.config import MemoryConfig
 from pipelines.memory.entries import MemoryEntry
 from pipelines.memory.injection import RunMemory, TaskMemory
+from pipelines.memory.skills import Skill
 from signatures.coder import Coder
 from signatures.memory import with_memories
 
@@ -54,12 +55,36 @@ def test_confidence_follows_visible_outcomes(bank):
     bank.write(lesson(SIMILAR[0], "T/1"), config)
     skill = bank.write(lesson(SIMILAR[1], "T/2"), config).skill
     assert skill.confidence == 0.5
-    bank.skills.record_use([skill.id], succeeded=True)
-    bank.skills.record_use([skill.id], succeeded=True)
-    bank.skills.record_use([skill.id], succeeded=False)
+    bank.skills.record_use([skill.id], succeeded=True, run_id="r1", task_id="T/3")
+    bank.skills.record_use([skill.id], succeeded=True, run_id="r1", task_id="T/4")
+    bank.skills.record_use([skill.id], succeeded=False, run_id="r1", task_id="T/5")
+    bank.skills.record_use([skill.id], succeeded=False, run_id="r1", task_id="T/5")  # counted once
     updated = bank.skills.get(skill.id)
     assert (updated.times_used, updated.times_succeeded) == (3, 2)
     assert updated.confidence == pytest.approx(3 / 5)
+
+
+def test_forgetting_an_attempt_takes_back_its_entries_proposals_skill_and_uses(bank):
+    config = MemoryConfig(enabled=True, promote_after=2, share_to={"coder": ["fixer"]})
+    first = bank.write(lesson(SIMILAR[0], "T/1"), config).entry
+    second = bank.write(lesson(SIMILAR[1], "T/2"), config)
+    used = second.skill
+    bank.skills.record_use([used.id], succeeded=True, run_id="r1", task_id="T/3")
+    # The attempt at T/3 that is taken back: an entry, its proposal, a skill it promoted, a use.
+    attempt = bank.write(lesson("Use integer division for counts of pairs.", "T/3"), config).entry
+    bank.skills.add(Skill(name="pairs", description="pairs", role="coder", category="reflection",
+                          template="pairs", source_task_ids=["T/3"], source_entry_ids=[attempt.id]))
+    assert len(bank.skills.list()) == 2 and len(bank.proposals.list()) == 3
+    other_run = lesson(SIMILAR[2], "T/3")
+    other_run.run_id = "r2"
+    bank.episodic.add(other_run)
+
+    assert bank.forget_attempt("r1", "T/3") == 1
+    assert {e.id for e in bank.episodic.all()} == {first.id, second.entry.id, other_run.id}
+    assert sorted(p.entry_id for p in bank.proposals.list()) == sorted([first.id, second.entry.id])
+    assert [s.id for s in bank.skills.list()] == [used.id]
+    assert (bank.skills.get(used.id).times_used, bank.skills.get(used.id).confidence) == (0, 0.5)
+    assert bank.forget_attempt("r1", "T/3") == 0  # nothing left to take back
 
 
 def test_only_approved_skills_are_injected_unless_approval_is_auto(bank):
