@@ -6,7 +6,7 @@ Exit codes: 0 done; 2 bad input (one line naming it, nothing written); 3 an exte
 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the terminal closed; the process ends within
 seconds, resumable; what fails while it stops is a warning line before the stop's, not exit 2
 or 3); 141 standard output closed by its reader (``| head``), quietly. ``--debug`` shows
-tracebacks; any other traceback is a bug.
+the traceback above that line, with the same exit code; any other traceback is a bug.
 
 :func:`main` is the ``critiquelab`` script and ``python -m experiments.cli``; the verbs and their
 options are :mod:`experiments.cli.parser`, what each verb does :mod:`experiments.cli.commands`.
@@ -22,6 +22,7 @@ import select
 import signal
 import sys
 import threading
+import traceback
 from typing import Any, NoReturn
 
 from core.errors import ServiceError, UserError
@@ -165,8 +166,8 @@ def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
     try:
         return HANDLERS[args.command](args)
     except (UserError, ServiceError) as exc:
-        if args.debug:
-            raise
+        if args.debug:  # the traceback, then the line and the code a script checks, as without it
+            traceback.print_exc()
         if _raised_while_stopping(exc):
             # The stop's unwinding (marking runs, stopping the model server, flushing the pool)
             # failed too, say on a message store that had died unnoticed: worth a line, but the

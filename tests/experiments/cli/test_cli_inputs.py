@@ -114,8 +114,11 @@ def test_home_and_debug_are_accepted_after_the_verb(tmp_path, capsys):
     home = tmp_path / "after"
     assert main(["compare", "no-such-run", "--home", str(home)]) == 2
     assert f"no MLflow store under {home}" in capsys.readouterr().err
-    with pytest.raises(Exception, match="no MLflow store"):  # --debug: the traceback, not a line
-        main(["compare", "no-such-run", "--home", str(home), "--debug"])
+    # --debug: the traceback, then the same line and exit code
+    assert main(["compare", "no-such-run", "--home", str(home), "--debug"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.strip().splitlines()[-1].startswith("critiquelab: error: no MLflow store")
 
 
 def test_ui_on_a_taken_port_is_one_line(tmp_path, home, capsys):
