@@ -193,6 +193,19 @@ class ModelSpec(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _replies_fit_the_context(self) -> ModelSpec:
+        # The bundled server stops a reply where a slot's context ends: a max_tokens that leaves
+        # no room for the prompt would cut every long answer short, not fail.
+        if resolve_bundled(self.id) is not None and self.max_tokens >= self.n_ctx:
+            raise PydanticCustomError(
+                "max_tokens", "{message}",
+                {"message": f"max_tokens {self.max_tokens} leaves no room for the prompt in n_ctx "
+                            f"{self.n_ctx} (the bundled server's context per slot); lower max_tokens "
+                            "or raise n_ctx"},
+            )
+        return self
+
+    @model_validator(mode="after")
     def _speculation_is_served_here(self) -> ModelSpec:
         # Only the server the harness starts can be told to speculate; an endpoint would silently
         # serve the run without it.
@@ -308,6 +321,18 @@ class ExecutionSpec(StrictModel):
                 f"{self.workers_per_node} (each worker takes an equal share)"
             )
             raise PydanticCustomError("node_share", "{message}", {"message": message})
+        return self
+
+    @model_validator(mode="after")
+    def _ray_settings_need_ray(self) -> ExecutionSpec:
+        # A cluster address or node limit under the local executor would be ignored without a word.
+        fields = type(self).model_fields
+        ray_only = sorted(n for n in self.model_fields_set
+                          if (fields[n].description or "").startswith("ray only:"))
+        if self.executor == "local" and ray_only:
+            message = (f"{', '.join(ray_only)}: Ray settings, ignored by executor 'local'; set "
+                       "executor: ray (or pass --ray ADDRESS), or leave them out")
+            raise PydanticCustomError("ray_only", "{message}", {"message": message})
         return self
 
 

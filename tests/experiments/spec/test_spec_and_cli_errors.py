@@ -63,6 +63,12 @@ def _run_cli(capsys, *args):
         ("name: x\npipelines: [{name: critic_loop, roles: {critic: {model: local-1.5b, "
          "api_base: 'http://127.0.0.1:8000/v1'}}}]\n",
          "roles.critic: api_base: 'local-1.5b' is a bundled model the harness serves itself"),
+        # settings that would be ignored: a cluster's under the local executor, a reply longer
+        # than a bundled server's context
+        ("name: x\nexecution: {address: 'head:6379', max_batch: 4}\npipelines: [{name: baseline}]\n",
+         "execution: address, max_batch: Ray settings, ignored by executor 'local'"),
+        ("name: x\nmodel: {max_tokens: 4096}\npipelines: [{name: baseline}]\n",
+         "model: max_tokens 4096 leaves no room for the prompt in n_ctx 4096"),
         (
             "name: x\nexecution: {executor: ray}\npipelines: [{name: baseline, memory: {enabled: true}}]\n",
             "pipeline 'baseline': memory: a pipeline with memory solves its problems in order",
