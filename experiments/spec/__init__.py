@@ -326,9 +326,10 @@ class ExecutionSpec(StrictModel):
     @model_validator(mode="after")
     def _ray_settings_need_ray(self) -> ExecutionSpec:
         # A cluster address or node limit under the local executor would be ignored without a word.
+        # Values equal to the default change nothing (a logged config.yaml spells every field out).
         fields = type(self).model_fields
-        ray_only = sorted(n for n in self.model_fields_set
-                          if (fields[n].description or "").startswith("ray only:"))
+        ray_only = sorted(n for n, f in fields.items() if (f.description or "").startswith("ray only:")
+                          and getattr(self, n) != f.default)
         if self.executor == "local" and ray_only:
             message = (f"{', '.join(ray_only)}: Ray settings, ignored by executor 'local'; set "
                        "executor: ray (or pass --ray ADDRESS), or leave them out")

@@ -65,7 +65,8 @@ def _run_cli(capsys, *args):
          "roles.critic: api_base: 'local-1.5b' is a bundled model the harness serves itself"),
         # settings that would be ignored: a cluster's under the local executor, a reply longer
         # than a bundled server's context
-        ("name: x\nexecution: {address: 'head:6379', max_batch: 4}\npipelines: [{name: baseline}]\n",
+        ("name: x\nexecution: {address: 'head:6379', max_batch: 4, max_retries: 3}\n"
+         "pipelines: [{name: baseline}]\n",
          "execution: address, max_batch: Ray settings, ignored by executor 'local'"),
         ("name: x\nmodel: {max_tokens: 4096}\npipelines: [{name: baseline}]\n",
          "model: max_tokens 4096 leaves no room for the prompt in n_ctx 4096"),
@@ -206,3 +207,12 @@ def test_format_flag_and_unknown_format(tmp_path, capsys, home):
     spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\ndataset: {format: apps}\n")
     err = _refused(capsys, home, str(spec))
     assert "dataset.format" in err and "'mbpp'" in err
+
+
+@pytest.mark.parametrize("execution", [{}, {"executor": "ray", "address": "head:6379", "max_batch": 4}])
+def test_a_spec_written_out_in_full_loads_again(execution):
+    """A run logs its spec with every field spelled out (config.yaml); reading that back, as
+    export_replay and rescoring do, must not trip the checks for settings given in vain."""
+    spec = parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "execution": execution,
+                       "dataset": {"task_ids": ["HumanEval/0"]}})  # an empty list is refused
+    assert parse_spec(spec.model_dump(mode="json")) == spec
