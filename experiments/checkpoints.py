@@ -24,7 +24,8 @@ from eval.results import ProblemResult, ResolvedParams
 from experiments.memory_run import memory_of
 from experiments.paths import path_segment
 from experiments.serving.provision import ModelIdentity
-from experiments.spec import ExecutionSpec, ExperimentSpec
+from experiments.spec import ExperimentSpec
+from experiments.spec.execution import ExecutionSpec
 from experiments.tracking.provenance import code_fingerprint
 from pipelines.params import scheduling_only_fields
 

@@ -19,15 +19,12 @@ from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
 from experiments.controls import optimisation_refusal
-from experiments.spec import (
-    DatasetSpec,
-    ExecutionSpec,
-    ModelSpec,
-    StrictModel,
-    TrackingSpec,
-)
+from experiments.spec import DatasetSpec, ModelSpec
+from experiments.spec.execution import ExecutionSpec
 from experiments.spec.files import format_validation_error, load_yaml
 from experiments.spec.pipeline import PipelineSpec
+from experiments.spec.stores import TrackingSpec
+from experiments.spec.strict import StrictModel
 from optimizers.optimizer_params import OptimizerParams, optimizer_params
 from optimizers.splits import SplitSpec
 

@@ -10,9 +10,9 @@ in a spec is :mod:`experiments.spec.overrides`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
@@ -22,26 +22,20 @@ from eval.hub_datasets import HubSource, hub_location
 from experiments.serving.local_server import ServerChoice
 from experiments.serving.model_files import resolve_bundled
 from experiments.serving.speculation import Speculation
+from experiments.spec.execution import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ExecutionSpec
 from experiments.spec.files import format_validation_error
 from experiments.spec.pipeline import EndpointUrl, PipelineSpec, bundled_endpoint
-from experiments.tracking.uris import USE, tracking_uri_problem
+from experiments.spec.stores import PoolSpec, TrackingSpec
+from experiments.spec.strict import StrictModel
 from pipelines.budget import budget_source
-from pipelines.params import SCHEDULING_ONLY, agents_in_flight
+from pipelines.params import agents_in_flight
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0
 # benchmarks/serving.py on 2 cores: llama-server's aggregate completion tok/s at 1/2/4/8 requests
 # at once was 51/45/69/105; more slots cost only memory (~400 MB of KV cache for the 0.5B model).
 DEFAULT_SLOTS = 8
-# Problems in flight: with parallel agents, 4 problems keep llama-server's 8 slots busy on 2 cores
-# (benchmarks/job_old_vs_new.py); remote endpoints take it as well.
-DEFAULT_CONCURRENCY = 4
 MAX_SEED = 2**31 - 1  # what every endpoint accepts as a sampling seed, and what the tables store
-MAX_CONCURRENCY = 64  # problems at once, and model calls at once (problems × parallel agents)
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class DatasetSpec(StrictModel):
@@ -229,112 +223,6 @@ class ModelSpec(StrictModel):
         if self.timeout_s is not None:
             return self.timeout_s
         return LOCAL_REQUEST_TIMEOUT_S if self.id.startswith("local") else REMOTE_REQUEST_TIMEOUT_S
-
-
-class PoolSpec(StrictModel):
-    persist: bool = Field(
-        default=True,
-        description="Persist messages in ChromaDB (under the data directory) so later runs, "
-        "trace collection and other machines can read them; false keeps them in memory.",
-    )
-    chroma_url: str | None = Field(
-        default=None, min_length=1,
-        description="A Chroma server (`chroma run`) to use instead of the local store."
-    )
-
-
-class TrackingSpec(StrictModel):
-    uri: str | None = Field(
-        default=None, min_length=1,
-        description="MLflow tracking URI, e.g. a team's server http://host:5000 (artifacts go where "
-        "that server stores them). Default: $MLFLOW_TRACKING_URI, else SQLite under the data "
-        "directory.",
-    )
-    traces: bool = Field(
-        default=True,
-        description="Log one MLflow trace per problem (role calls, sandbox runs on the visible examples, "
-        "every message) linked to its run: the Traces tab of `critiquelab ui`, and what `critiquelab view` "
-        "reads while a run is in progress.",
-    )
-
-    @field_validator("uri")
-    @classmethod
-    def _a_store_mlflow_has(cls, uri: str | None) -> str | None:
-        problem = tracking_uri_problem(uri) if uri else None
-        if problem:
-            raise PydanticCustomError("tracking_uri", "'{uri}': {problem}; {use}",
-                                      {"uri": uri, "problem": problem, "use": USE})
-        return uri
-
-
-class ExecutionSpec(StrictModel):
-    # Fields marked SCHEDULING_ONLY say where problems run, not what they answer: they stay out of
-    # the checkpoint key, so a run resumed on another executor (or cluster size) reuses every
-    # finished problem.
-    timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit per test run.")
-    executor: Annotated[Literal["local", "ray"], SCHEDULING_ONLY] = Field(
-        default="local",
-        description="Where problems are solved: 'local' (threads in this process) or 'ray' (worker "
-        "processes on a Ray cluster; this process stays the driver: checkpoints, pool, MLflow). "
-        "Results do not depend on it.",
-    )
-    address: Annotated[str, SCHEDULING_ONLY] = Field(
-        default="auto",
-        description="ray only: the cluster to join — 'auto' (the one `ray start` runs on this machine), "
-        "host:6379, or ray://host:10001 (Ray Client).",
-    )
-    max_retries: Annotated[int, SCHEDULING_ONLY] = Field(
-        default=3, ge=0, le=20,
-        description="ray only: times a problem is resubmitted after the worker solving it was lost "
-        "(its node died); beyond that the run stops with exit code 3, resumable.",
-    )
-    in_flight_per_node: Annotated[int, SCHEDULING_ONLY] = Field(
-        default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY,
-        description="ray only: problems solved at once on each node (split over `workers_per_node`); "
-        "`concurrency` stays the limit across the whole cluster.",
-    )
-    workers_per_node: Annotated[int, SCHEDULING_ONLY] = Field(
-        default=1, ge=1, le=MAX_CONCURRENCY,
-        description="ray only: worker processes per node (Python threads of one process share a GIL).",
-    )
-    batch_target_s: float = Field(
-        default=0.25, gt=0, le=60,
-        description="ray only: work per call to a worker, in seconds; problems go out in batches "
-        "sized from the per-problem time measured so far (one at first), so a fast endpoint does "
-        "not pay a round trip per problem; a lost worker costs its batch (solved again elsewhere).",
-    )
-    max_batch: int = Field(
-        default=16, ge=1, le=256,
-        description="ray only: most problems in one call to a worker (see `batch_target_s`).",
-    )
-    allow_mixed_isolation: Annotated[bool, SCHEDULING_ONLY] = Field(
-        default=False,
-        description="ray only: accept nodes whose sandbox runs at another isolation level than the "
-        "driver's (bubblewrap / setuid / process); refused by default, since verdicts would differ.",
-    )
-
-    @model_validator(mode="after")
-    def _workers_share_the_node_limit(self) -> ExecutionSpec:
-        if self.in_flight_per_node % self.workers_per_node:
-            message = (
-                f"in_flight_per_node {self.in_flight_per_node} must be a multiple of workers_per_node "
-                f"{self.workers_per_node} (each worker takes an equal share)"
-            )
-            raise PydanticCustomError("node_share", "{message}", {"message": message})
-        return self
-
-    @model_validator(mode="after")
-    def _ray_settings_need_ray(self) -> ExecutionSpec:
-        # A cluster address or node limit under the local executor would be ignored without a word.
-        # Values equal to the default change nothing (a logged config.yaml spells every field out).
-        fields = type(self).model_fields
-        ray_only = sorted(n for n, f in fields.items() if (f.description or "").startswith("ray only:")
-                          and getattr(self, n) != f.default)
-        if self.executor == "local" and ray_only:
-            message = (f"{', '.join(ray_only)}: Ray settings, ignored by executor 'local'; set "
-                       "executor: ray (or pass --ray ADDRESS), or leave them out")
-            raise PydanticCustomError("ray_only", "{message}", {"message": message})
-        return self
 
 
 class ExperimentSpec(StrictModel):
