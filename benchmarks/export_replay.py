@@ -157,7 +157,7 @@ class Recorded:
 def recorded(home: Path, held_out: HeldOut, limit: int) -> list[Recorded]:
     """The first ``limit`` problems of the held-out test, as the harness recorded them."""
     dataset = held_out.spec.dataset
-    problems = load_problems(dataset.location, dataset.fields, None, dataset.task_ids or None,
+    problems = load_problems(dataset.location, dataset.fields, None, dataset.task_ids,
                              dataset_format=dataset.format, challenge_tests=dataset.challenge_tests,
                              split=dataset.split)
     data = ViewerData(tracking_uri(home, None))

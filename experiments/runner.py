@@ -116,7 +116,7 @@ def load_inputs(spec: ExperimentSpec, registry_uri: str) -> list[Problem]:
     were checked with the spec; what only a built pipeline can check is whether exported prompts
     match its roles, so a pipeline that loads prompts is built for that (its runs build their own)."""
     problems = load_problems(
-        spec.dataset.location, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids or None,
+        spec.dataset.location, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids,
         dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
         split=spec.dataset.split,
     )

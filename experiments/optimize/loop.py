@@ -189,7 +189,7 @@ def _load(spec: OptimizeSpec, half: SplitName) -> list[Problem]:
     applied within it)."""
     dataset = spec.dataset
     return load_problems(
-        dataset.location, dataset.fields, dataset.limit, dataset.task_ids or None,
+        dataset.location, dataset.fields, dataset.limit, dataset.task_ids,
         dataset_format=dataset.format, challenge_tests=dataset.challenge_tests, split=half,
     )
 

@@ -88,12 +88,14 @@ class DatasetSpec(StrictModel):
         "problems run, not their results).",
     )
     limit: int | None = Field(default=None, ge=1, description="Keep only the first N problems.")
-    task_ids: list[str] = Field(default_factory=list, description="Keep only these problems.")
+    task_ids: list[str] | None = Field(default=None, description="Keep only these problems (null: all).")
 
     @field_validator("task_ids")
     @classmethod
-    def _task_ids_given_are_some(cls, task_ids: list[str]) -> list[str]:
-        if not task_ids:  # only when written (defaults are not validated): [] would mean every problem
+    def _task_ids_given_are_some(cls, task_ids: list[str] | None) -> list[str] | None:
+        if task_ids is None:
+            return None
+        if not task_ids:  # [] would read as "no problems" and run every one
             raise PydanticCustomError("empty_task_ids",
                                       "must name at least one problem (leave it out for all)")
         repeated = sorted({t for t in task_ids if task_ids.count(t) > 1})

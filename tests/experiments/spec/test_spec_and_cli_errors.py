@@ -9,6 +9,7 @@ import pytest
 import yaml
 from support.bad_params import BAD_PARAMS
 
+from core.errors import UserError
 from experiments.cli import main
 from experiments.spec import parse_spec
 
@@ -210,9 +211,18 @@ def test_format_flag_and_unknown_format(tmp_path, capsys, home):
 
 
 @pytest.mark.parametrize("execution", [{}, {"executor": "ray", "address": "head:6379", "max_batch": 4}])
-def test_a_spec_written_out_in_full_loads_again(execution):
+@pytest.mark.parametrize("dataset", [{}, {"task_ids": ["HumanEval/0"]}])
+def test_a_spec_written_out_in_full_loads_again(execution, dataset):
     """A run logs its spec with every field spelled out (config.yaml); reading that back, as
     export_replay and rescoring do, must not trip the checks for settings given in vain."""
     spec = parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "execution": execution,
-                       "dataset": {"task_ids": ["HumanEval/0"]}})  # an empty list is refused
-    assert parse_spec(spec.model_dump(mode="json")) == spec
+                       "dataset": dataset})
+    logged = yaml.safe_load(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
+    assert parse_spec(logged) == spec
+
+
+def test_an_empty_task_id_list_is_refused_and_null_means_every_problem():
+    with pytest.raises(UserError, match="task_ids: must name at least one problem"):
+        parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "dataset": {"task_ids": []}})
+    spec = parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "dataset": {"task_ids": None}})
+    assert spec.dataset.task_ids is None
