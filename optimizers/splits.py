@@ -29,6 +29,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
+from core.yaml_numbers import number_as_text_hint
 
 
 class SplitOverlapError(UserError):
@@ -49,7 +50,7 @@ def _amount(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PydanticCustomError(
             "split_amount", "expected a count (a whole number, at least 1) or a fraction between 0 "
-            "and 1, got {got}", {"got": _written(value)})
+            "and 1, got {got}{hint}", {"got": _written(value), "hint": number_as_text_hint(value)})
     if isinstance(value, int) and value < 1:
         raise PydanticCustomError(
             "split_amount", "a count must be at least 1 (got {got}); a fraction is a number between 0 "

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from core.errors import UserError
+from core.yaml_numbers import number_as_text_hint
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
@@ -156,7 +157,8 @@ def _problem(model: type[PipelineParams], problem: Any) -> str:
         field = model.model_fields[str(problem["loc"][0])]
         return f"must be one of {', '.join(map(str, _choices(field.annotation)))} (got {got})"
     if kind in _EXPECTED:
-        return f"expected {_EXPECTED[kind]}, got {got}"
+        hint = number_as_text_hint(problem.get("input")) if kind in {"int_type", "float_type"} else ""
+        return f"expected {_EXPECTED[kind]}, got {got}{hint}"
     if kind == "value_error":  # a model's own check across fields: its message says it all
         return str(problem["ctx"]["error"])
     return f"{problem['msg']} (got {got})"

@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from core.errors import UserError
+from core.yaml_numbers import number_as_text_hint
 
 
 def _path_part(part: Any) -> str:
@@ -24,6 +25,7 @@ def _path_part(part: Any) -> str:
     return text if text.replace("_", "a").replace("-", "a").isalnum() else repr(text)
 
 
+_NUMBERS = frozenset({"int_type", "float_type"})
 # Type errors of strict fields, as a spec's reader would say them.
 _EXPECTED = {
     "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
@@ -63,6 +65,8 @@ def format_validation_error(error: ValidationError, source: str) -> str:
         message = "unknown field (check its spelling)"
     elif first["type"] in _EXPECTED:  # strict: a value of another type is refused, never converted
         message = f"expected {_EXPECTED[first['type']]}, got {_as_written(first.get('input'))}"
+        if first["type"] in _NUMBERS:
+            message += number_as_text_hint(first.get("input"))
     elif first["type"] == "string_too_short" and first["ctx"].get("min_length") == 1:
         message = "must not be empty (leave the field out for its default)"
     elif first["type"] in _BOUNDS:

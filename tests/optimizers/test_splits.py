@@ -69,7 +69,9 @@ def test_no_validation_part_is_refused_in_the_spec():
     ({"allow_overlap": "yes"}, "Input should be a valid boolean"),
     ({"allow_overlap": 1}, "Input should be a valid boolean"),
     ({"val": "0.25"},
-     "expected a count (a whole number, at least 1) or a fraction between 0 and 1, got '0.25'"),
+     "expected a count (a whole number, at least 1) or a fraction between 0 and 1, got '0.25' (a number "
+     "in quotes is text"),
+    ({"train": "5e-1"}, "got '5e-1' (YAML reads 5e-1 as text: write 0.5)"),
     ({"train": True}, "got true"),
     ({"train": None}, "got null"),
     ({"train": 1.5}, "a fraction must be between 0 and 1, exclusive (got 1.5)"),  # was a count of 1

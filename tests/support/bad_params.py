@@ -3,6 +3,8 @@ registered pipeline, with the one line that must name the field and what is allo
 
 from __future__ import annotations
 
+_QUOTED = " (a number in quotes is text: leave the quotes out)"
+
 # (pipeline, params, the message after "pipeline 'NAME': ")
 BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("baseline", {"k": 1}, "params.k: unknown field; allowed: none, this pipeline takes no params"),
@@ -28,7 +30,7 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("self_refine", {"rounds": 2}, "params.rounds: unknown field; allowed: max_iterations, control"),
     ("self_refine", {"control": True}, "params.control: must be one of none, oracle_feedback (got true)"),
     ("debate", {"debaters": "three"}, "params.debaters: expected an integer, got 'three'"),
-    ("debate", {"debaters": "3"}, "params.debaters: expected an integer, got '3'"),
+    ("debate", {"debaters": "3"}, "params.debaters: expected an integer, got '3'" + _QUOTED),
     ("debate", {"debaters": 1}, "params.debaters: must be >= 2 (got 1)"),
     ("debate", {"rounds": -1}, "params.rounds: must be >= 0 (got -1)"),
     ("debate", {"topology": "mesh"}, "params.topology: must be one of full, ring, star (got 'mesh')"),
@@ -59,14 +61,14 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("tree_search", {"value_weight": -0.1}, "params.value_weight: must be >= 0.0 (got -0.1)"),
     ("tree_search", {"stop": "never"}, "params.stop: must be one of first_pass, exhaust (got 'never')"),
     ("tree_search", {"evaluation": "vote"}, "params.evaluation: must be one of lm, consistency (got 'vote')"),
-    ("tree_search", {"max_expansions": "4"}, "params.max_expansions: expected an integer, got '4'"),
+    ("tree_search", {"max_expansions": "4"}, "params.max_expansions: expected an integer, got '4'" + _QUOTED),
     ("scratchpad", {"mode": "swarm"}, "params.mode: must be one of sequential, parallel (got 'swarm')"),
     ("scratchpad", {"max_size_kb": 0}, "params.max_size_kb: must be > 0.0 (got 0)"),
     ("scratchpad", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
     ("scratchpad", {"on_overflow": "summarise"},
      "params.on_overflow: must be one of reject, drop_oldest (got 'summarise')"),
     ("architect", {"developers": 0}, "params.developers: must be >= 1 (got 0)"),
-    ("architect", {"max_iterations": "3"}, "params.max_iterations: expected an integer, got '3'"),
+    ("architect", {"max_iterations": "3"}, "params.max_iterations: expected an integer, got '3'" + _QUOTED),
     ("architect", {"max_tasks": 9}, "params.max_tasks: must be <= 8 (got 9)"),
     ("architect", {"developer_timeout_s": float("inf")},
      "params.developer_timeout_s: expected a finite number, got inf"),
@@ -76,7 +78,8 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params.reviewers: unknown field; allowed: developers, max_iterations, max_tasks, max_task_attempts, "
      "developer_timeout_s, parallel_agents, feedback_timeout_s"),
     ("reflexion", {"max_trials": 0}, "params.max_trials: must be >= 1 (got 0)"),
-    ("reflexion", {"feedback_timeout_s": "5"}, "params.feedback_timeout_s: expected a number, got '5'"),
+    ("reflexion", {"feedback_timeout_s": "5"},
+     "params.feedback_timeout_s: expected a number, got '5'" + _QUOTED),
     ("reflexion", {"memory": True},
      "params.memory: unknown field; allowed: max_trials, feedback_timeout_s, control"),
     ("sop", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),

@@ -69,6 +69,11 @@ def _run_cli(capsys, *args):
         ("name: x\nexecution: {address: 'head:6379', max_batch: 4, max_retries: 3}\n"
          "pipelines: [{name: baseline}]\n",
          "execution: address, max_batch: Ray settings, ignored by executor 'local'"),
+        # YAML 1.1 reads an exponent without a point as text
+        ("name: x\nexecution: {timeout_s: 1e3}\npipelines: [{name: baseline}]\n",
+         "execution.timeout_s: expected a number, got '1e3' (YAML reads 1e3 as text: write 1000)"),
+        ("name: x\npipelines: [{name: vote, params: {temperature: 5e-1}}]\n",
+         "params.temperature: expected a number, got '5e-1' (YAML reads 5e-1 as text: write 0.5)"),
         ("name: x\nmodel: {max_tokens: 4096}\npipelines: [{name: baseline}]\n",
          "model: max_tokens 4096 leaves no room for the prompt in n_ctx 4096"),
         (
