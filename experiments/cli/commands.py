@@ -5,6 +5,7 @@ verb is about) and what it prints. Anything a command needs is imported when it 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shutil
 import socket
@@ -133,7 +134,10 @@ def _cmd_ui(args: argparse.Namespace) -> int:
         try:
             probe.bind((args.host, args.port))
         except OSError as exc:
-            raise UserError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}; pick --port") from exc
+            # A name that does not resolve, or an address not on this machine, is the host's fault.
+            host_at_fault = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
+            raise UserError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}; pick another "
+                            f"{'--host' if host_at_fault else '--port'}") from exc
     home.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(home),
                "--host", args.host, "--port", str(args.port)]

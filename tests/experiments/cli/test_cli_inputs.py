@@ -128,7 +128,16 @@ def test_ui_on_a_taken_port_is_one_line(tmp_path, home, capsys):
         port = taken.getsockname()[1]
         assert main(["ui", "--port", str(port)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert f"cannot serve on 127.0.0.1:{port}" in line
+    assert f"cannot serve on 127.0.0.1:{port}" in line and line.endswith("pick another --port")
+
+
+@pytest.mark.parametrize("host", ["bad host", "192.0.2.1"])  # no such name; an address not here
+def test_ui_on_a_host_it_cannot_serve_on_blames_the_host(tmp_path, home, capsys, host):
+    assert main(["ui", "--host", host]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"critiquelab: error: cannot serve on {host}:5000")
+    assert line.endswith("pick another --host")
+    assert not home.exists()
 
 
 def test_python_api_takes_a_str_home_and_a_hostile_name_stays_inside_it(
