@@ -25,13 +25,13 @@ def _path_part(part: Any) -> str:
     return text if text.replace("_", "a").replace("-", "a").isalnum() else repr(text)
 
 
-_NUMBERS = frozenset({"int_type", "float_type"})
 # Type errors of strict fields, as a spec's reader would say them.
 _EXPECTED = {
     "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
     "string_type": "a string", "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping",
     "finite_number": "a finite number",
 }
+_NUMBERS = frozenset({"int_type", "float_type"})  # where text that reads as a number gets a hint
 
 
 # Range errors as a pipeline param's read (pipelines.params.explain): "must be >= 1 (got 0)".
