@@ -10,6 +10,8 @@ import math
 import re
 
 _EXPONENT_WITHOUT_POINT = re.compile(r"[-+]?[0-9]+[eE][-+]?[0-9]+")
+NUMBER_TYPE_ERRORS = frozenset({"int_type", "float_type"})
+"""pydantic's error types for a value that is not the number a strict field wants."""
 
 
 def number_as_text_hint(value: object) -> str:

@@ -27,7 +27,7 @@ from experiments.serving.provision import ModelIdentity
 from experiments.spec import ExperimentSpec
 from experiments.spec.execution import ExecutionSpec
 from experiments.tracking.provenance import code_fingerprint
-from pipelines.params import scheduling_only_fields
+from pipelines.params import SCHEDULING_ONLY, marked_fields
 
 MANIFEST = "manifest.json"
 # The model settings that change what the model answers (hence tokens and time); transport
@@ -110,7 +110,7 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, fingerprints: 
             {**p.model_dump(exclude=set() if memory_of(p) else {"memory"}), "params": p.params.key_values()}
             for p in spec.pipelines
         ],
-        "execution": spec.execution.model_dump(exclude=set(scheduling_only_fields(ExecutionSpec))),
+        "execution": spec.execution.model_dump(exclude=set(marked_fields(ExecutionSpec, SCHEDULING_ONLY))),
         "prompts": fingerprints.prompts or None,
         "code": code_fingerprint(),
         **({"order_seed": spec.order_seed} if spec.order_seed is not None else {}),

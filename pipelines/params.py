@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from core.errors import UserError
-from core.yaml_numbers import number_as_text_hint
+from core.yaml_numbers import NUMBER_TYPE_ERRORS, number_as_text_hint
 from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
@@ -33,15 +33,15 @@ _EXPECTED = {
 class SchedulingOnly:
     """Marks a field (in its ``Annotated`` type) that changes when or where calls are made, never
     what they ask: a pipeline's :data:`ParallelAgents`, an experiment's executor settings. Such
-    fields stay out of checkpoint and cost keys (:func:`scheduling_only_fields`)."""
+    fields stay out of checkpoint and cost keys (``marked_fields(model, SCHEDULING_ONLY)``)."""
 
 
 SCHEDULING_ONLY = SchedulingOnly()
 
 
-def scheduling_only_fields(model: type[BaseModel]) -> frozenset[str]:
-    """The fields of ``model`` marked :data:`SCHEDULING_ONLY`."""
-    return frozenset(name for name, field in model.model_fields.items() if SCHEDULING_ONLY in field.metadata)
+def marked_fields(model: type[BaseModel], marker: object) -> frozenset[str]:
+    """The fields of ``model`` whose ``Annotated`` type carries ``marker`` (e.g. :data:`SCHEDULING_ONLY`)."""
+    return frozenset(name for name, field in model.model_fields.items() if marker in field.metadata)
 
 
 class _KeyedWhenSet:
@@ -87,7 +87,7 @@ class PipelineParams(BaseModel):
         for each pipeline), so runs that differ only in them share their finished problems; and
         without a :data:`KEYED_WHEN_SET` field at its default."""
         fields = type(self).model_fields
-        left_out = set(scheduling_only_fields(type(self)))
+        left_out = set(marked_fields(type(self), SCHEDULING_ONLY))
         left_out |= {name for name, field in fields.items()
                      if KEYED_WHEN_SET in field.metadata and getattr(self, name) == field.get_default()}
         return self.model_dump(exclude=left_out)
@@ -157,7 +157,7 @@ def _problem(model: type[PipelineParams], problem: Any) -> str:
         field = model.model_fields[str(problem["loc"][0])]
         return f"must be one of {', '.join(map(str, _choices(field.annotation)))} (got {got})"
     if kind in _EXPECTED:
-        hint = number_as_text_hint(problem.get("input")) if kind in {"int_type", "float_type"} else ""
+        hint = number_as_text_hint(problem.get("input")) if kind in NUMBER_TYPE_ERRORS else ""
         return f"expected {_EXPECTED[kind]}, got {got}{hint}"
     if kind == "value_error":  # a model's own check across fields: its message says it all
         return str(problem["ctx"]["error"])

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from experiments.spec.strict import StrictModel
-from pipelines.params import SCHEDULING_ONLY
+from pipelines.params import SCHEDULING_ONLY, marked_fields
 
 # Problems in flight: with parallel agents, 4 problems keep llama-server's 8 slots busy on 2 cores
 # (benchmarks/job_old_vs_new.py); remote endpoints take it as well.
@@ -18,15 +18,10 @@ MAX_CONCURRENCY = 64  # problems at once, and model calls at once (problems × p
 
 class RayOnly:
     """Marks an execution setting (in its ``Annotated`` type) that only the Ray executor reads; set
-    under the local executor it is refused rather than ignored (:func:`ray_only_fields`)."""
+    under the local executor it is refused rather than ignored."""
 
 
 RAY_ONLY = RayOnly()
-
-
-def ray_only_fields(model: type[BaseModel]) -> frozenset[str]:
-    """The fields of ``model`` marked :data:`RAY_ONLY`."""
-    return frozenset(name for name, field in model.model_fields.items() if RAY_ONLY in field.metadata)
 
 
 class ExecutionSpec(StrictModel):
@@ -89,7 +84,7 @@ class ExecutionSpec(StrictModel):
     def _ray_settings_need_ray(self) -> ExecutionSpec:
         # A cluster address or node limit under the local executor would be ignored without a word.
         # Values equal to the default change nothing (a logged config.yaml spells every field out).
-        ray_only = sorted(name for name in ray_only_fields(type(self))
+        ray_only = sorted(name for name in marked_fields(type(self), RAY_ONLY)
                           if getattr(self, name) != type(self).model_fields[name].default)
         if self.executor == "local" and ray_only:
             message = (f"{', '.join(ray_only)}: Ray settings, ignored by executor 'local'; set "

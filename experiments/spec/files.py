@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from core.errors import UserError
-from core.yaml_numbers import number_as_text_hint
+from core.yaml_numbers import NUMBER_TYPE_ERRORS, number_as_text_hint
 
 
 def _path_part(part: Any) -> str:
@@ -31,7 +31,6 @@ _EXPECTED = {
     "string_type": "a string", "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping",
     "finite_number": "a finite number",
 }
-_NUMBERS = frozenset({"int_type", "float_type"})  # where text that reads as a number gets a hint
 
 
 # Range errors as a pipeline param's read (pipelines.params.explain): "must be >= 1 (got 0)".
@@ -65,7 +64,7 @@ def format_validation_error(error: ValidationError, source: str) -> str:
         message = "unknown field (check its spelling)"
     elif first["type"] in _EXPECTED:  # strict: a value of another type is refused, never converted
         message = f"expected {_EXPECTED[first['type']]}, got {_as_written(first.get('input'))}"
-        if first["type"] in _NUMBERS:
+        if first["type"] in NUMBER_TYPE_ERRORS:
             message += number_as_text_hint(first.get("input"))
     elif first["type"] == "string_too_short" and first["ctx"].get("min_length") == 1:
         message = "must not be empty (leave the field out for its default)"

@@ -3,7 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from experiments.spec.execution import ExecutionSpec, ray_only_fields
+from experiments.spec.execution import RAY_ONLY, ExecutionSpec
+from pipelines.params import marked_fields
 
 # A value other than the default, valid for each Ray setting.
 _SET = {"address": "head:6379", "max_retries": 5, "in_flight_per_node": 8, "workers_per_node": 2,
@@ -13,7 +14,7 @@ _SET = {"address": "head:6379", "max_retries": 5, "in_flight_per_node": 8, "work
 def test_the_marked_settings_are_the_ones_documented_as_ray_only():
     documented = {name for name, field in ExecutionSpec.model_fields.items()
                   if (field.description or "").startswith("ray only:")}
-    assert ray_only_fields(ExecutionSpec) == documented == set(_SET)
+    assert marked_fields(ExecutionSpec, RAY_ONLY) == documented == set(_SET)
 
 
 @pytest.mark.parametrize("name", sorted(_SET))
