@@ -16,6 +16,7 @@ Problems this configuration has already checkpointed cost nothing and are not co
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 from collections import defaultdict
@@ -295,7 +296,9 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     """
     home = home or default_data_dir()
     uri = tracking_uri(home, spec.tracking.uri)
-    problems = load_inputs(spec, uri)
+    problems, dataset_notice = load_inputs(spec, uri)
+    if dataset_notice is not None:  # nothing below contacts a service that could refuse
+        logging.getLogger(__name__).warning("%s", dataset_notice)
     identity = _identity(spec.model)
     fingerprints = input_fingerprints(spec, uri)
     store = checkpoint_store(spec, identity, checkpoint_key(spec, identity, fingerprints), home, fingerprints)

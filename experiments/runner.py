@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from eval.datasets import load_problems
+from eval.datasets import load_problems_and_notice
 from eval.problems import Problem
 from eval.results import ProblemResult, ResolvedParams, results_table
 from eval.summary import summarize
@@ -111,11 +112,13 @@ def make_pipeline(
     return pipeline
 
 
-def load_inputs(spec: ExperimentSpec, registry_uri: str) -> list[Problem]:
-    """The spec's problems: bad input fails here, before anything is written. Names and params
-    were checked with the spec; what only a built pipeline can check is whether exported prompts
-    match its roles, so a pipeline that loads prompts is built for that (its runs build their own)."""
-    problems = load_problems(
+def load_inputs(spec: ExperimentSpec, registry_uri: str) -> tuple[list[Problem], str | None]:
+    """The spec's problems, with the notice of a detected dataset format (else None) for the
+    caller to show once nothing can refuse the start: bad input fails here, before anything is
+    written. Names and params were checked with the spec; what only a built pipeline can check is
+    whether exported prompts match its roles, so a pipeline that loads prompts is built for that
+    (its runs build their own)."""
+    problems, notice = load_problems_and_notice(
         spec.dataset.location, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids,
         dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
         split=spec.dataset.split,
@@ -127,7 +130,7 @@ def load_inputs(spec: ExperimentSpec, registry_uri: str) -> list[Problem]:
             if isinstance(params, TokenBudgetParams) and params.token_budget_from is not None:
                 params = params.with_measured_budget(0.0)  # resolved per run; roles do not depend on it
             make_pipeline(pipeline_spec.name, params, prompts, registry_uri)
-    return problems
+    return problems, notice
 
 
 def _resolve_params(
@@ -316,7 +319,7 @@ def _run_experiment(
     compare: bool | None,
 ) -> ExperimentResult:
     uri = tracking_uri(home, spec.tracking.uri)
-    problems = load_inputs(spec, uri)
+    problems, dataset_notice = load_inputs(spec, uri)
     _check_chroma_server(spec)
     check_warm_starts(spec, problems, home)
     identity = resolve_model(spec.model)
@@ -354,6 +357,8 @@ def _run_experiment(
                 store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{time.time_ns()}"))
             if pool is None:
                 pool = pools.enter_context(_open_pool(spec, home))
+            if dataset_notice is not None:  # the start stands: a refusal above was the only line
+                logging.getLogger(__name__).warning("%s", dataset_notice)
             parent_id = open_parent_run(
                 tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
             )

@@ -2,7 +2,9 @@
 shipped defaults for the bundled model), without calling the model or writing anything."""
 
 import gc
+import logging
 import statistics
+from pathlib import Path
 
 import pytest
 import yaml
@@ -14,6 +16,8 @@ from support.specs import fake_spec
 from experiments.api import RunOverrides, estimate, run
 from experiments.cli import main
 from experiments.estimate import SHIPPED
+
+DATA = Path(__file__).parents[1] / "eval" / "data"
 
 
 def _state(path):
@@ -235,3 +239,15 @@ def test_a_pipeline_with_memory_is_timed_one_problem_at_a_time(home, humaneval_p
     table = found.table()
     assert "baseline+memory: memory solves one problem at a time" in table
     assert "parallel_runs 2: runs overlap" in table
+
+
+def test_an_estimate_on_a_dataset_of_detected_format_says_which_it_read(home, tmp_path, capsys, caplog):
+    dataset = DATA / "humaneval.jsonl"  # no format given: detected from its columns
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(fake_spec("http://127.0.0.1:9", dataset={"source": str(dataset)})))
+    with caplog.at_level(logging.WARNING):
+        code = main(["--home", str(home), "run", str(spec_file), "--estimate"])
+    assert code == 0, capsys.readouterr().err
+    notices = [r.getMessage() for r in caplog.records if "read as format 'humaneval'" in r.getMessage()]
+    assert len(notices) == 1 and str(dataset) in notices[0]
+    assert not home.exists()

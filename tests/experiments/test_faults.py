@@ -6,8 +6,10 @@ run by a signal: test_stops.py.)"""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -133,16 +135,20 @@ def test_a_hung_endpoint_at_start_up_names_the_probe_and_its_limit(tmp_path, hom
 
 
 REFUSALS = ["a failing endpoint", "an unset API key variable", "an unreachable Chroma server",
-            "an unreachable Chroma server for memory only", "an unreachable tracking server"]
+            "an unreachable Chroma server for memory only", "an unreachable tracking server",
+            "a failing endpoint with a detected dataset format"]
+DETECTED_DATASET = Path(__file__).parents[1] / "eval" / "data" / "humaneval.jsonl"  # no format given
 
 
 @pytest.mark.parametrize("refusal", REFUSALS)
-def test_a_refused_start_writes_nothing(refusal, tmp_path, home, capsys, monkeypatch, humaneval_problems):
+def test_a_refused_start_writes_nothing(
+    refusal, tmp_path, home, capsys, caplog, monkeypatch, humaneval_problems
+):
     """Every check that can refuse the start (the endpoint's probe, the Chroma server, the
     tracking server) runs before the first file is made: no mlflow.db, no pool store, nothing
     under the data directory."""
     monkeypatch.delenv("CRITIQUELAB_NO_SUCH_KEY", raising=False)
-    failing = refusal in ("a failing endpoint", "an unset API key variable")
+    failing = refusal.startswith("a failing endpoint") or refusal == "an unset API key variable"
     responder = humaneval_responder(humaneval_problems)
     if failing:
         responder = lambda messages: HttpError(500, "boom")  # noqa: E731
@@ -157,12 +163,29 @@ def test_a_refused_start_writes_nothing(refusal, tmp_path, home, capsys, monkeyp
             spec["pipelines"] = [{"name": "baseline", "memory": {"enabled": True}}]
         elif refusal == "an unreachable tracking server":
             spec["tracking"] = {"uri": "http://127.0.0.1:9"}
+        elif refusal == "a failing endpoint with a detected dataset format":  # no notice before it
+            spec["dataset"] = {"source": str(DETECTED_DATASET), "limit": 2}
         path = tmp_path / "spec.yaml"
         path.write_text(yaml.safe_dump(spec))
-        code = main(["run", str(path), "--no-progress"])
+        with caplog.at_level(logging.WARNING):  # a logged line would print beside the error
+            code = main(["run", str(path), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert not home.exists(), sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+
+
+def test_a_detected_dataset_format_is_told_once_the_start_stands(tmp_path, home, caplog, humaneval_problems):
+    with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
+        spec = fake_spec(fake.api_base, dataset={"source": str(DETECTED_DATASET), "limit": 1})
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        with caplog.at_level(logging.WARNING):
+            assert main(["run", str(path), "--no-progress"]) == 0
+    notices = [r.getMessage() for r in caplog.records if "read as format" in r.getMessage()]
+    (notice,) = notices
+    assert notice.startswith(f"dataset '{DETECTED_DATASET}': read as format 'humaneval' (detected: ")
+    assert notice.endswith("set dataset.format to choose")
 
 
 def test_a_refused_fresh_start_keeps_the_checkpoints(tmp_path, home, capsys, humaneval_problems):
