@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -248,7 +248,7 @@ def _build(source: DatasetSource, rows: list[dict[str, Any]], columns: list[str]
     return problems
 
 
-def load_problems_and_notice(
+def load_problems(
     source: DatasetSource = HUMANEVAL,
     fields: Mapping[str, str] | None = None,
     limit: int | None = None,
@@ -257,14 +257,16 @@ def load_problems_and_notice(
     dataset_format: str | None = None,
     challenge_tests: bool = False,
     split: SplitName = "all",
-) -> tuple[list[Problem], str | None]:
+    on_notice: Callable[[str], None] | None = None,
+) -> list[Problem]:
     """Load problems: read the rows, validate every row in its format, then select a subset.
-    Returns them with the notice to show when the format was detected (else None); the caller
-    shows it once nothing else can refuse the start, so a refusal is the only line printed.
 
     ``dataset_format`` is ``humaneval``, ``mbpp`` or ``evalplus``; None takes a standard Hub
-    set's (``eval.hub_sets``) or detects it from the columns (when a row is bad, the error's own
-    line says which format it was read as).
+    set's (``eval.hub_sets``) or detects it from the columns and says so in one notice once every
+    row is read and the selection made (when a row is bad, the error's own line says which
+    format it was read as). ``on_notice`` receives that notice (default: logged at once); a
+    caller that can still refuse the start after loading keeps it until the start stands, so a
+    refusal is the only line printed.
     ``fields`` maps a field of that format to the dataset's column name, e.g. ``{"prompt":
     "question"}``, over a standard set's own mapping; unmapped fields use their own name.
     ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
@@ -301,25 +303,7 @@ def load_problems_and_notice(
         if limit < 1:
             raise UserError("--limit must be at least 1")
         problems = problems[:limit]
-    return problems, (f"dataset '{source}': {note}" if detected is not None else None)
-
-
-def load_problems(
-    source: DatasetSource = HUMANEVAL,
-    fields: Mapping[str, str] | None = None,
-    limit: int | None = None,
-    task_ids: Sequence[str] | None = None,
-    *,
-    dataset_format: str | None = None,
-    challenge_tests: bool = False,
-    split: SplitName = "all",
-) -> list[Problem]:
-    """``load_problems_and_notice`` with its notice (a detected format) logged at once, for
-    callers with nothing left to refuse once the problems are read."""
-    problems, notice = load_problems_and_notice(
-        source, fields, limit, task_ids, dataset_format=dataset_format,
-        challenge_tests=challenge_tests, split=split,
-    )
-    if notice is not None:
-        logging.getLogger(__name__).warning("%s", notice)
+    if detected is not None:
+        notice = f"dataset '{source}': {note}"
+        (on_notice or logging.getLogger(__name__).warning)(notice)
     return problems

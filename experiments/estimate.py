@@ -296,9 +296,9 @@ def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool 
     """
     home = home or default_data_dir()
     uri = tracking_uri(home, spec.tracking.uri)
-    problems, dataset_notice = load_inputs(spec, uri)
-    if dataset_notice is not None:  # nothing below contacts a service that could refuse
-        logging.getLogger(__name__).warning("%s", dataset_notice)
+    problems, dataset_notices = load_inputs(spec, uri)
+    for notice in dataset_notices:  # nothing below contacts a service that could refuse
+        logging.getLogger(__name__).warning("%s", notice)
     identity = _identity(spec.model)
     fingerprints = input_fingerprints(spec, uri)
     store = checkpoint_store(spec, identity, checkpoint_key(spec, identity, fingerprints), home, fingerprints)

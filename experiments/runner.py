@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from eval.datasets import load_problems_and_notice
+from eval.datasets import load_problems
 from eval.problems import Problem
 from eval.results import ProblemResult, ResolvedParams, results_table
 from eval.summary import summarize
@@ -112,16 +112,17 @@ def make_pipeline(
     return pipeline
 
 
-def load_inputs(spec: ExperimentSpec, registry_uri: str) -> tuple[list[Problem], str | None]:
-    """The spec's problems, with the notice of a detected dataset format (else None) for the
+def load_inputs(spec: ExperimentSpec, registry_uri: str) -> tuple[list[Problem], list[str]]:
+    """The spec's problems, with the notice of a detected dataset format (if any) for the
     caller to show once nothing can refuse the start: bad input fails here, before anything is
     written. Names and params were checked with the spec; what only a built pipeline can check is
     whether exported prompts match its roles, so a pipeline that loads prompts is built for that
     (its runs build their own)."""
-    problems, notice = load_problems_and_notice(
+    notices: list[str] = []
+    problems = load_problems(
         spec.dataset.location, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids,
         dataset_format=spec.dataset.format, challenge_tests=spec.dataset.challenge_tests,
-        split=spec.dataset.split,
+        split=spec.dataset.split, on_notice=notices.append,
     )
     for pipeline_spec in spec.pipelines:
         prompts = spec.prompts_of(pipeline_spec)
@@ -130,7 +131,7 @@ def load_inputs(spec: ExperimentSpec, registry_uri: str) -> tuple[list[Problem],
             if isinstance(params, TokenBudgetParams) and params.token_budget_from is not None:
                 params = params.with_measured_budget(0.0)  # resolved per run; roles do not depend on it
             make_pipeline(pipeline_spec.name, params, prompts, registry_uri)
-    return problems, notice
+    return problems, notices
 
 
 def _resolve_params(
@@ -319,7 +320,7 @@ def _run_experiment(
     compare: bool | None,
 ) -> ExperimentResult:
     uri = tracking_uri(home, spec.tracking.uri)
-    problems, dataset_notice = load_inputs(spec, uri)
+    problems, dataset_notices = load_inputs(spec, uri)
     _check_chroma_server(spec)
     check_warm_starts(spec, problems, home)
     identity = resolve_model(spec.model)
@@ -357,8 +358,8 @@ def _run_experiment(
                 store.directory.rename(store.directory.with_name(f"{store.directory.name}.old-{time.time_ns()}"))
             if pool is None:
                 pool = pools.enter_context(_open_pool(spec, home))
-            if dataset_notice is not None:  # the start stands: a refusal above was the only line
-                logging.getLogger(__name__).warning("%s", dataset_notice)
+            for notice in dataset_notices:  # the start stands: a refusal above was the only line
+                logging.getLogger(__name__).warning("%s", notice)
             parent_id = open_parent_run(
                 tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
             )
