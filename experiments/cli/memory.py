@@ -103,18 +103,19 @@ def add_memory_parser(commands: Any) -> None:
 
 
 def _bank(store: str) -> MemoryBank:
+    """The memory bank of ``store``; an unknown or empty store is refused before any client opens
+    it (an open would write to the store)."""
     home = data_dir()
     chroma = memory_dir(home) / "chroma"
     if not chroma.exists():
         raise UserError(f"no memory in {home} yet (a run with `memory: {{enabled: true}}` writes it)")
-    if store not in stored_collections(chroma):  # opening it would create it: refused first
-        known = ", ".join(sorted(stored_collections(chroma))) or "none"
+    stores = stored_collections(chroma)
+    if store not in stores:
+        known = ", ".join(sorted(stores)) or "none"
         raise UserError(f"no memory store '{store}' in {home} (stores there: {known})")
-    bank = MemoryBank(home, collection=store)
-    if bank.episodic.count() == 0:
-        bank.close()
+    if stores[store] == 0:
         raise UserError(f"memory store '{store}' in {home} is empty")
-    return bank
+    return MemoryBank(home, collection=store)
 
 
 def _when(stamp: float) -> str:

@@ -9,7 +9,9 @@ with the pool's offline MiniLM. A local store is open in one process at a time
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -20,7 +22,7 @@ from typing import Any
 from core.errors import UserError
 from pipelines.memory.entries import AUDIENCE_PREFIX, MEMORY_TYPES, MemoryEntry, from_record, to_record
 from pipelines.pool.embedder import Embedder, MiniLMEmbedder
-from pipelines.pool.store_lock import close_then_release, lock_store
+from pipelines.pool.store_lock import close_then_release, lock_existing_store, lock_store
 
 
 @dataclass(frozen=True)
@@ -47,15 +49,35 @@ def _client(path: Path | None, url: str | None) -> Any:
         raise UserError(f"cannot open the memory store in {path}: {exc}") from exc
 
 
-def stored_collections(path: Path | str) -> set[str]:
-    """The names of the memory stores (Chroma collections) in ``path``, read without creating
-    any, so a command that only reads can refuse an unknown store and leave nothing behind."""
-    with lock_store(path):
-        client = _client(Path(path), None)
-        try:
-            return {getattr(c, "name", c) for c in client.list_collections()}
-        finally:
-            close_then_release(client, None)  # before the lock goes
+def stored_collections(path: Path | str) -> dict[str, int]:
+    """The memory stores (Chroma collections) in ``path`` and how many entries each holds, read
+    from Chroma's SQLite file opened read-only: opening a Chroma client writes to that file (its
+    sysdb records every open), so a command refused for an unknown or empty store would not
+    leave the store as it found it. Refused like an open if another process holds the store."""
+    lock = lock_existing_store(path)  # creates nothing; None: never locked, so nobody holds it
+    try:
+        return _read_collections(Path(path) / "chroma.sqlite3")
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _read_collections(database: Path) -> dict[str, int]:
+    if not database.is_file():
+        return {}
+    # An entry is a row of the collection's metadata segment (Chroma applies writes to it before
+    # ``add`` returns); a collection without rows is an empty store.
+    query = """
+        SELECT c.name, COUNT(e.id) FROM collections c
+        LEFT JOIN segments s ON s.collection = c.id AND s.scope = 'METADATA'
+        LEFT JOIN embeddings e ON e.segment_id = s.id
+        GROUP BY c.name
+    """
+    try:
+        with contextlib.closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            return {str(name): int(count) for name, count in db.execute(query)}
+    except sqlite3.Error as exc:
+        raise UserError(f"cannot read the memory store {database.parent}: {exc}") from exc
 
 
 class EpisodicStore:

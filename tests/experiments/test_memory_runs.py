@@ -170,10 +170,14 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no proposal 'p-nope'" in err
     assert main(["memory", "search", "x", "--type", "lesson"]) == 2
-    stores = stored_collections(home / "memory" / "chroma")
+    chroma = home / "memory" / "chroma"
+    stores = stored_collections(chroma)
+    files = {p: p.read_bytes() for p in chroma.rglob("*") if p.is_file()}
     assert main(["memory", "search", "x", "--store", "never_written"]) == 2
     assert "no memory store 'never_written'" in capsys.readouterr().err
-    assert stored_collections(home / "memory" / "chroma") == stores  # refused: none was created
+    assert stored_collections(chroma) == stores  # refused: none was created
+    # ... and nothing written: no client opened the store (an open writes to chroma.sqlite3)
+    assert {p: p.read_bytes() for p in chroma.rglob("*") if p.is_file()} == files
     assert main(["memory", "forget", "--before", "yesterday"]) == 2
     assert main(["memory", "forget", "--before", "2000-01-01"]) == 0
     assert "forgot 0 entries" in capsys.readouterr().out

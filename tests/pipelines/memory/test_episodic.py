@@ -10,7 +10,7 @@ import pytest
 
 from core.errors import UserError
 from pipelines.memory.entries import MemoryEntry, task_tags
-from pipelines.memory.episodic import EpisodicStore
+from pipelines.memory.episodic import EpisodicStore, stored_collections
 
 
 def entry(content, **fields):
@@ -92,3 +92,23 @@ def test_entries_survive_across_processes(tmp_path, minilm):
 def test_task_tags_come_from_the_prompt():
     prompt = 'def f(s: str):\n    """Return the vowels of the string, sorted."""'
     assert task_tags(prompt) == ["sorting", "string"]
+
+
+def _files(directory):
+    return {p: p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_stored_collections_counts_entries_and_writes_nothing(tmp_path, minilm):
+    """The listing reads Chroma's SQLite file read-only: a client open would write to it (Chroma's
+    sysdb records each open), and a refused memory command must leave the store as it was."""
+    path = tmp_path / "chroma"
+    full = EpisodicStore(path, collection="mem", embedder=minilm)
+    full.add(entry("one lesson"))
+    full.add(entry("another lesson", task_id="HumanEval/3"))
+    empty = EpisodicStore(path, collection="empty", embedder=minilm)
+    full.close()
+    empty.close()  # the last user closes the shared client and lets the lock go
+    before = _files(path)
+    assert stored_collections(path) == {"mem": 2, "empty": 0}
+    assert stored_collections(tmp_path / "absent") == {}
+    assert _files(path) == before
