@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -131,7 +132,7 @@ def run_optimization(
     # lock from before its first file to its end, so another process on it is refused now.
     with HeldStores([home / "chroma"] if pending else []) as stores:
         stores.take(create=False)
-        problems, split = _checked_problems(spec, source)
+        problems, split, dataset_notices = _checked_problems(spec, source)
         try:  # a positive control's traces carry hidden-test text (experiments.controls)
             refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri, spec.traces.experiment)
         except UserError as exc:
@@ -142,6 +143,8 @@ def run_optimization(
             _check_models(models, spec, pending)
             check_tracking_server(tracking_uri(home, spec.tracking.uri), spec.name)
             stores.take()
+            for notice in dataset_notices:  # the start stands: a refusal above was the only line
+                logging.getLogger(__name__).warning("%s", notice)
             tracker = Tracker(home, spec.name, spec.tracking.uri)
             if fresh and directory.exists():
                 directory.rename(directory.with_name(f"{directory.name}.old-{time.time_ns()}"))
@@ -164,14 +167,16 @@ def run_optimization(
     return OptimizeResult(parent, split.as_dict(), ctx.finished)
 
 
-def _checked_problems(spec: OptimizeSpec, source: str) -> tuple[list[Problem], Split]:
+def _checked_problems(spec: OptimizeSpec, source: str) -> tuple[list[Problem], Split, list[str]]:
     """The spec checked against the pipeline, the models and the dataset (no part of the split may
     be empty, the test part may not overlap train/validation unless allowed), before anything is
-    written; the dataset's problems (both halves with ``split.test: test_half``) and their split."""
+    written; the dataset's problems (both halves with ``split.test: test_half``), their split, and
+    the notice of a detected dataset format, kept for when the start stands."""
+    notices: list[str] = []
     try:
         check_spec(spec)
-        problems = _load(spec, spec.dataset.split)
-        held_out = _load(spec, "test") if spec.split.test == "test_half" else None
+        problems = _load(spec, spec.dataset.split, notices.append)
+        held_out = _load(spec, "test", lambda _: None) if spec.split.test == "test_half" else None
         split = make_split([p.task_id for p in problems], spec.split,  # refuses a split with an empty part
                            test_ids=[p.task_id for p in held_out] if held_out is not None else None)
         split.check_scoring(split.test, allow_overlap=spec.split.allow_overlap)
@@ -181,16 +186,17 @@ def _checked_problems(spec: OptimizeSpec, source: str) -> tuple[list[Problem], S
             hint = (f" (train and val come from dataset.split: {spec.dataset.split}; "
                     "dataset.split: dev keeps them out of the test half)")
         raise UserError(f"{source}: {exc}{hint}") from exc
-    return list({p.task_id: p for p in [*problems, *(held_out or [])]}.values()), split
+    return list({p.task_id: p for p in [*problems, *(held_out or [])]}.values()), split, notices
 
 
-def _load(spec: OptimizeSpec, half: SplitName) -> list[Problem]:
+def _load(spec: OptimizeSpec, half: SplitName, on_notice: Callable[[str], None]) -> list[Problem]:
     """The spec's dataset problems of the held-out protocol's ``half`` (``task_ids`` and ``limit``
-    applied within it)."""
+    applied within it); a detected format's notice goes to ``on_notice``."""
     dataset = spec.dataset
     return load_problems(
         dataset.location, dataset.fields, dataset.limit, dataset.task_ids,
         dataset_format=dataset.format, challenge_tests=dataset.challenge_tests, split=half,
+        on_notice=on_notice,
     )
 
 

@@ -2,6 +2,7 @@
 MLflow run, and a re-run skips finished steps."""
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -199,21 +200,31 @@ def test_bad_optimize_specs_are_one_line_exit_2_before_anything_is_written(
 
 
 @pytest.mark.parametrize("refusal", ["a dead endpoint", "a dead teacher endpoint",
-                                     "an unreachable tracking server"])
-def test_a_refused_optimize_start_writes_nothing(refusal, tmp_path, home, capsys, humaneval_problems):
+                                     "an unreachable tracking server",
+                                     "a dead endpoint with a detected dataset format"])
+def test_a_refused_optimize_start_writes_nothing(
+    refusal, tmp_path, home, capsys, caplog, humaneval_problems
+):
     """Every endpoint a step still to run will ask (the teacher's too) and the tracking are checked
-    before the first file and the first step's line: no mlflow.db, split.json or steps/."""
+    before the first file and the first step's line: no mlflow.db, split.json or steps/ — and no
+    other line (a detected dataset format is told only once the start stands)."""
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
         spec = yaml.safe_load(_spec(tmp_path, fake.api_base).read_text())
-        if refusal == "a dead endpoint":
+        if refusal.startswith("a dead endpoint"):
             spec["model"]["api_base"] = "http://127.0.0.1:9/v1"
+        if refusal.endswith("a detected dataset format"):  # a file without dataset.format
+            rows = tmp_path / "problems.jsonl"
+            rows.write_text("".join(json.dumps(p.model_dump()) + "\n" for p in humaneval_problems[:7]))
+            spec["dataset"] = {"source": str(rows)}
         elif refusal == "a dead teacher endpoint":
             spec["teacher"] = {"id": "openai/teacher", "api_base": "http://127.0.0.1:9/v1", "num_retries": 0}
         else:
             spec["tracking"] = {"uri": "http://127.0.0.1:9"}
         path = tmp_path / "refused.yaml"
         path.write_text(yaml.safe_dump(spec))
-        assert main(["optimize", str(path)]) == 2
+        with caplog.at_level(logging.WARNING):  # a logged line would print beside the error
+            assert main(["optimize", str(path)]) == 2
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("critiquelab: error: "), captured.err
@@ -274,10 +285,19 @@ def test_export_hint_names_the_run_holding_the_kept_program(tmp_path, home, huma
 
 
 def test_when_the_gate_keeps_the_baseline_nothing_is_offered_as_optimised(
-    tmp_path, home, humaneval_problems, capsys
+    tmp_path, home, humaneval_problems, capsys, caplog
 ):
     with FakeOpenAIServer(_fixer_worse_with_demos(humaneval_problems)) as fake:
-        assert main(["optimize", str(_spec(tmp_path, fake.api_base))]) == 0
+        path = _spec(tmp_path, fake.api_base)
+        spec = yaml.safe_load(path.read_text())  # the same 7 problems, from a file without dataset.format
+        rows = tmp_path / "problems.jsonl"
+        rows.write_text("".join(json.dumps(p.model_dump()) + "\n" for p in humaneval_problems[:7]))
+        path.write_text(yaml.safe_dump({**spec, "dataset": {"source": str(rows)}}))
+        with caplog.at_level(logging.WARNING):
+            assert main(["optimize", str(path)]) == 0
+    notices = [r.getMessage() for r in caplog.records if "read as format 'humaneval'" in r.getMessage()]
+    # told once the start stands (once for both halves), and again by the held-out test's own run
+    assert len(notices) == 2 and notices[0] == notices[1], notices
     out = capsys.readouterr().out
     (compile_run,) = _runs_named(home, "opt-test", "compile")
     assert "kept baseline (validation pass@1 dropped: " in out
