@@ -155,11 +155,12 @@ def _download_program(home: Path, run_id: str) -> Path:
     from mlflow.tracking import MlflowClient
 
     from core.errors import UserError
-    from experiments.tracking.store import ServiceClient, is_server, tracking_uri
+    from experiments.tracking.local_store import holds_runs
+    from experiments.tracking.store import ServiceClient, tracking_uri
     from pipelines.controls import refuse_control_runs
 
     uri = tracking_uri(home)
-    if not is_server(uri) and not (home / "mlflow.db").exists():
+    if not holds_runs(uri):  # opening it would create the store
         raise UserError(f"'{run_id}' is neither a path nor a run in {home} (no MLflow store there)")
     client = ServiceClient(MlflowClient(tracking_uri=uri), uri)  # a server down: exit 3, not "unknown"
     try:

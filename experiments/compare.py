@@ -39,12 +39,12 @@ from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
 from experiments.rescore_pairs import lost_passes_section
 from experiments.tracking.compare_provenance import provenance_notices
+from experiments.tracking.local_store import holds_runs
 from experiments.tracking.store import (
     CHILD_TAG,
     PARENT_TAG,
     ServiceClient,
     child_key,
-    is_server,
     most_complete,
     tracking_uri,
 )
@@ -80,7 +80,7 @@ def open_client(home: Path, tracking: str | None) -> Any:
     from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(home, tracking)
-    if not is_server(uri) and uri == tracking_uri(home) and not (home / "mlflow.db").exists():
+    if not holds_runs(uri):  # opening it would create the store
         raise UserError(f"no MLflow store under {home}; run an experiment first or pass --home")
     return ServiceClient(MlflowClient(uri), uri)
 

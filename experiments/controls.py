@@ -63,10 +63,11 @@ def refuse_control_trace_sources(
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from experiments.tracking.store import ServiceClient, is_server, tracking_uri
+    from experiments.tracking.local_store import holds_runs
+    from experiments.tracking.store import ServiceClient, tracking_uri
 
     uri = tracking_uri(home, tracking)
-    if not is_server(uri) and not (home / "mlflow.db").exists():  # opening it would create it
+    if not holds_runs(uri):  # opening it would create the store
         wanted = f"run '{run_ids[0]}'" if run_ids else f"experiment '{experiment}'"
         field = "traces.run_ids" if run_ids else "traces.experiment"
         raise UserError(f"{field}: no MLflow store under {home} holds {wanted}")

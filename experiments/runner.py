@@ -38,6 +38,7 @@ from experiments.serving.provision import resolve_model
 from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
 from experiments.spec import ExperimentSpec
 from experiments.spec.pipeline import PipelineSpec
+from experiments.tracking.local_store import check_writable_store
 from experiments.tracking.run_records import child_run, open_parent_run, results_digest
 from experiments.tracking.store import (
     PARENT_TAG,
@@ -117,7 +118,8 @@ def load_inputs(spec: ExperimentSpec, registry_uri: str) -> tuple[list[Problem],
     caller to show once nothing can refuse the start: bad input fails here, before anything is
     written. Names and params were checked with the spec; what only a built pipeline can check is
     whether exported prompts match its roles, so a pipeline that loads prompts is built for that
-    (its runs build their own)."""
+    (its runs build their own). A local MLflow store file that cannot be one is refused first."""
+    check_writable_store(registry_uri)
     notices: list[str] = []
     problems = load_problems(
         spec.dataset.location, spec.dataset.fields, spec.dataset.limit, spec.dataset.task_ids,

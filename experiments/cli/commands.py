@@ -124,12 +124,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_ui(args: argparse.Namespace) -> int:
     from experiments.paths import data_dir
+    from experiments.tracking.local_store import check_writable_store
     from experiments.tracking.store import is_server, tracking_uri
 
     home = args.home or data_dir()
     if is_server(tracking_uri(home)):  # a team's server has its own UI
         print(f"runs are logged to the MLflow tracking server {tracking_uri(home)}: open it in a browser")
         return 0
+    check_writable_store(tracking_uri(home))  # the UI's server would fail on it after printing its URL
     with socket.socket() as probe:  # MLflow would print the URL, then fail on a taken port
         try:
             probe.bind((args.host, args.port))

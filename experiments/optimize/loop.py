@@ -57,6 +57,7 @@ from experiments.optimize.step import Step
 from experiments.optimize.steps import plan
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
+from experiments.tracking.local_store import check_writable_store
 from experiments.tracking.provenance import code_fingerprint, git_commit
 from experiments.tracking.store import Tracker, check_tracking_server, flatten, tracking_uri
 from optimizers.splits import Split, SplitOverlapError, make_split
@@ -133,6 +134,7 @@ def run_optimization(
     with HeldStores([home / "chroma"] if pending else []) as stores:
         stores.take(create=False)
         problems, split, dataset_notices = _checked_problems(spec, source)
+        check_writable_store(tracking_uri(home, spec.tracking.uri))  # a file MLflow cannot use
         try:  # a positive control's traces carry hidden-test text (experiments.controls)
             refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri, spec.traces.experiment)
         except UserError as exc:

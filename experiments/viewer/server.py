@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from core.errors import UserError
+from experiments.tracking.local_store import holds_runs
 from experiments.viewer.data import ViewerData
 from experiments.viewer.pages import index_page, pair_page, problem_page, run_page, slug
 
@@ -154,7 +155,7 @@ def open_viewer(home: Path, uri: str, run_id: str | None = None) -> tuple[Viewer
     """The viewer over the store at ``uri`` and the path of its first page (the run's, or the
     index). A data directory with no store yet, or an unknown run, is bad input: the viewer
     never creates a store."""
-    if uri.startswith("sqlite:///") and not (home / "mlflow.db").is_file():
+    if not holds_runs(uri):  # the viewer never creates a store
         raise UserError(f"no runs in {home}: no mlflow.db there (run an experiment, or pass --home)")
     viewer = Viewer(ViewerData(uri))
     if run_id is None:

@@ -1,0 +1,79 @@
+"""A data directory whose mlflow.db is no MLflow store (damaged, foreign, a directory, empty): every
+verb says so in one line, exit 2, and leaves the file as it was — MLflow would create its schema
+in an empty or foreign database, and a damaged file was a SQLAlchemy traceback."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+import yaml
+from support.specs import fake_spec
+
+from experiments.cli import main
+
+DEAD = "http://127.0.0.1:9/v1"  # never contacted: every case is refused before any model call
+
+
+def _damage(path, kind):
+    if kind == "random bytes":
+        path.write_bytes(bytes(range(256)) * 16)
+    elif kind == "a directory":
+        path.mkdir()
+    elif kind == "a foreign database":
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE notes (text TEXT)")
+    else:  # an empty file
+        path.touch()
+
+
+def _snapshot(path):
+    return "dir" if path.is_dir() else path.read_bytes()
+
+
+def _commands(tmp_path, problems):
+    dataset = tmp_path / "rescore.jsonl"
+    dataset.write_text(json.dumps(problems[0].model_dump()) + "\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(fake_spec(DEAD, limit=1)))
+    traces = tmp_path / "traces.yaml"
+    traces.write_text(yaml.safe_dump({
+        "name": "opt", "pipeline": {"name": "baseline"}, "optimizer": {"name": "traces"},
+        "traces": {"run_ids": ["deadbeef"]}, "split": {"seed": 0, "train": 2, "val": 2},
+        "dataset": {"source": "humaneval", "limit": 6}, "model": {"id": "openai/x", "api_base": DEAD},
+    }))
+    return {
+        "compare": ["compare", "deadbeef", "--no-log"],
+        "export": ["export", "deadbeef"],
+        "view": ["view", "deadbeef", "--out", str(tmp_path / "pages")],
+        "rescore": ["rescore", "deadbeef", "--dataset", str(dataset), "--format", "humaneval"],
+        "run --estimate": ["run", str(spec), "--estimate"],
+        "optimize": ["optimize", str(traces)],
+    }
+
+
+KINDS = ["random bytes", "a directory", "a foreign database", "an empty file"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_store_that_is_no_mlflow_store_is_one_line_and_left_as_it_was(
+    kind, tmp_path, home, capsys, humaneval_problems
+):
+    home.mkdir()
+    store = home / "mlflow.db"
+    _damage(store, kind)
+    before = _snapshot(store)
+    for verb, args in _commands(tmp_path, humaneval_problems).items():
+        code = main(args)
+        captured = capsys.readouterr()
+        err = captured.err.strip().splitlines()
+        if kind == "an empty file" and verb == "run --estimate":
+            assert code == 0, captured.err  # an empty file is where MLflow creates its store
+        else:
+            assert code == 2 and len(err) == 1 and err[0].startswith("critiquelab: error: "), (verb, captured.err)
+            assert "Traceback" not in captured.err
+            if kind != "an empty file":
+                assert str(store) in err[0] and "move it aside, or pass --home" in err[0], (verb, err)
+        assert _snapshot(store) == before, verb
+    assert sorted(p.name for p in home.iterdir()) == ["mlflow.db"]
