@@ -151,8 +151,10 @@ def load_yaml(path: Path) -> Any:
     repeated key is one clear UserError line."""
     if path.is_dir():
         raise UserError(f"{path}: is a directory, not a spec file")
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"{path}: no such file")
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise UserError(f"{path}: not a regular file")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:

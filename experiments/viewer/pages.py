@@ -18,9 +18,11 @@ REFRESH_S = 5  # how often a page of a run in progress reloads itself
 
 
 def slug(task_id: str) -> str:
-    """A file name for a task id (``HumanEval/0`` -> ``HumanEval_0-<hash>``): readable, unique."""
+    """A file name for a task id (``HumanEval/0`` -> ``HumanEval_0-<hash>``): readable, unique,
+    and short enough for any file system (a name has at most 255 bytes; a dataset's task ids
+    have no length limit), the digest of the whole id keeping two long ids that share a start apart."""
     digest = hashlib.sha256(task_id.encode()).hexdigest()[:8]
-    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', task_id)}-{digest}"
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', task_id)[:80]}-{digest}"
 
 
 def _asset(name: str) -> str:

@@ -4,6 +4,7 @@ and where a hostile experiment name may write."""
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -84,6 +85,16 @@ def test_a_spec_path_that_is_a_directory_says_so(verb, tmp_path, home, capsys):
     assert main(["--home", str(home), verb, str(tmp_path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == f"critiquelab: error: {tmp_path}: is a directory, not a spec file"
+    assert not home.exists()
+
+
+@pytest.mark.parametrize("verb", ["run", "optimize"])
+def test_a_spec_path_that_is_a_fifo_says_so_without_reading_it(verb, tmp_path, home, capsys):
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)  # reading it would block until a writer came
+    assert main(["--home", str(home), verb, str(fifo)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"critiquelab: error: {fifo}: not a regular file"
     assert not home.exists()
 
 

@@ -98,3 +98,12 @@ def test_pages_of_a_run_in_progress_reload_themselves(viewer_home):
     problems = data.problems(finished.run_id)
     assert 'http-equiv="refresh"' not in run_page(finished, problems)
     assert 'http-equiv="refresh"' in run_page(replace(finished, status="RUNNING"), problems)
+
+
+def test_a_page_name_fits_a_file_system_whatever_the_task_id(tmp_path):
+    """A dataset's task ids have no length limit; a file name has at most 255 bytes."""
+    long_a, long_b = "x" * 10_000 + "a", "x" * 10_000 + "b"
+    for task_id in (long_a, "ü/" * 300, "HumanEval/0"):
+        (tmp_path / f"{slug(task_id)}.html").write_text("page")  # an OSError if the name is too long
+    assert slug(long_a) != slug(long_b)
+    assert slug("HumanEval/0").startswith("HumanEval_0-")
