@@ -108,6 +108,10 @@ def _read_table(datasets: Any, path: Path) -> list[Any]:
             loaded = loaded["test" if "test" in loaded else next(iter(loaded))]
         rows: list[Any] = loaded.to_list()
         return rows
+    import pyarrow.parquet
+
+    if pyarrow.parquet.ParquetFile(path).metadata.num_rows == 0:
+        return []  # `datasets` cannot build a split of no rows; the caller says there are none
     with tempfile.TemporaryDirectory(prefix="critiquelab-dataset-") as cache:
         table = datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=cache)
         rows = table.to_list()

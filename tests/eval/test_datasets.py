@@ -64,6 +64,15 @@ def test_parquet_and_saved_dataset(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.parquet", "saved"]  # no cache left
 
 
+def test_a_parquet_file_with_no_rows_says_so(tmp_path):
+    import pandas as pd
+
+    columns = {"task_id": [], "prompt": [], "entry_point": [], "test": []}
+    pd.DataFrame(columns, dtype=str).to_parquet(tmp_path / "empty.parquet")
+    with pytest.raises(UserError, match=r"^dataset '.*empty.parquet' has no rows$"):
+        load_problems(str(tmp_path / "empty.parquet"))
+
+
 def test_unreadable_file_is_a_user_error(tmp_path):
     path = tmp_path / "broken.jsonl"
     path.write_text("{not json\n")
