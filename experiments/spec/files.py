@@ -56,8 +56,10 @@ def _as_written(value: Any) -> str:
 
 
 def format_validation_error(error: ValidationError, source: str) -> str:
-    """One line: the first problem, with its field path, plus a count of the others."""
-    first = error.errors()[0]
+    """One line: the first problem, with its field path, plus a count of the others. An unknown
+    field comes first: a misspelled key also leaves its field missing, and the key is what to fix."""
+    problems = error.errors()
+    first = next((p for p in problems if p["type"] == "extra_forbidden"), problems[0])
     where = ".".join(_path_part(part) for part in first["loc"]) or "(top level)"
     message = " ".join(str(first["msg"]).split())  # a value's own line breaks must not split it
     if first["type"] == "extra_forbidden":
@@ -71,7 +73,7 @@ def format_validation_error(error: ValidationError, source: str) -> str:
     elif first["type"] in _BOUNDS:
         key, symbol = _BOUNDS[first["type"]]
         message = f"must be {symbol} {first['ctx'][key]} (got {_as_written(first.get('input'))})"
-    more = len(error.errors()) - 1
+    more = len(problems) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return f"{source}: {where}: {message}{suffix}"
 
