@@ -21,7 +21,7 @@ _SQLITE = "sqlite:///"
 _MLFLOW_TABLES = frozenset({"experiments", "runs"})
 
 
-def local_store_file(uri: str) -> Path | None:
+def _store_file(uri: str) -> Path | None:
     """The database file of a ``sqlite:///PATH`` tracking URI; None for any other store."""
     return Path(uri.removeprefix(_SQLITE)) if uri.startswith(_SQLITE) else None
 
@@ -31,7 +31,7 @@ def holds_runs(uri: str) -> bool:
     tables (False: no file yet, or an empty one — there is nothing to read, and opening it would
     create the store). True for a tracking server or database that is not a local file: it
     answers for itself. A file that cannot be an MLflow store is a :class:`UserError`."""
-    path = local_store_file(uri)
+    path = _store_file(uri)
     return path is None or bool(_tables(path))
 
 
@@ -39,7 +39,7 @@ def check_writable_store(uri: str) -> None:
     """For a command that logs runs: a local store file that exists must be an MLflow store or
     empty (MLflow then creates its tables); anything else is a :class:`UserError` now, before
     anything is written."""
-    path = local_store_file(uri)
+    path = _store_file(uri)
     if path is not None:
         _tables(path)
 
