@@ -24,9 +24,12 @@ def test_a_critic_loop_with_a_1_5b_critic_reviews_the_0_5b_coder(home):
     child = run(spec, progress=False).children[0]
     (result,) = child.results
     assert result.task_id == "HumanEval/1"  # the test half: odd task numbers
-    assert child.metrics["role.coder.calls"] >= 1 and child.metrics["role.critic.calls"] == 1
-    # Each model answered its own roles: the critic's call on the 1.5B model, the rest on the 0.5B.
-    assert child.metrics["model.local-1.5b.calls"] == 1
-    assert child.metrics["model.local.calls"] == child.metrics["lm_calls"] - 1
+    # One review; a reply ChatAdapter cannot parse is asked again in JSON form (DSPy's fallback),
+    # so that one review may take two requests (seen on a fresh clone, 2026-12-03).
+    critic_calls = child.metrics["role.critic.calls"]
+    assert child.metrics["role.coder.calls"] >= 1 and critic_calls in (1, 2)
+    # Each model answered its own roles: the critic's calls on the 1.5B model, the rest on the 0.5B.
+    assert child.metrics["model.local-1.5b.calls"] == critic_calls
+    assert child.metrics["model.local.calls"] == child.metrics["lm_calls"] - critic_calls
     assert result.extra["first_passed"] in (True, False) and "final_unchanged" in result.extra
     assert result.extra["stop_reason"] in ("approved", "max_iterations", "unparsed_critique")
