@@ -134,7 +134,8 @@ def run_optimization(
     with HeldStores([home / "chroma"] if pending else []) as stores:
         stores.take(create=False)
         problems, split, dataset_notices = _checked_problems(spec, source)
-        check_writable_store(tracking_uri(home, spec.tracking.uri))  # a file MLflow cannot use
+        uri = tracking_uri(home, spec.tracking.uri)
+        check_writable_store(uri)  # a local store file MLflow cannot use
         try:  # a positive control's traces carry hidden-test text (experiments.controls)
             refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri, spec.traces.experiment)
         except UserError as exc:
@@ -143,7 +144,7 @@ def run_optimization(
             # What can refuse the start (the endpoints, the tracking, the store's lock) comes
             # before the first file: the tracking server is probed before the lock file is made.
             _check_models(models, spec, pending)
-            check_tracking_server(tracking_uri(home, spec.tracking.uri), spec.name)
+            check_tracking_server(uri, spec.name)
             stores.take()
             for notice in dataset_notices:  # the start stands: a refusal above was the only line
                 logging.getLogger(__name__).warning("%s", notice)

@@ -10,11 +10,11 @@ read here only, opened read-only.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from pathlib import Path
 
 from core.errors import UserError
+from core.read_only_sqlite import query_read_only
 
 _SQLITE = "sqlite:///"
 # Tables every MLflow SQL store has had since its first schema.
@@ -52,9 +52,8 @@ def _tables(path: Path) -> frozenset[str]:
     if not path.is_file():
         raise UserError(f"the MLflow store {path} is not a file: move it aside, or pass --home")
     try:
-        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            tables = frozenset(name for (name,) in db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'"))
+        tables = frozenset(name for (name,) in query_read_only(
+            path, "SELECT name FROM sqlite_master WHERE type = 'table'"))
     except sqlite3.Error as exc:
         raise UserError(f"the MLflow store {path} is not an SQLite database ({exc}): "
                         "move it aside, or pass --home") from exc

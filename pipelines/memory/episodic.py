@@ -9,7 +9,6 @@ with the pool's offline MiniLM. A local store is open in one process at a time
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from core.read_only_sqlite import query_read_only
 from pipelines.memory.entries import AUDIENCE_PREFIX, MEMORY_TYPES, MemoryEntry, from_record, to_record
 from pipelines.pool.embedder import Embedder, MiniLMEmbedder
 from pipelines.pool.store_lock import close_then_release, lock_existing_store, lock_store
@@ -74,8 +74,7 @@ def _read_collections(database: Path) -> dict[str, int]:
         GROUP BY c.name
     """
     try:
-        with contextlib.closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            return {str(name): int(count) for name, count in db.execute(query)}
+        return {str(name): int(count) for name, count in query_read_only(database, query)}
     except sqlite3.Error as exc:
         raise UserError(f"cannot read the memory store {database.parent}: {exc}") from exc
 
