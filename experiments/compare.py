@@ -39,7 +39,7 @@ from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
 from experiments.rescore_pairs import lost_passes_section
 from experiments.tracking.compare_provenance import provenance_notices
-from experiments.tracking.local_store import holds_runs
+from experiments.tracking.local_store import holds_runs, store_location
 from experiments.tracking.store import (
     CHILD_TAG,
     PARENT_TAG,
@@ -81,7 +81,7 @@ def open_client(home: Path, tracking: str | None) -> Any:
 
     uri = tracking_uri(home, tracking)
     if not holds_runs(uri):  # opening it would create the store
-        raise UserError(f"no MLflow store under {home}; run an experiment first or pass --home")
+        raise UserError(f"no MLflow store at {store_location(uri)}; run an experiment first or pass --home")
     return ServiceClient(MlflowClient(uri), uri)
 
 

@@ -154,7 +154,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
     from experiments.viewer.server import HOST, export, make_server, open_viewer
 
     home = args.home or data_dir()
-    viewer, first = open_viewer(home, tracking_uri(home), args.run_id)
+    viewer, first = open_viewer(tracking_uri(home), args.run_id)
     if args.out is not None:
         count = export(viewer, args.out, args.run_id)
         print(f"wrote {count} pages to {args.out}; open {args.out / first.lstrip('/')}")

@@ -35,6 +35,12 @@ def holds_runs(uri: str) -> bool:
     return path is None or bool(_tables(path))
 
 
+def store_location(uri: str) -> str:
+    """Where the store at ``uri`` is, for a message: its file, or the URI of a server."""
+    path = _store_file(uri)
+    return str(path) if path is not None else uri
+
+
 def check_writable_store(uri: str) -> None:
     """For a command that logs runs: a local store file that exists must be an MLflow store or
     empty (MLflow then creates its tables); anything else is a :class:`UserError` now, before

@@ -126,7 +126,7 @@ def test_a_bad_tracking_uri_from_the_environment_is_one_line(verb, tmp_path, hom
 def test_home_and_debug_are_accepted_after_the_verb(tmp_path, capsys):
     home = tmp_path / "after"
     assert main(["compare", "no-such-run", "--home", str(home)]) == 2
-    assert f"no MLflow store under {home}" in capsys.readouterr().err
+    assert f"no MLflow store at {home / 'mlflow.db'}" in capsys.readouterr().err
     # --debug: the traceback, then the same line and exit code
     assert main(["compare", "no-such-run", "--home", str(home), "--debug"]) == 2
     err = capsys.readouterr().err

@@ -77,3 +77,21 @@ def test_a_store_that_is_no_mlflow_store_is_one_line_and_left_as_it_was(
                 assert str(store) in err[0] and "move it aside, or pass --home" in err[0], (verb, err)
         assert _snapshot(store) == before, verb
     assert sorted(p.name for p in home.iterdir()) == ["mlflow.db"]
+
+
+@pytest.mark.parametrize("kind", ["no file", "an empty file"])
+def test_a_missing_store_is_named_where_it_was_looked_for(
+    kind, tmp_path, home, capsys, humaneval_problems, monkeypatch
+):
+    """A store named by $MLFLOW_TRACKING_URI is where the readers looked: their line names that
+    file, not the data directory (which holds no store)."""
+    elsewhere = tmp_path / "elsewhere.db"
+    if kind == "an empty file":
+        elsewhere.touch()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{elsewhere}")
+    commands = _commands(tmp_path, humaneval_problems)
+    for verb in ("compare", "export", "view", "rescore", "optimize"):
+        assert main(commands[verb]) == 2, verb
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(elsewhere) in err[0] and str(home) not in err[0], (verb, err)
+    assert not home.exists() and (elsewhere.exists() == (kind == "an empty file"))

@@ -48,7 +48,7 @@ def serve_in_thread(viewer):
 @pytest.fixture(scope="module")
 def served(viewer_home):
     home, result = viewer_home
-    viewer, _ = open_viewer(home, tracking_uri(home))
+    viewer, _ = open_viewer(tracking_uri(home))
     server, base = serve_in_thread(viewer)
     yield base, result
     server.shutdown()
@@ -131,7 +131,7 @@ def test_a_discordant_problem_in_the_report_opens_both_transcripts(browser, serv
 @pytest.fixture(scope="module")
 def served_patterns(pattern_home):
     home, result = pattern_home
-    viewer, _ = open_viewer(home, tracking_uri(home))
+    viewer, _ = open_viewer(tracking_uri(home))
     server, base = serve_in_thread(viewer)
     yield base, result
     server.shutdown()
