@@ -155,14 +155,12 @@ def _download_program(home: Path, run_id: str) -> Path:
     from mlflow.tracking import MlflowClient
 
     from core.errors import UserError
-    from experiments.tracking.local_store import holds_runs, store_location
+    from experiments.tracking.local_store import require_runs
     from experiments.tracking.store import ServiceClient, tracking_uri
     from pipelines.controls import refuse_control_runs
 
     uri = tracking_uri(home)
-    if not holds_runs(uri):  # opening it would create the store
-        raise UserError(f"'{run_id}' is neither a path nor a run (no MLflow store at "
-                        f"{store_location(uri)})")
+    require_runs(uri, f"export: '{run_id}' is no path, so a run id")
     client = ServiceClient(MlflowClient(tracking_uri=uri), uri)  # a server down: exit 3, not "unknown"
     try:
         run = client.get_run(run_id)

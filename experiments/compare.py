@@ -39,7 +39,7 @@ from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
 from experiments.rescore_pairs import lost_passes_section
 from experiments.tracking.compare_provenance import provenance_notices
-from experiments.tracking.local_store import holds_runs, store_location
+from experiments.tracking.local_store import require_runs
 from experiments.tracking.store import (
     CHILD_TAG,
     PARENT_TAG,
@@ -73,15 +73,15 @@ class ComparisonResult:
         return self.markdown
 
 
-def open_client(home: Path, tracking: str | None) -> Any:
-    """An MLflow client on the store runs are read from (a missing local store is bad input)."""
+def open_client(home: Path, tracking: str | None, wanted: str) -> Any:
+    """An MLflow client on the store ``wanted`` is read from (a missing local store is bad
+    input)."""
     # Per-file download progress bars are noise in a terminal report.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(home, tracking)
-    if not holds_runs(uri):  # opening it would create the store
-        raise UserError(f"no MLflow store at {store_location(uri)}; run an experiment first or pass --home")
+    require_runs(uri, wanted)
     return ServiceClient(MlflowClient(uri), uri)
 
 
@@ -324,7 +324,7 @@ def compare_runs(
     if out is not None:
         out = check_writable_dir(out, "the report's directory")
     home = Path(home) if home else default_data_dir()
-    client = open_client(home, tracking)
+    client = open_client(home, tracking, f"compare {' '.join(run_ids)}")
     notices: list[str] = []
     resolved = resolve_runs(client, run_ids, notices)
     notices += provenance_notices(client, [r.parent_id for r in resolved])

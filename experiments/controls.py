@@ -63,14 +63,12 @@ def refuse_control_trace_sources(
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from experiments.tracking.local_store import holds_runs, store_location
+    from experiments.tracking.local_store import require_runs
     from experiments.tracking.store import ServiceClient, tracking_uri
 
     uri = tracking_uri(home, tracking)
-    if not holds_runs(uri):  # opening it would create the store
-        wanted = f"run '{run_ids[0]}'" if run_ids else f"experiment '{experiment}'"
-        field = "traces.run_ids" if run_ids else "traces.experiment"
-        raise UserError(f"{field}: no MLflow store at {store_location(uri)} to hold {wanted}")
+    require_runs(uri, f"traces.run_ids: run '{run_ids[0]}'" if run_ids
+                 else f"traces.experiment: experiment '{experiment}'")
     client = ServiceClient(MlflowClient(tracking_uri=uri), uri)  # a server down: exit 3, not "unknown"
     if experiment is not None and client.get_experiment_by_name(experiment) is None:
         raise UserError(f"traces.experiment: no MLflow experiment named '{experiment}' in "

@@ -273,7 +273,7 @@ def rescore_run(
     home = Path(home) if home else default_data_dir()
     # The dataset first: a file that is not there is the command's own mistake, whatever the store.
     chosen_format = dataset_format or detect_format({c for row in read_rows(source) for c in row})[0]
-    client = open_client(home, tracking)
+    client = open_client(home, tracking, f"rescore {run_id}")
     notices: list[str] = []
     runs = resolve_runs(client, [run_id], notices)
     scored, missing, rescored_tasks = _score(client, runs, source, chosen_format, run_id, notices)

@@ -35,10 +35,14 @@ def holds_runs(uri: str) -> bool:
     return path is None or bool(_tables(path))
 
 
-def store_location(uri: str) -> str:
-    """Where the store at ``uri`` is, for a message: its file, or the URI of a server."""
-    path = _store_file(uri)
-    return str(path) if path is not None else uri
+def require_runs(uri: str, wanted: str) -> None:
+    """For a command that reads runs: a :class:`UserError` unless :func:`holds_runs` — one line
+    beginning with ``wanted`` (what the reader was asked for) and naming where it looked."""
+    if not holds_runs(uri):  # opening it would create the store
+        path = _store_file(uri)
+        where = str(path) if path is not None else uri
+        raise UserError(f"{wanted}: no MLflow store at {where} yet "
+                        "(run an experiment first, or pass --home)")
 
 
 def check_writable_store(uri: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from core.errors import UserError
-from experiments.tracking.local_store import holds_runs, store_location
+from experiments.tracking.local_store import require_runs
 from experiments.viewer.data import ViewerData
 from experiments.viewer.pages import index_page, pair_page, problem_page, run_page, slug
 
@@ -155,9 +155,7 @@ def open_viewer(uri: str, run_id: str | None = None) -> tuple[Viewer, str]:
     """The viewer over the store at ``uri`` and the path of its first page (the run's, or the
     index). No store there yet, or an unknown run, is bad input: the viewer never creates a
     store."""
-    if not holds_runs(uri):  # the viewer never creates a store
-        raise UserError(f"no runs at {store_location(uri)}: no MLflow store there yet "
-                        "(run an experiment, or pass --home)")
+    require_runs(uri, "view")
     viewer = Viewer(ViewerData(uri))
     if run_id is None:
         return viewer, "/index.html"

@@ -73,7 +73,7 @@ def _cases(tmp_path, api_base: str) -> dict[tuple[str, str], tuple[list[str], st
         ("ui", "host"): (["ui", "--host", "999.1.1.1"], "999.1.1.1"),
         ("ui", "port"): (["ui", "--port", "0"], "argument --port"),
         ("ui", "home"): (["ui", "--home", str(a_file)], "a_file"),
-        ("view", "run_id"): (["view", "no-such-run"], "no runs at"),
+        ("view", "run_id"): (["view", "no-such-run"], "no MLflow store"),
         ("view", "port"): (["view", "--port", "65536"], "argument --port"),
         ("view", "out"): (["view", "--out", str(a_file)], "argument --out"),
         ("view", "home"): (["view", "--home", str(a_file)], "a_file"),

@@ -131,7 +131,7 @@ def test_home_and_debug_are_accepted_after_the_verb(tmp_path, capsys):
     assert main(["compare", "no-such-run", "--home", str(home), "--debug"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last):")
-    assert err.strip().splitlines()[-1].startswith("critiquelab: error: no MLflow store")
+    assert err.strip().splitlines()[-1].startswith("critiquelab: error: compare no-such-run: no MLflow store")
 
 
 def test_ui_on_a_taken_port_is_one_line(tmp_path, home, capsys):

@@ -171,7 +171,7 @@ BAD_SPECS = {
     ),
     "a trace source experiment where no store is": (
         {"optimizer": {"name": "traces"}, "traces": {"experiment": "nosuch"}},
-        "traces.experiment: no MLflow store at",
+        "traces.experiment: experiment 'nosuch': no MLflow store at",
     ),
     "unknown test source": ({"split": {"test": "half"}}, "split.test: Input should be 'rest' or 'test_half'"),
     "fraction leaving no validation problem": (

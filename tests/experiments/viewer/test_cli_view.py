@@ -20,7 +20,7 @@ def test_view_bad_input_is_one_line_and_writes_nothing(viewer_home, tmp_path, ca
     home, _ = viewer_home
     empty = tmp_path / "empty"
     assert main(["view", "--home", str(empty)]) == 2
-    assert f"no runs at {empty / 'mlflow.db'}: no MLflow store" in capsys.readouterr().err
+    assert f"view: no MLflow store at {empty / 'mlflow.db'} yet" in capsys.readouterr().err
     assert not empty.exists()
     assert main(["view", "nosuchrun", "--home", str(home)]) == 2
     assert "no such run" in capsys.readouterr().err

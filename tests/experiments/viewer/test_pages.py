@@ -80,7 +80,7 @@ def test_a_run_in_progress_is_read_from_its_traces(viewer_home):
 
 def test_unknown_run_and_missing_store_are_one_line_errors(viewer_home, tmp_path):
     home, _ = viewer_home
-    with pytest.raises(UserError, match=r"no runs at .*mlflow\.db: no MLflow store there"):
+    with pytest.raises(UserError, match=r"view: no MLflow store at .*mlflow\.db yet"):
         open_viewer(tracking_uri(tmp_path))
     assert not (tmp_path / "mlflow.db").exists()
     with pytest.raises(UserError, match="no such run"):
