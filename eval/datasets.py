@@ -27,11 +27,13 @@ import json
 import logging
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from core.lookup import check_lookup
 from eval.formats import DatasetFormat, FormatOptions, detect_format, get_format
 from eval.formats.rows import RowReader
 from eval.held_out import SPLIT_RULE, SplitName, select_split
@@ -62,7 +64,7 @@ def _json_rows(path: Path, source: str) -> list[Any]:
     with opener(path, "rt", encoding="utf-8") as handle:
         text = handle.read()
     try:
-        whole = json.loads(text)
+        whole = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError:
         whole = None  # JSON Lines (or broken): read line by line below
     except RecursionError:
@@ -76,7 +78,7 @@ def _json_rows(path: Path, source: str) -> list[Any]:
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                rows.append(json.loads(line, object_pairs_hook=_unique_keys))
             except ValueError as exc:
                 raise UserError(f"dataset '{source}' could not be read: line {number} is not "
                                 f"JSON ({exc})") from exc
@@ -84,6 +86,17 @@ def _json_rows(path: Path, source: str) -> list[Any]:
                 raise UserError(f"dataset '{source}' could not be read: line {number} holds a value "
                                 "nested too deeply") from None
     return rows
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct: with a repeated key (``"prompt"`` twice) JSON keeps
+    the last value silently, and the row would not be the one its author read."""
+    row = dict(pairs)
+    if len(row) < len(pairs):
+        keys = [key for key, _ in pairs]
+        repeated = next(key for index, key in enumerate(keys) if key in keys[:index])
+        raise ValueError(f"key '{repeated}' appears twice in one object")
+    return row
 
 
 def _table_rows(path: Path, source: str) -> list[Any]:
@@ -146,6 +159,7 @@ def _file_rows(source: str) -> list[Any]:
     if not source.strip():  # Path("") is the current directory
         raise UserError("dataset '': an empty name; give 'humaneval', a file/dir path or hf://OWNER/NAME")
     path = humaneval_path() if source == HUMANEVAL else Path(source).expanduser()
+    check_lookup(path, f"dataset '{source}'")
     if not path.exists():
         raise UserError(f"dataset '{source}' not found; give 'humaneval', an existing file/dir path "
                         "or hf://OWNER/NAME")
@@ -157,7 +171,8 @@ def _file_rows(source: str) -> list[Any]:
     elif name.endswith(_JSON_SUFFIXES):
         try:
             rows = _json_rows(path, source)
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, EOFError, zlib.error) as exc:  # the last two: a cut
+            # or damaged .gz (gzip.BadGzipFile, a wrong header, is an OSError)
             raise UserError(f"dataset '{source}' could not be read: {exc}") from exc
     else:
         raise UserError(f"dataset '{source}': unsupported file type; use .jsonl, .json, .parquet")
@@ -292,6 +307,9 @@ def load_problems(
         raise UserError(f"{exc} [{note}]") from exc  # one line, saying which format it was read as
     every_id = {p.task_id for p in problems}
     problems = select_split(problems, split)
+    if not problems:  # a one-row file's test half: nothing to run, and no run to log
+        raise UserError(f"the {split} split of dataset '{source}' holds no problem ({SPLIT_RULE}); "
+                        "use --split all")
     if task_ids:
         missing = [t for t in task_ids if t not in every_id]
         if missing:

@@ -119,6 +119,7 @@ def export(
     ``formats`` registers one prompt per role in the Prompt Registry. Returns what was written.
     Formats and ``out`` are checked before anything is read or downloaded.
     """
+    from core.lookup import check_lookup
     from experiments.controls import refuse_control_params
     from experiments.paths import check_writable_dir, data_dir
     from experiments.tracking.store import tracking_uri
@@ -130,6 +131,7 @@ def export(
         out = check_writable_dir(out, "where the export would go")
     home = Path(home) if home else data_dir()
     path, run_id = Path(target), ""
+    check_lookup(path, f"export '{target}'")
     if not path.exists():
         run_id, path = str(target), _download_program(home, str(target))
     program, manifest = load_program(path)

@@ -8,7 +8,10 @@ from urllib.parse import urlsplit
 
 def http_url_problem(url: str) -> str | None:
     """Why ``url`` is not an http(s) URL with a host and a valid port, or None when it is."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed IPv6 bracket: http://[::1
+        return str(exc)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1"
     try:

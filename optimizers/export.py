@@ -37,6 +37,7 @@ from typing import Any
 import dspy
 
 from core.errors import UserError
+from core.lookup import check_lookup
 from pipelines.registry import create_pipeline
 from signatures.adapter import CodeAdapter
 
@@ -129,6 +130,7 @@ PREDICTOR_KEYS = {"signature", "demos", "lm", "traces", "train"}  # what ``Predi
 def state_path(path: Path) -> Path:
     """The ``program.json`` of an export directory (or the file itself)."""
     path = Path(path)
+    check_lookup(path, str(path))
     state = path / STATE_FILE if path.is_dir() else path
     if not state.is_file():
         raise UserError(f"{path}: no exported program ({STATE_FILE}) there; {EXPECTED}")
@@ -169,6 +171,8 @@ def read_state(path: Path) -> dict[str, Any]:
         state = json.loads(state_file.read_text())
     except (UnicodeDecodeError, ValueError):
         state, problem = None, "not JSON"
+    except RecursionError:
+        state, problem = None, "JSON nested too deeply"
     else:
         problem = _state_problem(state)
     if problem is not None:

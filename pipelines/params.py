@@ -102,11 +102,12 @@ MaxIterations = Annotated[int, Field(default=3, ge=1)]
 """Rounds of review and revision (or versions) a loop runs at most (3 unless the pipeline says)."""
 
 FeedbackTimeout = Annotated[float, Field(
-    default=5.0, gt=0,
+    default=5.0, gt=0, le=600,
     description="Wall-clock limit in seconds for running one version on the visible examples.",
 )]
 """Seconds one sandboxed run of the code on examples or tests may take (5 unless the pipeline
-says); the description is the common one, a pipeline that runs something else says what."""
+says, at most ten minutes: a bound past the clock's range would fail only in the sandbox); the
+description is the common one, a pipeline that runs something else says what."""
 
 ParallelAgents = Annotated[int, Field(ge=1, le=MAX_PARALLEL_AGENTS), SCHEDULING_ONLY]
 """Role calls of one problem in flight at once (see :mod:`pipelines.parallel_agents`); no

@@ -113,7 +113,10 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
         for index, test in enumerate(challenge, start=1):
             row.parsed("challenge_test_list", test, f"item {index} is not valid Python")
     entry_point = infer_entry_point(row, code_tree, test_trees)
-    signature = signature_line(defined_functions(code_tree)[entry_point])
+    try:
+        signature = signature_line(defined_functions(code_tree)[entry_point])
+    except RecursionError as exc:  # a default or annotation nested past what unparse can write
+        raise row.error("code", f"the signature of {entry_point}() is nested too deeply") from exc
     prompt = build_prompt(signature, text, tests[0])
     row.parsed("text", prompt, "cannot be written into a Python docstring")
     asserts = [] if program is not None else tests

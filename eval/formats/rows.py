@@ -17,6 +17,10 @@ from typing import Any
 from core.errors import UserError
 from eval import python_ast
 
+# A task id names a problem in every table, page title, checkpoint and MLflow trace (whose name
+# MLflow caps at 4,096 characters); real ones are short ("HumanEval/0", "Mbpp/2", 601).
+MAX_TASK_ID = 200
+
 
 class RowReader:
     """One raw row of a dataset, read through the format's field -> column mapping.
@@ -56,6 +60,11 @@ class RowReader:
         text = str(value).strip()
         if not text:
             raise self.error("task_id", "is empty")
+        self._check_encodable("task_id", text)
+        if len(text) > MAX_TASK_ID:
+            raise self.error("task_id", f"is {len(text)} characters long; at most {MAX_TASK_ID}")
+        if not text.isprintable():  # a NUL, a newline or a tab would break every table it is in
+            raise self.error("task_id", f"holds a control character: {ascii(text)[:80]}")
         self._task_id = text
         return text
 
@@ -72,7 +81,18 @@ class RowReader:
         value = self.raw(field)
         if value is not None and not isinstance(value, str):
             raise self.error(field, f"must be text, not {_kind(value)}")
+        if value is not None:
+            self._check_encodable(field, value)
         return value
+
+    def _check_encodable(self, field: str, text: str, item: str = "") -> None:
+        """JSON's ``"\\ud800"`` reads as a lone surrogate: a string no store, request or
+        terminal can encode, which would fail only mid-run."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise self.error(field, f"{item}holds a lone surrogate ({text[exc.start]!a}) at "
+                             f"character {exc.start + 1}: not Unicode text") from None
 
     def identifier(self, field: str) -> str:
         """A required Python function name."""
@@ -97,6 +117,7 @@ class RowReader:
                 raise self.error(field, f"item {index} must be text, not {_kind(item)}")
             if not item.strip():
                 raise self.error(field, f"item {index} is empty")
+            self._check_encodable(field, item, f"item {index} ")
         return value
 
     def number(self, field: str, default: float) -> float:
@@ -114,6 +135,8 @@ class RowReader:
         """``source`` (this field's text, or built from it) parsed as Python."""
         try:
             return python_ast.parse(source)
+        except (RecursionError, MemoryError) as exc:  # the parser's own stack: `-----…1`
+            raise self.error(field, f"{what or 'is not valid Python'}: nested too deeply") from exc
         except (SyntaxError, ValueError) as exc:
             line = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
             message = exc.msg if isinstance(exc, SyntaxError) else str(exc)

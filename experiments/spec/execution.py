@@ -28,7 +28,8 @@ class ExecutionSpec(StrictModel):
     # Fields marked SCHEDULING_ONLY say where problems run, not what they answer: they stay out of
     # the checkpoint key, so a run resumed on another executor (or cluster size) reuses every
     # finished problem.
-    timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit per test run.")
+    timeout_s: float = Field(default=10.0, gt=0, le=600,
+                             description="Wall-clock limit in seconds per test run.")
     executor: Annotated[Literal["local", "ray"], SCHEDULING_ONLY] = Field(
         default="local",
         description="Where problems are solved: 'local' (threads in this process) or 'ray' (worker "

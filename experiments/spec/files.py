@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from core.errors import UserError
+from core.lookup import check_lookup
 from core.yaml_numbers import NUMBER_TYPE_ERRORS, number_as_text_hint
 
 
@@ -151,6 +152,7 @@ _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.const
 def load_yaml(path: Path) -> Any:
     """Read a YAML file; a missing or unreadable file, text that is not UTF-8, malformed YAML or a
     repeated key is one clear UserError line."""
+    check_lookup(path, str(path))
     if path.is_dir():
         raise UserError(f"{path}: is a directory, not a spec file")
     if not path.exists():
@@ -175,3 +177,8 @@ def load_yaml(path: Path) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise UserError(f"{path}: malformed YAML{where}: {problem}") from exc
+    except (IndexError, KeyError, AttributeError, TypeError) as exc:
+        # PyYAML's constructors fail this way on a tag they cannot apply (`!!int ''`, `!!bool
+        # foo`, `!!set` on a list): the spec's mistake, not ours.
+        raise UserError(f"{path}: malformed YAML: a tagged value that cannot be read "
+                        f"({type(exc).__name__}: {str(exc)[:100]})") from None

@@ -7,6 +7,7 @@ from pydantic_core import PydanticCustomError
 
 from experiments.spec.strict import StrictModel
 from experiments.tracking.uris import USE, tracking_uri_problem
+from experiments.urls import http_url_problem
 
 
 class PoolSpec(StrictModel):
@@ -19,6 +20,16 @@ class PoolSpec(StrictModel):
         default=None, min_length=1,
         description="A Chroma server (`chroma run`) to use instead of the local store."
     )
+
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _a_server_address(cls, url: str | None) -> str | None:
+        # Chroma's own form is host:port; with a scheme it must be http(s) with a valid port.
+        problem = http_url_problem(url if "://" in url else f"http://{url}") if url else None
+        if problem:
+            raise PydanticCustomError("chroma_url", "'{url}': {problem}", {"url": url, "problem": problem})
+        return url
 
 
 class TrackingSpec(StrictModel):

@@ -24,7 +24,23 @@ def tracking_uri_problem(uri: str) -> str | None:
     if scheme.split("+", 1)[0] in _DATABASES:
         if scheme == "sqlite" and not uri.startswith("sqlite:///"):
             return "a SQLite URI is sqlite:///PATH (three slashes, then the file)"
-        return None
+        return None if scheme == "sqlite" else _database_problem(uri)
     if scheme in ("", "file") or len(scheme) == 1:  # a path (or a Windows drive letter)
         return "MLflow's file store keeps no traces or SQL state this harness needs"
     return f"MLflow has no tracking store for scheme '{scheme}'"
+
+
+def _database_problem(uri: str) -> str | None:
+    """Why SQLAlchemy could not open the database at ``uri``: a URL it cannot read, or a driver
+    not installed here (otherwise found only when the first run is logged, after the model
+    server has started). Whether the database answers is left to its first connection."""
+    from sqlalchemy.engine.url import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        make_url(uri).get_dialect().import_dbapi()
+    except ModuleNotFoundError as exc:
+        return f"its database driver '{exc.name}' is not installed in this environment"
+    except (SQLAlchemyError, ValueError) as exc:
+        return f"not a database URL SQLAlchemy can read ({exc})"
+    return None

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from core.errors import UserError
 from experiments.tracking.local_store import require_runs
+from experiments.urls import http_url_problem
 from experiments.viewer.data import ViewerData
 from experiments.viewer.pages import index_page, pair_page, problem_page, run_page, slug
 
@@ -34,8 +35,8 @@ DEFAULT_URL = f"http://{HOST}:{DEFAULT_PORT}"
 def check_viewer_url(url: str, name: str = "viewer_url") -> str:
     """``url`` without a trailing slash, if it is an http(s) address a browser can open (the
     viewer's root: served, or an exported directory behind any web server); else UserError."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+    parts = urlsplit(url) if http_url_problem(url) is None else None
+    if parts is None or parts.query or parts.fragment:
         raise UserError(f"{name} must be an http(s) URL such as {DEFAULT_URL} (got {url})")
     return url.rstrip("/")
 

@@ -62,8 +62,8 @@ class ArchitectParams(PipelineParams):
                            "plan falls back to the whole problem as one task.")
     max_task_attempts: int = Field(default=2, ge=1, description="Attempts a task gets (a failed one "
                                    "goes to the next developer) before the architect aborts the run.")
-    developer_timeout_s: float = Field(default=600.0, gt=0, description="Wall-clock seconds a developer "
-                                       "may take on one task before it counts as failed.")
+    developer_timeout_s: float = Field(default=600.0, gt=0, le=3600, description="Wall-clock seconds a "
+                                       "developer may take on one task before it counts as failed.")
     parallel_agents: ParallelAgents = Field(
         default=2,
         description="Developers working at once (1: one after another). A task's request depends only "

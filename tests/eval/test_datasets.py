@@ -169,3 +169,20 @@ def test_options_that_do_not_fit_the_format_are_refused():
         load_problems(str(DATA / "evalplus.jsonl"), challenge_tests=True)
     with pytest.raises(UserError, match="unknown dataset format 'apps'"):
         load_problems(str(DATA / "mbpp.jsonl"), dataset_format="apps")
+
+
+def test_a_damaged_gzip_or_a_repeated_key_is_one_clear_error(tmp_path):
+    import gzip
+
+    good = gzip.compress(b'{"task_id": "a", "prompt": "x"}\n' * 200)
+    (tmp_path / "cut.jsonl.gz").write_bytes(good[: len(good) // 2])  # a download cut short
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0xFF
+    (tmp_path / "flipped.jsonl.gz").write_bytes(bytes(flipped))
+    # JSON keeps the last of two values silently: the row would not be the one its author read
+    (tmp_path / "twice.jsonl").write_text('{"task_id": "a", "prompt": 5, "prompt": "def f(): pass"}\n')
+    for name, expected in [("cut.jsonl.gz", "could not be read: Compressed file ended"),
+                           ("flipped.jsonl.gz", "could not be read: "),
+                           ("twice.jsonl", "line 1 is not JSON \\(key 'prompt' appears twice")]:
+        with pytest.raises(UserError, match=expected):
+            read_rows(str(tmp_path / name))

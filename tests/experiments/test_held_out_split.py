@@ -5,6 +5,7 @@ without changing any checkpoint key."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -138,4 +139,18 @@ def test_bad_split_is_one_line_exit_2_nothing_written(tmp_path, home, capsys, sp
     assert main(["--home", str(home), "run", str(path), *extra]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("critiquelab: error: ") and expected in line, line
+    assert not home.exists()
+
+
+def test_a_split_that_holds_no_problem_is_refused_before_anything_is_written(tmp_path, home, capsys):
+    """A one-row dataset's test half is empty: without the refusal the run started, logged an
+    empty run and failed on its summary."""
+    data = Path(__file__).parents[1] / "eval" / "data" / "humaneval.jsonl"
+    one = tmp_path / "one.jsonl"
+    one.write_text(data.read_text().splitlines()[0] + "\n")
+    path = tmp_path / "spec.yaml"
+    path.write_text("name: x\npipelines: [{name: baseline}]\n")
+    assert main(["--home", str(home), "run", str(path), "--dataset", str(one), "--split", "test"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"the test split of dataset '{one}' holds no problem" in line, line
     assert not home.exists()

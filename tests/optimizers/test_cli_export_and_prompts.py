@@ -106,6 +106,7 @@ def _bad_targets(root):
     program = (root / "prog" / "program.json").read_text()
     (root / "random.json").write_text(json.dumps({"answer": 42}))
     (root / "list.json").write_text("[1, 2]")
+    (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (root / "empty_dir").mkdir()
     (root / "no_manifest").mkdir()
     (root / "no_manifest" / "program.json").write_text(program)
@@ -129,6 +130,9 @@ def _bad_targets(root):
             [str(root / "random.json")], "random.json: not an exported program ('answer' is not a predictor",
         ),
         "a JSON list": ([str(root / "list.json")], "list.json: not an exported program (not a JSON object)"),
+        "JSON nested too deeply": (
+            [str(root / "deep.json")], "deep.json: not an exported program (JSON nested too deeply)",
+        ),
         "directory without a program": (
             [str(root / "empty_dir")], "empty_dir: no exported program (program.json) there",
         ),

@@ -13,6 +13,8 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "params.execution_feedback: expected true or false, got 'yes'"),
     ("critic_loop", {"meta_critic": 1}, "params.meta_critic: expected true or false, got 1"),
     ("critic_loop", {"feedback_timeout_s": 0}, "params.feedback_timeout_s: must be > 0.0 (got 0)"),
+    # past the clock's range the sandbox's deadline would overflow mid-run
+    ("reflexion", {"feedback_timeout_s": 1e300}, "params.feedback_timeout_s: must be <= 600.0 (got 1e+300)"),
     ("critic_loop", {"max_iteration": 2},
      "params.max_iteration: unknown field; allowed: max_iterations, execution_feedback, meta_critic, "
      "feedback_timeout_s, critics, parallel_agents, control"),

@@ -26,6 +26,12 @@ def _rows(name):
         ("humaneval.jsonl", "test", "  \n", "field 'test' is empty"),
         ("humaneval.jsonl", "test", "assert True\n", "field 'test' defines no function check(candidate)"),
         ("humaneval.jsonl", "test", "def check(c):\n    assert (\n", "field 'test' is not valid Python"),
+        # deeper than the parser's own stack: refused, not a RecursionError mid-load
+        ("humaneval.jsonl", "prompt", "X = " + "-" * 5000 + "1\n",
+         "field 'prompt' is not valid Python (the checker runs it for its helpers): nested too deeply"),
+        # JSON's "\ud800" reads as a lone surrogate, which no store or request can encode
+        ("humaneval.jsonl", "prompt", 'def f():\n    """\ud800"""\n',
+         "field 'prompt' holds a lone surrogate ('\\ud800') at character 17: not Unicode text"),
         ("humaneval.jsonl", "entry_point", MISSING, "field 'entry_point' is missing"),
         ("humaneval.jsonl", "entry_point", "count words", "must be a Python function name"),
         ("humaneval.jsonl", "canonical_solution", 3, "field 'canonical_solution' must be text"),
@@ -42,6 +48,10 @@ def _rows(name):
         ("mbpp.jsonl", "code", "def other(a, b):\n    return a\n",
          "field 'test_list' calls no function that field 'code' defines"),
         ("mbpp.jsonl", "text", None, "field 'text' is missing"),
+        ("mbpp.jsonl", "code", "def common_items(a=" + "-" * 400 + "1, b=0):\n    return a\n",
+         "field 'code' the signature of common_items() is nested too deeply"),
+        ("mbpp.jsonl", "test_list", ["assert True", "x = '\udfff'"],
+         "field 'test_list' item 2 holds a lone surrogate"),
         ("mbpp.jsonl", "challenge_test_list", "assert x", "field 'challenge_test_list' must be a list"),
         ("evalplus.jsonl", "base_input", "[[1]]", "field 'base_input' must be a list of argument lists"),
         ("evalplus.jsonl", "base_input", [1, 2], "field 'base_input' item 1 must be a list of arguments"),
@@ -80,6 +90,10 @@ def test_evalplus_row_without_any_input(tmp_path):
 @pytest.mark.parametrize(("task_id", "message"), [
     (None, "field 'task_id' is missing"), ("  ", "field 'task_id' is empty"),
     ([1], "field 'task_id' must be text or an integer, not a list"),
+    # a task id names a problem in every table, page title and MLflow trace
+    ("T/\ud800", r"field 'task_id' holds a lone surrogate \('\\ud800'\) at character 3"),
+    ("T/\x00", r"field 'task_id' holds a control character: 'T/\\x00'"),
+    ("a" * 201, "field 'task_id' is 201 characters long; at most 200"),
 ])
 def test_bad_task_id(tmp_path, task_id, message):
     row = _rows("mbpp.jsonl")[0] | {"task_id": task_id}
