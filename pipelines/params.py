@@ -8,6 +8,7 @@ A bad value is one line naming the field and what is allowed.
 
 from __future__ import annotations
 
+import reprlib
 import types
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Protocol, Self, Union, get_args, get_origin, runtime_checkable
@@ -166,10 +167,15 @@ def _problem(model: type[PipelineParams], problem: Any) -> str:
 
 
 def _shown(value: Any) -> str:
-    """A value as it would be written in a YAML spec (strings quoted, so 'three' reads as text)."""
+    """A value as it would be written in a YAML spec (strings quoted, so 'three' reads as text),
+    shortened (a megabyte pasted into a field would otherwise be the error line)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return "null" if value is None else repr(value)
+    if value is None:
+        return "null"
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = 80
+    return short.repr(value)
 
 
 def describe_params(model: type[PipelineParams]) -> list[dict[str, Any]]:

@@ -52,6 +52,9 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
      "tests, n_tests, select, greedy_first, parallel_agents"),
     ("vote", {"tests": "hidden"}, "params.tests: must be one of visible, generated, both (got 'hidden')"),
     ("vote", {"select": "best"}, "params.select: must be one of agreement, visible_filter (got 'best')"),
+    # a long value is shortened: the error stays one readable line
+    ("vote", {"select": "b" * 500},
+     "params.select: must be one of agreement, visible_filter (got '" + "b" * 37 + "..." + "b" * 38 + "')"),
     ("vote", {"tests": "both", "select": "visible_filter"},
      "params: select and greedy_first apply to tests: visible"),
     ("vote", {"n_tests": 0}, "params.n_tests: must be >= 1 (got 0)"),
