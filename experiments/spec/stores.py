@@ -21,7 +21,6 @@ class PoolSpec(StrictModel):
         description="A Chroma server (`chroma run`) to use instead of the local store."
     )
 
-
     @field_validator("chroma_url")
     @classmethod
     def _a_server_address(cls, url: str | None) -> str | None:

@@ -38,10 +38,8 @@ def holds_runs(uri: str) -> bool:
 def require_runs(uri: str, wanted: str) -> None:
     """For a command that reads runs: a :class:`UserError` unless :func:`holds_runs` — one line
     beginning with ``wanted`` (what the reader was asked for) and naming where it looked."""
-    if not holds_runs(uri):  # opening it would create the store
-        path = _store_file(uri)
-        where = str(path) if path is not None else uri
-        raise UserError(f"{wanted}: no MLflow store at {where} yet "
+    if not holds_runs(uri):  # a local file, then; opening it would create the store
+        raise UserError(f"{wanted}: no MLflow store at {_store_file(uri)} yet "
                         "(run an experiment first, or pass --home)")
 
 

@@ -232,6 +232,7 @@ def test_compare_all_passed_against_all_failed(home, capsys, problems):
         ("--viewer-url", "ftp://127.0.0.1:8470", "--viewer-url must be an http(s) URL"),
         ("--viewer-url", "127.0.0.1:8470", "--viewer-url must be an http(s) URL"),
         ("--viewer-url", "http://", "--viewer-url must be an http(s) URL"),
+        ("--viewer-url", "http://[::1", "--viewer-url must be an http(s) URL"),  # urlsplit raises
     ],
 )
 def test_cli_compare_options_out_of_range_are_one_line_exit_2(home, capsys, flag, value, expected):
