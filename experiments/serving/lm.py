@@ -23,6 +23,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from dspy.utils.exceptions import (
     LMError,
     LMInvalidRequestError,
     LMTimeoutError,
+    is_retryable_lm_error,
 )
 from dspy.utils.usage_tracker import track_usage
 
@@ -47,6 +49,9 @@ _TRANSPORT_KWARGS = ("timeout", "num_retries")
 # exceed_context_size_error and this message; DSPy's OpenAI client recognises only OpenAI's
 # context_length_exceeded code, so it would pass as an endpoint failure.
 _LLAMA_SERVER_OVERFLOW = "exceeds the available context size"
+# The longest wait before a retry. DSPy waits as long as an endpoint's Retry-After asks (a day,
+# from a hostile or misconfigured one), so the harness retries itself: every wait is bounded.
+MAX_RETRY_WAIT_S = 30.0
 
 
 def _usage_numbers(totals: dict[str, dict[str, Any]]) -> tuple[int, int, int | None]:
@@ -86,6 +91,16 @@ class HarnessLM(dspy.LM):
         self.served_by: dict[str, str] = {}
         self._store = _SharedCache(cache_dir)
         self._flights = _Flights()
+
+    @property
+    def num_retries(self) -> int:
+        """What DSPy's executor reads to retry a request itself: nothing (see
+        :data:`MAX_RETRY_WAIT_S`); :meth:`_request` makes ``retries`` retries."""
+        return 0
+
+    @num_retries.setter
+    def num_retries(self, value: int) -> None:  # dspy.LM's constructor and copy() set it
+        self.retries = value
 
     def _settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The request's settings that can change its reply (temperature, seed, max_tokens …)."""
@@ -162,18 +177,24 @@ class HarnessLM(dspy.LM):
         return outputs
 
     def _request(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> Any:
-        """One request (DSPy retries it ``num_retries`` times, each bounded by ``timeout``); an
-        endpoint still failing after that is a :class:`ServiceError`, not a crash."""
-        try:
-            return super().__call__(prompt, messages=messages, **kwargs)
-        except ContextWindowExceededError:
-            raise  # the prompt's fault, not the endpoint's: the role records an unparsed step
-        except LMInvalidRequestError as exc:
-            if _LLAMA_SERVER_OVERFLOW not in str(exc):
-                raise self._service_error(exc) from exc
-            raise ContextWindowExceededError(model=self.model, message=str(exc)) from exc
-        except LMError as exc:
-            raise self._service_error(exc) from exc
+        """One request, retried ``retries`` times after a transient failure (each attempt
+        bounded by ``timeout``, each wait by :data:`MAX_RETRY_WAIT_S`); an endpoint still failing
+        after that is a :class:`ServiceError`, not a crash."""
+        attempt = 0
+        while True:
+            try:
+                return super().__call__(prompt, messages=messages, **kwargs)
+            except ContextWindowExceededError:
+                raise  # the prompt's fault, not the endpoint's: the role records an unparsed step
+            except LMInvalidRequestError as exc:
+                if _LLAMA_SERVER_OVERFLOW not in str(exc):
+                    raise self._service_error(exc) from exc
+                raise ContextWindowExceededError(model=self.model, message=str(exc)) from exc
+            except LMError as exc:
+                if attempt >= self.retries or not is_retryable_lm_error(exc):
+                    raise self._service_error(exc) from exc
+                time.sleep(retry_wait(exc, attempt))
+                attempt += 1
 
     def _service_error(self, exc: LMError) -> ServiceError:
         where = self.kwargs.get("api_base") or self.model
@@ -199,6 +220,15 @@ class HarnessLM(dspy.LM):
     def close(self) -> None:
         self._store.close()
         super().close()
+
+
+def retry_wait(exc: LMError, attempt: int) -> float:
+    """Seconds before retry ``attempt + 1``: the endpoint's Retry-After when it gives a usable
+    one, else 1, 2, 4 … s; never more than :data:`MAX_RETRY_WAIT_S`."""
+    hint = getattr(exc, "retry_after", None)
+    if isinstance(hint, int | float) and not isinstance(hint, bool) and 0 <= hint < math.inf:
+        return min(float(hint), MAX_RETRY_WAIT_S)
+    return min(2.0 ** min(attempt, 5), MAX_RETRY_WAIT_S)
 
 
 class _Flights:

@@ -162,8 +162,9 @@ class ModelSpec(StrictModel):
     )
     num_retries: int = Field(
         default=2, ge=0, le=10,
-        description="Retries of a failed LM request (each bounded by `timeout_s`); an endpoint still "
-        "failing after them stops the run with exit code 3, resumable by the same command.",
+        description="Retries of a failed LM request (each bounded by `timeout_s`, each wait before one "
+        "by 30 s, an endpoint's Retry-After included); an endpoint still failing after them stops the "
+        "run with exit code 3, resumable by the same command.",
     )
     timeout_s: float | None = Field(
         default=None, gt=0, le=3600,

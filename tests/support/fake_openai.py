@@ -38,10 +38,13 @@ def context_overflow(tokens: int = 5000, window: int = 4096) -> HttpError:
 
 
 class RawReply:
-    """Return this from a responder to send these exact bytes (a proxy's HTML page, broken JSON)."""
+    """Return this from a responder to send these exact bytes (a proxy's HTML page, broken JSON),
+    with any extra ``headers`` (a 429's Retry-After)."""
 
-    def __init__(self, body: bytes, status: int = 200, content_type: str = "application/json") -> None:
+    def __init__(self, body: bytes, status: int = 200, content_type: str = "application/json",
+                 headers: dict[str, str] | None = None) -> None:
         self.body, self.status, self.content_type = body, status, content_type
+        self.headers = headers or {}
 
 
 def llama_server_overflow(tokens: int = 5000, window: int = 4096) -> RawReply:
@@ -142,6 +145,8 @@ class FakeOpenAIServer:
                     self.send_response(text.status)
                     self.send_header("Content-Type", text.content_type)
                     self.send_header("Content-Length", str(len(text.body)))
+                    for name, value in text.headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(text.body)
                     return

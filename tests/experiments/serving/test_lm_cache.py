@@ -1,9 +1,11 @@
 """HarnessLM: the cache key includes the endpoint identity; cached calls keep their usage."""
 
+import json
+
 import dspy
 import pytest
 from dspy.utils.exceptions import ContextWindowExceededError
-from support.fake_openai import FakeOpenAIServer, HttpError, llama_server_overflow
+from support.fake_openai import FakeOpenAIServer, HttpError, RawReply, llama_server_overflow
 
 from core.errors import ServiceError
 from core.usage import UsageMeter, acting_as, metering
@@ -129,3 +131,29 @@ def test_each_exchange_records_the_settings_that_decide_its_reply_live_and_repla
         (exchange,) = meter.exchanges
         assert exchange["settings"] == {"temperature": 0.8, "max_tokens": 50, "seed": 3}
         assert exchange["replies"] == ["reply"]
+
+
+def test_a_retry_waits_no_longer_than_the_cap_whatever_retry_after_asks(tmp_path, monkeypatch):
+    """An endpoint's 429 asking for a day's wait: DSPy would sleep that long; the harness retries
+    itself after at most MAX_RETRY_WAIT_S, then gets its answer."""
+    from experiments.serving import lm as lm_module
+
+    slow_down = RawReply(json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode(),
+                         status=429, headers={"Retry-After": "100000"})
+    replies = iter([slow_down, slow_down, "the answer"])
+    waits: list[float] = []
+    monkeypatch.setattr(lm_module.time, "sleep", waits.append)
+    with FakeOpenAIServer(lambda messages: next(replies)) as fake:
+        lm = HarnessLM("openai/fake", identity="e", cache_dir=tmp_path / "cache", api_base=fake.api_base,
+                       api_key="x", temperature=0.0, max_tokens=50, num_retries=2)
+        assert lm("hi") == ["the answer"]
+        assert fake.completions == 3
+    assert waits == [lm_module.MAX_RETRY_WAIT_S] * 2
+    # the start-up probe's copy retries nothing: the first refusal is its answer
+    replies = iter([slow_down])
+    with FakeOpenAIServer(lambda messages: next(replies)) as fake:
+        probe = HarnessLM("openai/fake", identity="p", cache_dir=None, api_base=fake.api_base,
+                          api_key="x", num_retries=2).copy(num_retries=0)
+        with pytest.raises(ServiceError, match="slow down"):
+            probe("hi")
+        assert fake.completions == 1
