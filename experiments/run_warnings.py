@@ -8,6 +8,13 @@ from eval.scoring import NO_CODE
 from experiments.spec import ExperimentSpec
 
 
+def child_run_warnings(spec: ExperimentSpec, label: str, seed: int,
+                       results: list[ProblemResult]) -> list[str]:
+    """Every warning the child run ``label``/``seed`` carries, one line each."""
+    return (no_code_warnings(label, seed, results) + usage_warnings(label, seed, results)
+            + speculation_warnings(spec, label, seed))
+
+
 def no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
     """Empty or prose-only replies usually mean a broken endpoint, not a weak model: they are
     reported (on screen and on the run) rather than passing as ordinary failures."""
@@ -18,6 +25,19 @@ def no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> lis
         f"{label} seed {seed}: {count} of {len(results)} problems got no code from the model (empty "
         "or prose-only replies); if the endpoint was at fault, fix it and run again with --fresh "
         "(replies without code are not kept in the LM cache, so the model is asked again)"
+    ]
+
+
+def usage_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
+    """An endpoint whose replies carry no ``usage`` block counts 0 tokens: the run's token and
+    cost columns would read as free, so it is said, not shown as a measurement."""
+    silent = [r for r in results if r.lm_calls and not r.prompt_tokens and not r.completion_tokens]
+    if not silent:
+        return []
+    return [
+        f"{label} seed {seed}: {len(silent)} of {len(results)} problems made model calls that "
+        "reported no token usage (the endpoint's replies carry no usage block), so this run's "
+        "tokens and costs read 0 for them and are not a measurement"
     ]
 
 

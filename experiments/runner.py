@@ -32,7 +32,7 @@ from experiments.memory_run import (
 )
 from experiments.paths import data_dir as default_data_dir
 from experiments.progress import ProgressBar
-from experiments.run_warnings import no_code_warnings, speculation_warnings
+from experiments.run_warnings import child_run_warnings
 from experiments.serving.lazy_lm import LazyLM
 from experiments.serving.provision import resolve_model
 from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
@@ -192,7 +192,7 @@ def _run_child(
         if logged.data.tags.get(RESULTS_TAG) == results_digest(results):
             metrics = {**summarize(results, outcome_model(pipeline_spec.name).run_metrics),
                        "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
-            warnings = no_code_warnings(label, seed, results) + speculation_warnings(spec, label, seed)
+            warnings = child_run_warnings(spec, label, seed, results)
             return ChildRun(label, seed, run_id, results, metrics, warnings, control)  # left as it was
     if logged is not None:
         tracker.reopen(run_id)
@@ -270,7 +270,7 @@ def _run_child(
     # that solved them.
     messages = [m for r in results if r.thread_id for m in pool.history(thread_id=r.thread_id)]
     tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
-    warnings = no_code_warnings(label, seed, results) + speculation_warnings(spec, label, seed)
+    warnings = child_run_warnings(spec, label, seed, results)
     if warnings:
         tracker.set_tags(run_id, {"critiquelab.warnings": "\n".join(warnings)})
     # Last: the digest says "everything above is logged", so a kill before it relogs on resume.

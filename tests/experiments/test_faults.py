@@ -91,6 +91,22 @@ def test_fault_mid_run_then_same_command(fault, tmp_path, home, capsys, humaneva
         assert len(parents) == 1 and len(runs) == 2
 
 
+def test_replies_without_usage_are_warned_about_not_counted_as_free(
+    tmp_path, home, capsys, humaneval_problems
+):
+    """An endpoint that leaves out the usage block: right answers, but 0 tokens would read as a
+    measurement of cost; the run says so on screen and on its MLflow run."""
+    healthy = humaneval_responder(humaneval_problems)
+    with FakeOpenAIServer(lambda messages: completion(healthy(messages), usage=False)) as fake:
+        assert main(["run", _spec(tmp_path, fake.api_base), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert " 1.0 " in out
+    line = f"baseline seed 0: {PROBLEMS} of {PROBLEMS} problems made model calls that reported no token usage"
+    assert line in err
+    (child,) = [r for r in Tracker(home, "test-experiment").runs_tagged({}) if PARENT_TAG in r.data.tags]
+    assert line in child.data.tags["critiquelab.warnings"]
+
+
 def test_no_cache_asks_again_and_its_answers_replace_the_cached_ones(
     tmp_path, home, capsys, humaneval_problems
 ):

@@ -63,15 +63,16 @@ class Hang:
         self.seconds = seconds
 
 
-def completion(content: str | None, *, choices: bool = True) -> RawReply:
+def completion(content: str | None, *, choices: bool = True, usage: bool = True) -> RawReply:
     """A well-formed chat completion whose text is ``content`` (None: JSON null), or with an
-    empty ``choices`` list."""
+    empty ``choices`` list, or (``usage`` false) without the usage block some servers leave out."""
     message = {"role": "assistant", "content": content}
-    body = {
+    body: dict[str, Any] = {
         "id": "fake", "object": "chat.completion", "created": int(time.time()), "model": "fake",
         "choices": [{"index": 0, "finish_reason": "stop", "message": message}] if choices else [],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1},
     }
+    if usage:
+        body["usage"] = {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}
     return RawReply(json.dumps(body).encode())
 
 
