@@ -189,7 +189,9 @@ def test_roles_keep_their_own_lm_and_the_drivers_cache_on_ray(cluster, tmp_path,
 
 
 def test_a_node_killed_mid_run_costs_only_its_batches_in_flight(tmp_path, humaneval_problems):
-    """Batches grow past one problem here (5 s of work aimed at per call, problems of ~1 s): each
+    """Batches grow past one problem here (60 s of work aimed at per call, problems of ~1 s, so
+    the doubling cap decides, 1, 2, 4, also on a loaded machine where a problem takes several
+    seconds — with 5 s batches then stayed at one and too few problems were asked again): each
     of the four places solves a batch of one, with another of one queued behind it, then batches
     of two to four. The second node is killed once those have asked their second problem, so it
     loses batches with a problem finished but not yet reported: more problems are asked again
@@ -207,7 +209,7 @@ def test_a_node_killed_mid_run_costs_only_its_batches_in_flight(tmp_path, humane
 
         killer = threading.Thread(target=kill_second_node_once_batches_are_half_done, daemon=True)
         killer.start()
-        execution = _ray(ray_cluster.address, batch_target_s=5.0, max_batch=4)
+        execution = _ray(ray_cluster.address, batch_target_s=60.0, max_batch=4)
         spec = fake_spec(fake.api_base, limit=problems, concurrency=places, execution=execution)
         result = run(spec, home=tmp_path / "home", progress=False, cache=False)
         killer.join(timeout=5)
