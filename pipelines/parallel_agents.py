@@ -11,6 +11,12 @@ Why results do not depend on it: a concurrent run only changes *when* a call is 
 what it asks. The agents build each request from messages they sort by agent index (a debater
 reads its neighbours' previous round in debater order; the judge's transcript is in round and
 debater order), and samples take their seeds from their index, not from their completion order.
+The same holds for what an optimiser learns from a run: DSPy records a compiled program's role
+calls in a trace list that a call appends to when it returns, and BootstrapFewShot picks a role's
+demo by position among that role's calls, so concurrent calls keep their own trace and join the
+caller's in submission order (a sample's demo would otherwise depend on which call came back
+first — measured: a teacher run's demo for one train problem was a failing sample, which the demo
+filter dropped, and its replay's a passing one).
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ import contextvars
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import dspy
 
 if TYPE_CHECKING:
     from pipelines.agents import Agent
@@ -50,13 +58,21 @@ class ParallelCalls:
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="critiquelab-agent")
             if limit > 1 else None
         )
+        # Where DSPy traces calls (an optimiser's trace, or its default one): (the caller's
+        # trace, a call's own), in submission order.
+        self._traces: list[tuple[list[Any], list[Any]]] = []
 
     def submit(self, fn: Callable[..., T], /, *args: object) -> Future[T]:
         if self._executor is None:
             future: Future[T] = Future()
             future.set_result(fn(*args))
             return future
-        return self._executor.submit(contextvars.copy_context().run, fn, *args)
+        caller_trace = dspy.settings.trace
+        if caller_trace is None:
+            return self._executor.submit(contextvars.copy_context().run, fn, *args)
+        own: list[Any] = []
+        self._traces.append((caller_trace, own))
+        return self._executor.submit(contextvars.copy_context().run, _traced, own, fn, *args)
 
     @staticmethod
     def finished(futures: Iterable[Future[T]]) -> set[Future[T]]:
@@ -71,6 +87,16 @@ class ParallelCalls:
     ) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=exc_type is None, cancel_futures=exc_type is not None)
+        if exc_type is None:
+            for caller_trace, own in self._traces:
+                caller_trace.extend(own)
+                # DSPy's own bound on a trace (each traced call drops the oldest entry past it).
+                del caller_trace[: max(0, len(caller_trace) - dspy.settings.max_trace_size)]
+
+
+def _traced(own: list[Any], fn: Callable[..., T], *args: object) -> T:
+    with dspy.context(trace=own):
+        return fn(*args)
 
 
 def _handle_batch(agent: Agent, batch: Sequence[Message]) -> None:

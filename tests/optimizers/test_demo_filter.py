@@ -194,3 +194,30 @@ def test_bootstrap_with_a_teacher_keeps_only_its_code_that_passes(humaneval_prob
     # DSPy picks one coder call of each passing run at random; the failing ones it picked were
     # dropped, and not replaced by the passing sample of the same run (DSPy has picked by then).
     assert measured["demos_dropped.coder"] >= 1 and len(demos) + measured["demos_dropped.coder"] == len(train)
+
+
+def test_a_teachers_demos_do_not_depend_on_which_sample_came_back_first(humaneval_problems, make_lm):
+    """DSPy picks a run's demo by its position among the coder's traced calls: with the samples
+    drawn at once and answered in an order of their own, the demos (and the drops) are those of
+    drawing them one at a time."""
+    train = humaneval_problems[:6]
+
+    def compiled_demos(parallel, jitter_seed=0):
+        measured = {}
+        # Every answer takes at least 0.05 s so samples drawn together overlap; the jitter makes
+        # them come back in an order of their own.
+        with FakeOpenAIServer(_teacher_sampler(humaneval_problems, set()), pass_body=True,
+                              delay_s=0.05, jitter_s=0.3, jitter_seed=jitter_seed) as teacher, \
+                FakeOpenAIServer(role_responder({})) as task:
+            compiled = compile_program(
+                create_pipeline("vote", **{**GREEDY_FILTER, "parallel_agents": parallel}),
+                CompileConfig("bootstrap", {"max_bootstrapped_demos": 6}), train=train,
+                task_lm=make_lm(task.api_base), teacher_lm=make_lm(teacher.api_base),
+                progress=lambda name, value: measured.__setitem__(name, value),
+            )
+        return [dict(d) for d in compiled.coder.demos], measured["demos_dropped.coder"]
+
+    one_at_a_time = compiled_demos(1)
+    assert one_at_a_time[1] > 0 and one_at_a_time[0]  # the pick matters: some kept, some dropped
+    for jitter_seed in range(3):
+        assert compiled_demos(3, jitter_seed) == one_at_a_time

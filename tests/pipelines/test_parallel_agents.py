@@ -217,3 +217,26 @@ def test_parallel_calls_run_in_the_callers_context_and_inline_when_one():
         with pytest.raises(ZeroDivisionError):
             calls.submit(lambda: 1 / 0)  # inline: raised where it is submitted, as a plain call
 
+
+
+def test_an_optimisers_trace_gets_concurrent_calls_in_submission_order():
+    # BootstrapFewShot picks a role's demo by its position among the role's traced calls: the
+    # slow first call must stay first although the second returns before it.
+    def call(index: int, delay: float) -> int:
+        time.sleep(delay)
+        dspy.settings.trace.append(index)
+        return index
+
+    with dspy.context(trace=[]):
+        dspy.settings.trace.append("before")
+        with ParallelCalls(2) as calls:
+            futures = [calls.submit(call, 0, 0.5), calls.submit(call, 1, 0.0)]
+            assert ParallelCalls.finished(futures) == {futures[1]}
+        assert dspy.settings.trace == ["before", 0, 1]
+    with dspy.context(trace=None), ParallelCalls(2) as calls:  # tracing off stays off
+        assert calls.submit(lambda: dspy.settings.trace).result() is None
+    with dspy.context(trace=[], max_trace_size=2):  # DSPy's bound on a trace holds
+        with ParallelCalls(2) as calls:
+            for index in range(3):
+                calls.submit(call, index, 0.0)
+        assert dspy.settings.trace == [1, 2]
