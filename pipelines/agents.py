@@ -11,6 +11,7 @@ from typing import Any
 
 import dspy
 
+from pipelines.agent_traces import AgentTraces
 from pipelines.pool.context import current_run_id
 from pipelines.pool.message_pool import MessagePool
 from pipelines.pool.messages import Intent, Message
@@ -115,18 +116,23 @@ MAX_ROUNDS = 1000
 def run_until_quiet(agents: Sequence[Agent], max_rounds: int = MAX_ROUNDS) -> int:
     """Deliver messages until no agent has anything pending. Returns the rounds used.
 
-    Each round, every agent takes the batch waiting in its queue and reacts to it in order.
+    Each round, every agent takes the batch waiting in its queue and reacts to it in order. The
+    agents' role calls join DSPy's trace as :class:`AgentTraces` orders them, as when they run
+    at once.
     """
+    traces = AgentTraces(len(agents))
     rounds = 0
     while rounds < max_rounds:
         delivered = False
-        for agent in agents:
-            for message in agent.ctx.pool.take(agent.name):
-                delivered = True
-                agent.handle(message)
+        for index, agent in enumerate(agents):
+            with traces.recording(index):
+                for message in agent.ctx.pool.take(agent.name):
+                    delivered = True
+                    agent.handle(message)
         if not delivered:
             break
         rounds += 1
+    traces.join()
     return rounds
 
 

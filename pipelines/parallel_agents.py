@@ -11,12 +11,8 @@ Why results do not depend on it: a concurrent run only changes *when* a call is 
 what it asks. The agents build each request from messages they sort by agent index (a debater
 reads its neighbours' previous round in debater order; the judge's transcript is in round and
 debater order), and samples take their seeds from their index, not from their completion order.
-The same holds for what an optimiser learns from a run: DSPy records a compiled program's role
-calls in a trace list that a call appends to when it returns, and BootstrapFewShot picks a role's
-demo by position among that role's calls, so concurrent calls keep their own trace and join the
-caller's in submission order (a sample's demo would otherwise depend on which call came back
-first — measured: a teacher run's demo for one train problem was a failing sample, which the demo
-filter dropped, and its replay's a passing one).
+Nor does what an optimiser learns from a run: a call in a thread records its role calls on a
+trace of its own, joined to the caller's in an order the program fixes (:mod:`pipelines.agent_traces`).
 """
 
 from __future__ import annotations
@@ -28,6 +24,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import dspy
+
+from pipelines.agent_traces import AgentTraces, join_trace
 
 if TYPE_CHECKING:
     from pipelines.agents import Agent
@@ -63,6 +61,8 @@ class ParallelCalls:
         self._traces: list[tuple[list[Any], list[Any]]] = []
 
     def submit(self, fn: Callable[..., T], /, *args: object) -> Future[T]:
+        """Run ``fn(*args)``. Where DSPy traces role calls, a call in a thread records them on a
+        trace of its own, which joins the caller's when the block ends, in submission order."""
         if self._executor is None:
             future: Future[T] = Future()
             future.set_result(fn(*args))
@@ -89,9 +89,7 @@ class ParallelCalls:
             self._executor.shutdown(wait=exc_type is None, cancel_futures=exc_type is not None)
         if exc_type is None:
             for caller_trace, own in self._traces:
-                caller_trace.extend(own)
-                # DSPy's own bound on a trace (each traced call drops the oldest entry past it).
-                del caller_trace[: max(0, len(caller_trace) - dspy.settings.max_trace_size)]
+                join_trace(caller_trace, own)
 
 
 def _traced(own: list[Any], fn: Callable[..., T], *args: object) -> T:
@@ -99,9 +97,10 @@ def _traced(own: list[Any], fn: Callable[..., T], *args: object) -> T:
         return fn(*args)
 
 
-def _handle_batch(agent: Agent, batch: Sequence[Message]) -> None:
-    for message in batch:
-        agent.handle(message)
+def _handle_batch(traces: AgentTraces, index: int, agent: Agent, batch: Sequence[Message]) -> None:
+    with traces.recording(index):
+        for message in batch:
+            agent.handle(message)
 
 
 def run_agents_concurrently(agents: Sequence[Agent], parallel: int, max_batches: int) -> int:
@@ -112,22 +111,26 @@ def run_agents_concurrently(agents: Sequence[Agent], parallel: int, max_batches:
     idle agents with pending messages start in agent order. Every new message comes from an
     agent's handler, so checking the queues each time a handler finishes misses none. The first
     handler to fail ends the conversation with its exception, as it would sequentially.
+    The agents' role calls join DSPy's trace as :class:`AgentTraces` orders them.
     """
     busy: dict[Future[None], Agent] = {}
+    traces = AgentTraces(len(agents))
     batches = 0
     with ParallelCalls(parallel) as calls:
         while True:
-            for agent in agents:
+            for index, agent in enumerate(agents):
                 if len(busy) >= parallel or batches >= max_batches:
                     break
                 if agent in busy.values():
                     continue
                 batch = agent.ctx.pool.take(agent.name)
                 if batch:
-                    busy[calls.submit(_handle_batch, agent, batch)] = agent
+                    busy[calls.submit(_handle_batch, traces, index, agent, batch)] = agent
                     batches += 1
             if not busy:
-                return batches
+                break
             for future in calls.finished(busy):
                 del busy[future]
                 future.result()  # a failed handler: raise here, leaving the others to end
+    traces.join()
+    return batches

@@ -64,8 +64,9 @@ def _run(name, scripts, cache_dir, *, jitter_s=0.12, max_tokens=200, **params):
         lm = HarnessLM("openai/fake", identity="t", cache_dir=cache_dir, api_base=fake.api_base,
                        api_key="x", temperature=0.0, max_tokens=max_tokens, num_retries=0, seed=BASE_SEED)
         pipeline = create_pipeline(name, **params)
-        with dspy.context(lm=lm, adapter=CodeAdapter()), using_pool(pool), metering(meter):
+        with dspy.context(lm=lm, adapter=CodeAdapter(), trace=[]), using_pool(pool), metering(meter):
             prediction = pipeline(prompt=PROMPT, entry_point="add", task_id="t/1")
+            trace = list(dspy.settings.trace)
         lm.close()
     return {
         "prediction": prediction,
@@ -74,7 +75,18 @@ def _run(name, scripts, cache_dir, *, jitter_s=0.12, max_tokens=200, **params):
         "max_in_flight": fake.max_in_flight,
         "usage": {role: (u.calls, u.prompt_tokens, u.completion_tokens) for role, u in meter.by_role.items()},
         "cached_calls": meter.total().cached_calls,
+        "calls_by_predictor": _calls_by_predictor(pipeline, trace),
     }
+
+
+def _calls_by_predictor(pipeline, trace):
+    """Each predictor's traced calls in trace order: what BootstrapFewShot picks a demo from."""
+    names = {id(predictor): name for name, predictor in pipeline.named_predictors()}
+    calls = {}
+    for predictor, inputs, outputs in trace:
+        calls.setdefault(names[id(predictor)], []).append(
+            json.dumps([dict(inputs), dict(outputs)], sort_keys=True, default=str))
+    return calls
 
 
 def _outcome(run):
@@ -119,6 +131,9 @@ def test_parallel_agents_ask_the_same_and_get_the_same_results(tmp_path, name, p
     assert _per_agent(concurrent["requests"]) == _per_agent(sequential["requests"])
     assert _outcome(concurrent) == _outcome(sequential)
     assert _messages(concurrent["history"]) == _messages(sequential["history"])
+    # An optimiser tracing the run sees each role's calls in the sequential order.
+    assert concurrent["calls_by_predictor"] == sequential["calls_by_predictor"]
+    assert sum(map(len, sequential["calls_by_predictor"].values())) > len(sequential["calls_by_predictor"])
 
     # The sequential run's cache answers every call of a concurrent run: same requests, same keys.
     replayed = _run(name, scripts, tmp_path / "sequential", **params, parallel_agents=parallel)
