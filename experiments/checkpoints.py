@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import UserError
 from eval.datasets import dataset_fingerprint
 from eval.results import ProblemResult, ResolvedParams
 from experiments.memory_run import memory_of
@@ -151,7 +153,14 @@ class CheckpointStore:
         done: dict[str, ProblemResult] = {}
         if not path.exists():
             return done
-        for line in path.read_text().splitlines():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:  # a directory, unreadable, not text
+            raise UserError(
+                f"cannot read the checkpoint file {path} ({type(error).__name__}); it was not "
+                "written by critiquelab: move it away (its problems will be run again)"
+            ) from error
+        for line in text.splitlines():
             try:
                 result = ProblemResult.model_validate_json(line)
             except ValueError:
@@ -163,7 +172,11 @@ class CheckpointStore:
     def load_all(self, pipeline: str) -> list[ProblemResult]:
         """Every problem checkpointed for ``pipeline``, all seeds."""
         found = self.directory.glob(f"{path_segment(pipeline)}__seed*.jsonl")
-        seeds = sorted(int(path.stem.rsplit("__seed", 1)[1]) for path in found)
+        # A file whose seed is not a number was not written here (_path writes ints): skipped.
+        seeds = sorted(
+            int(seed) for path in found
+            if re.fullmatch(r"-?[0-9]+", seed := path.stem.rsplit("__seed", 1)[1])
+        )
         return [r for seed in seeds for r in self.load(pipeline, seed).values() if r.pipeline == pipeline]
 
     def recorded_cost_keys(self) -> dict[str, str]:

@@ -14,6 +14,15 @@ declare -A SDIST_SHA256=(
   [0.3.36]=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 )
 
+# No AMX on x86-64: ggml's AMX matrix multiply (compiled in by -march=native where the CPU has
+# AMX) segfaults on the bundled model's first batch (seen 2026-12-04 on a Xeon with amx_int8,
+# kernel 6.18); AVX-512/VNNI serve it instead. An explicit -mno-* wins over -march=native.
+NO_AMX_CMAKE_FLAGS=()
+if [ "$(uname -m)" = x86_64 ]; then
+  no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  NO_AMX_CMAKE_FLAGS=("-DCMAKE_C_FLAGS=$no_amx" "-DCMAKE_CXX_FLAGS=$no_amx")
+fi
+
 fail() { echo "llama-server: not built ($1); the local model is served by llama-cpp-python"; exit 1; }
 
 target=$("$PY" -m experiments.serving.server_build 2>/dev/null) || fail "cannot import experiments.serving.server_build"
@@ -44,7 +53,7 @@ start=$(date +%s)
   commit=$(awk -v v="## [$version]" '$0 == v {on=1; next} on && /^## \[/ {exit}
     on && match($0, /llama\.cpp@[0-9a-f]+/) {print substr($0, RSTART + 10, RLENGTH - 10); exit}' \
     "$src/CHANGELOG.md")
-  flags=(-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DGGML_CCACHE=OFF
+  flags=(-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON "${NO_AMX_CMAKE_FLAGS[@]}" -DBUILD_SHARED_LIBS=OFF -DGGML_CCACHE=OFF
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
     "-DLLAMA_BUILD_COMMIT=${commit:-unknown}")

@@ -23,7 +23,12 @@ fi
 # The CPU build of torch first: anything that pulls an unpinned torch would otherwise fetch
 # several GB of CUDA packages.
 .venv/bin/pip install -q torch==2.13.0
-# llama-cpp-python builds from source here (about 3 minutes on 2 cores, once; pip caches the wheel).
+# llama-cpp-python builds from source here (about 3 minutes on 2 cores, once; pip caches the wheel),
+# without AMX kernels on x86-64 as llama-server below (scripts/build_llama_server.sh says why).
+if [ "$(uname -m)" = x86_64 ] && [ -z "${CMAKE_ARGS:-}" ]; then
+  no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  export CMAKE_ARGS="'-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
+fi
 .venv/bin/pip install -q -e ".[dev]"
 # llama.cpp's llama-server (parallel slots, a prompt cache per slot), built once from the
 # llama.cpp tree vendored in the pinned llama-cpp-python sdist and cached; if it cannot be built,

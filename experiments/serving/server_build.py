@@ -2,8 +2,8 @@
 
 ``scripts/build_llama_server.sh`` builds llama.cpp's server from the llama.cpp tree vendored in
 the pinned llama-cpp-python sdist, with ``-march=native``. The binary is cached per
-llama-cpp-python version and per CPU (a digest of the CPU's feature flags), so a second set-up
-does not rebuild and a cache directory shared between machines never runs a binary built for
+llama-cpp-python version, per build recipe and per CPU (a digest of the CPU's feature flags), so
+a second set-up does not rebuild and a cache directory shared between machines never runs a binary built for
 another CPU's instruction set. Run as ``python -m experiments.serving.server_build`` it prints the path
 the build must produce.
 """
@@ -20,6 +20,9 @@ from pathlib import Path
 from experiments.paths import model_cache_dir
 
 BUILD_RECORD = "build.json"
+# Names the build script's recipe (its flags) in the cache path, so a changed recipe rebuilds
+# instead of reusing a binary built the old way. "noamx": built without AMX kernels.
+BUILD_RECIPE = "noamx"
 
 
 def cpu_flags_digest(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
@@ -37,9 +40,11 @@ def cpu_flags_digest(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 
 
 def binary_path() -> Path:
-    """Where the build for the installed llama-cpp-python version and this CPU lives."""
+    """Where the build for the installed llama-cpp-python version, this CPU and the current
+    recipe lives."""
     version = importlib.metadata.version("llama-cpp-python")
-    return model_cache_dir() / "llama-server" / f"{version}-{cpu_flags_digest()}" / "llama-server"
+    build = f"{version}-{BUILD_RECIPE}-{cpu_flags_digest()}"
+    return model_cache_dir() / "llama-server" / build / "llama-server"
 
 
 @dataclass(frozen=True)

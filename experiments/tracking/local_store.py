@@ -17,8 +17,9 @@ from core.errors import UserError
 from core.read_only_sqlite import query_read_only
 
 _SQLITE = "sqlite:///"
-# Tables every MLflow SQL store has had since its first schema.
-_MLFLOW_TABLES = frozenset({"experiments", "runs"})
+# Tables every MLflow SQL store has had since its first schema; alembic_version is its migration
+# stamp, which a foreign database that merely has tables of these names lacks.
+_MLFLOW_TABLES = frozenset({"experiments", "runs", "alembic_version"})
 
 
 def _store_file(uri: str) -> Path | None:
@@ -67,5 +68,5 @@ def _tables(path: Path) -> frozenset[str]:
                         "move it aside, or pass --home") from exc
     if tables and not tables >= _MLFLOW_TABLES:
         raise UserError(f"the MLflow store {path} is an SQLite database without MLflow's tables "
-                        "(experiments, runs): move it aside, or pass --home")
+                        "(experiments, runs, alembic_version): move it aside, or pass --home")
     return tables

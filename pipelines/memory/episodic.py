@@ -74,6 +74,13 @@ def _read_collections(database: Path) -> dict[str, int]:
         GROUP BY c.name
     """
     try:
+        tables = {name for (name,) in query_read_only(
+            database, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        # Chroma records its schema migrations in every store it creates; a database that only
+        # has tables of the queried names is foreign, and opening it, Chroma would migrate it.
+        if "migrations" not in tables:
+            raise UserError(f"the memory store {database.parent} is not a Chroma store (no "
+                            "migrations table): move it aside, or pass --home")
         return {str(name): int(count) for name, count in query_read_only(database, query)}
     except sqlite3.Error as exc:
         raise UserError(f"cannot read the memory store {database.parent}: {exc}") from exc

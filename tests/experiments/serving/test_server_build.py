@@ -2,7 +2,13 @@
 
 import json
 
-from experiments.serving.server_build import BUILD_RECORD, binary_path, cpu_flags_digest, find_built_server
+from experiments.serving.server_build import (
+    BUILD_RECIPE,
+    BUILD_RECORD,
+    binary_path,
+    cpu_flags_digest,
+    find_built_server,
+)
 
 
 def _build(directory, record: object = None):
@@ -15,13 +21,13 @@ def _build(directory, record: object = None):
     return binary
 
 
-def test_build_lives_in_the_model_cache_per_version_and_cpu(tmp_path, monkeypatch):
+def test_build_lives_in_the_model_cache_per_version_recipe_and_cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("CRITIQUELAB_CACHE", str(tmp_path))
     path = binary_path()
     assert path.name == "llama-server"
     assert path.parent.parent == tmp_path / "llama-server"
-    version, digest = path.parent.name.rsplit("-", 1)
-    assert version.startswith("0.3.") and digest == cpu_flags_digest()
+    version, recipe, digest = path.parent.name.split("-")
+    assert version.startswith("0.3.") and recipe == BUILD_RECIPE and digest == cpu_flags_digest()
 
 
 def test_cpu_digest_follows_the_cpu_flags(tmp_path):

@@ -24,6 +24,10 @@ def _damage(path, kind):
     elif kind == "a foreign database":
         with sqlite3.connect(path) as db:
             db.execute("CREATE TABLE notes (text TEXT)")
+    elif kind == "a foreign database with MLflow's table names":
+        with sqlite3.connect(path) as db:  # MLflow would add its other tables, then fail on these
+            db.execute("CREATE TABLE experiments (id INTEGER)")
+            db.execute("CREATE TABLE runs (id INTEGER)")
     else:  # an empty file
         path.touch()
 
@@ -53,7 +57,8 @@ def _commands(tmp_path, problems):
     }
 
 
-KINDS = ["random bytes", "a directory", "a foreign database", "an empty file"]
+KINDS = ["random bytes", "a directory", "a foreign database",
+         "a foreign database with MLflow's table names", "an empty file"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

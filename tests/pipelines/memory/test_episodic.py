@@ -1,6 +1,7 @@
 """Episodic store: recall by similarity with filters, retrieval counts, forget, and entries that
 survive across processes."""
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -111,4 +112,21 @@ def test_stored_collections_counts_entries_and_writes_nothing(tmp_path, minilm):
     before = _files(path)
     assert stored_collections(path) == {"mem": 2, "empty": 0}
     assert stored_collections(tmp_path / "absent") == {}
+    assert _files(path) == before
+
+
+def test_a_foreign_database_with_chromas_table_names_is_refused_and_left_as_it_was(tmp_path):
+    """Tables named as the listing reads them are not a Chroma store: opening it, Chroma would
+    migrate the file before failing."""
+    path = tmp_path / "chroma"
+    path.mkdir()
+    with sqlite3.connect(path / "chroma.sqlite3") as db:
+        db.execute("CREATE TABLE collections (id TEXT, name TEXT)")
+        db.execute("CREATE TABLE segments (id TEXT, collection TEXT, scope TEXT)")
+        db.execute("CREATE TABLE embeddings (id INTEGER, segment_id TEXT)")
+        db.execute("INSERT INTO collections VALUES ('c', 'critiquelab_memory')")
+    before = _files(path)
+
+    with pytest.raises(UserError, match="is not a Chroma store"):
+        stored_collections(path)
     assert _files(path) == before
