@@ -131,17 +131,34 @@ def _is_main_guard(node: ast.stmt) -> bool:
     )
 
 
+def _is_demo(node: ast.stmt) -> bool:
+    """A top-level expression (not a docstring-like constant), assert or main guard."""
+    if isinstance(node, ast.Expr):
+        return not isinstance(node.value, ast.Constant)  # a leading docstring is harmless
+    return isinstance(node, ast.Assert) or _is_main_guard(node)
+
+
 def _drop_demo_code(code: str) -> str:
-    """Remove top-level expressions, asserts and main guards the model added as demos."""
+    """Remove top-level expressions, asserts and main guards the model added as demos. A demo
+    that shares a line with a statement that stays (``K = 3; print(K)``) is replaced by ``pass``
+    in place, so the statement is kept."""
     tree = python_ast.parse(code)
-    lines = code.splitlines()
+    lines = re.split(r"\r\n|\r|\n", code)  # the line ends Python counts (not str.splitlines's)
+    demos = [node for node in tree.body if _is_demo(node)]
+    kept_lines = {
+        line - 1 for node in tree.body if not _is_demo(node)
+        for line in (node.lineno, node.end_lineno or node.lineno)
+    }
     dropped: set[int] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Expr | ast.Assert) or _is_main_guard(node):
-            # Keep a leading module docstring; it is harmless.
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-                continue
-            dropped.update(range(node.lineno - 1, (node.end_lineno or node.lineno)))
+    for node in reversed(demos):  # right to left, so earlier offsets on a shared line hold
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        if {first, last} & kept_lines:
+            head = lines[first].encode()[: node.col_offset]  # ast offsets count UTF-8 bytes
+            tail = lines[last].encode()[node.end_col_offset :]
+            lines[first] = (head + b"pass" + tail).decode()
+            dropped.update(range(first + 1, last + 1))
+        else:
+            dropped.update(range(first, last + 1))
     return "\n".join(line for i, line in enumerate(lines) if i not in dropped)
 
 

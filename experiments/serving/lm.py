@@ -20,13 +20,14 @@ problems under ``parallel_runs`` — get one answer from the model, as one after
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import json
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,9 +182,11 @@ class HarnessLM(dspy.LM):
         bounded by ``timeout``, each wait by :data:`MAX_RETRY_WAIT_S`); an endpoint still failing
         after that is a :class:`ServiceError`, not a crash."""
         attempt = 0
+        limit = {**self.kwargs, **kwargs}.get("timeout")
+        call = functools.partial(super().__call__, prompt, messages=messages, **kwargs)
         while True:
             try:
-                return super().__call__(prompt, messages=messages, **kwargs)
+                return within(limit, call)
             except ContextWindowExceededError:
                 raise  # the prompt's fault, not the endpoint's: the role records an unparsed step
             except LMInvalidRequestError as exc:
@@ -220,6 +223,34 @@ class HarnessLM(dspy.LM):
     def close(self) -> None:
         self._store.close()
         super().close()
+
+
+def within(seconds: object, call: Callable[[], Any]) -> Any:
+    """``call()``, given up with :class:`LMTimeoutError` once it has taken ``seconds`` in all (a
+    number; anything else: unbounded here). Why: the transport's timeout bounds each wait for the
+    next byte, so an endpoint that trickles its reply a byte at a time never times out there. The
+    call runs in a daemon thread with the caller's context (DSPy's settings, the usage meter);
+    given up, it is left to end on its own and its reply is dropped."""
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return call()
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            outcome["reply"] = call()
+        except BaseException as exc:  # handed to the caller as it is
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(attempt,), daemon=True, name="lm-request").start()
+    if not done.wait(seconds):
+        raise LMTimeoutError(f"the request timed out: no complete reply in {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["reply"]
 
 
 def retry_wait(exc: LMError, attempt: int) -> float:

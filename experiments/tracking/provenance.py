@@ -33,8 +33,11 @@ def git_commit() -> str:
             ["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"],
             capture_output=True, text=True, timeout=5,
         )
+        # --no-optional-locks: a plain status refreshes the index, taking .git/index.lock and
+        # rewriting .git/index, a write outside the data directory (and a race with a user's git).
         dirty = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "--no-optional-locks", "-C", str(PROJECT_ROOT), "status", "--porcelain",
+             "--untracked-files=no"],
             capture_output=True, text=True, timeout=5,
         )
     except (OSError, subprocess.SubprocessError):

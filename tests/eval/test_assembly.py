@@ -65,6 +65,18 @@ def test_demo_code_is_dropped():
     assert _run(program.source, "solve(2)") == 5
 
 
+def test_a_demo_sharing_a_line_keeps_the_statements_beside_it():
+    """``K = 3; print(K)``: the assignment the solution needs stays, only the demo goes."""
+    reply = (
+        "```python\nK = 3; print(K); print(\n  K)\nprint('é'); OFFSET = 1  # é\n"
+        "def solve(n):\n    return helper(n) - K + 3 + OFFSET - 1 + 1\n\nprint(solve(2)); assert False\n```"
+    )
+    program = assemble_program(PROMPT, reply, "solve")
+    assert "print(" not in program.source and "assert" not in program.source
+    assert "K = 3; pass; pass" in program.source and "pass; OFFSET = 1  # é" in program.source
+    assert _run(program.source, "solve(2)") == 5
+
+
 def test_block_defining_entry_point_is_chosen_among_several():
     reply = "```python\nx = solve(1)\n```\n```python\ndef solve(n):\n    return 0\n```"
     assert extract_code(reply, "solve").startswith("def solve")

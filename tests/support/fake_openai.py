@@ -63,6 +63,14 @@ class Hang:
         self.seconds = seconds
 
 
+class Trickle:
+    """Return this from a responder to send a reply's headers, then its body a byte every
+    ``interval_s`` seconds: never silent long enough for a per-read timeout to fire."""
+
+    def __init__(self, interval_s: float, body: bytes = b" " * 10_000) -> None:
+        self.interval_s, self.body = interval_s, body
+
+
 def completion(content: str | None, *, choices: bool = True, usage: bool = True) -> RawReply:
     """A well-formed chat completion whose text is ``content`` (None: JSON null), or with an
     empty ``choices`` list, or (``usage`` false) without the usage block some servers leave out."""
@@ -141,6 +149,19 @@ class FakeOpenAIServer:
             def _reply(self, body: dict[str, Any], messages: list[dict[str, Any]], text: Any) -> None:
                 if isinstance(text, Hang):
                     time.sleep(text.seconds)
+                    return
+                if isinstance(text, Trickle):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(text.body)))
+                    self.end_headers()
+                    for byte in text.body:
+                        try:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                        except OSError:  # the client gave up
+                            return
+                        time.sleep(text.interval_s)
                     return
                 if isinstance(text, RawReply):
                     self.send_response(text.status)

@@ -5,7 +5,7 @@ import json
 import dspy
 import pytest
 from dspy.utils.exceptions import ContextWindowExceededError
-from support.fake_openai import FakeOpenAIServer, HttpError, RawReply, llama_server_overflow
+from support.fake_openai import FakeOpenAIServer, HttpError, RawReply, Trickle, llama_server_overflow
 
 from core.errors import ServiceError
 from core.usage import UsageMeter, acting_as, metering
@@ -157,3 +157,32 @@ def test_a_retry_waits_no_longer_than_the_cap_whatever_retry_after_asks(tmp_path
         with pytest.raises(ServiceError, match="slow down"):
             probe("hi")
         assert fake.completions == 1
+
+
+def test_a_reply_trickled_a_byte_at_a_time_is_bounded_by_the_whole_requests_timeout(tmp_path):
+    """The transport's timeout bounds each wait for the next byte; an endpoint that never stops
+    trickling would hold a run for ever without a bound on the whole request."""
+    import time
+
+    with FakeOpenAIServer(lambda messages: Trickle(0.2)) as fake:
+        lm = HarnessLM("openai/fake", identity="t", cache_dir=None, api_base=fake.api_base,
+                       api_key="x", num_retries=1, timeout=1.5)
+        started = time.monotonic()
+        with pytest.raises(ServiceError, match=r"no answer within 1\.5 s \(model.timeout_s"):
+            lm("hi")
+        took = time.monotonic() - started
+        assert fake.completions == 2  # the request and its one retry, each given up at 1.5 s
+    assert 3.0 <= took < 8.0, took
+
+
+def test_a_call_bounded_by_the_whole_requests_timeout_keeps_the_callers_context(tmp_path):
+    """The request runs in a thread of its own; the usage DSPy tracks in the caller's context
+    still reaches the role's meter."""
+    with FakeOpenAIServer(lambda messages: "the answer") as fake:
+        lm = HarnessLM("openai/fake", identity="c", cache_dir=None, api_base=fake.api_base,
+                       api_key="x", timeout=30.0)
+        meter = UsageMeter()
+        with metering(meter), acting_as("coder"):
+            assert lm("hi") == ["the answer"]
+    usage = meter.by_role["coder"]
+    assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
