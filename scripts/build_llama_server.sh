@@ -14,14 +14,10 @@ declare -A SDIST_SHA256=(
   [0.3.36]=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 )
 
-# No AMX on x86-64: ggml's AMX matrix multiply (compiled in by -march=native where the CPU has
-# AMX) segfaults on the bundled model's first batch (seen 2026-12-04 on a Xeon with amx_int8,
-# kernel 6.18); AVX-512/VNNI serve it instead. An explicit -mno-* wins over -march=native.
+# Without AMX kernels where they apply (scripts/no_amx.sh says why).
+source scripts/no_amx.sh
 NO_AMX_CMAKE_FLAGS=()
-if [ "$(uname -m)" = x86_64 ]; then
-  no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-  NO_AMX_CMAKE_FLAGS=("-DCMAKE_C_FLAGS=$no_amx" "-DCMAKE_CXX_FLAGS=$no_amx")
-fi
+[ -z "$NO_AMX" ] || NO_AMX_CMAKE_FLAGS=("-DCMAKE_C_FLAGS=$NO_AMX" "-DCMAKE_CXX_FLAGS=$NO_AMX")
 
 fail() { echo "llama-server: not built ($1); the local model is served by llama-cpp-python"; exit 1; }
 

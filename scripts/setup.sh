@@ -24,10 +24,10 @@ fi
 # several GB of CUDA packages.
 .venv/bin/pip install -q torch==2.13.0
 # llama-cpp-python builds from source here (about 3 minutes on 2 cores, once; pip caches the wheel),
-# without AMX kernels on x86-64 as llama-server below (scripts/build_llama_server.sh says why).
-if [ "$(uname -m)" = x86_64 ] && [ -z "${CMAKE_ARGS:-}" ]; then
-  no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-  export CMAKE_ARGS="'-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
+# without AMX kernels where they apply, as llama-server below (scripts/no_amx.sh says why).
+source scripts/no_amx.sh
+if [ -n "$NO_AMX" ] && [ -z "${CMAKE_ARGS:-}" ]; then
+  export CMAKE_ARGS="'-DCMAKE_C_FLAGS=$NO_AMX' '-DCMAKE_CXX_FLAGS=$NO_AMX'"
 fi
 .venv/bin/pip install -q -e ".[dev]"
 # llama.cpp's llama-server (parallel slots, a prompt cache per slot), built once from the
