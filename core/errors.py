@@ -1,4 +1,5 @@
-"""The one error type the CLI turns into a single clear line and exit code 2."""
+"""The error types the CLI turns into a single clear line (exit code 2 or 3), and how another
+library's error becomes part of that line."""
 
 from __future__ import annotations
 
@@ -24,3 +25,16 @@ class FieldError(UserError):
     def __init__(self, field: str, value: object, problem: str) -> None:
         self.field, self.value, self.problem = field, value, problem
         super().__init__(f"{field} '{value}': {problem}")
+
+
+def error_line(error: BaseException, *, limit: int = 300, last: bool = False) -> str:
+    """``error``'s first (``last``: last) line of text, or its type's name, for a one-line
+    report: at most ``limit`` characters, a longer line cut at a word and ended with "…", so
+    a cut never reads like the message's own end."""
+    lines = str(error).strip().splitlines() or [type(error).__name__]
+    line = lines[-1] if last else lines[0]
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    at_word = cut.rfind(" ")
+    return (cut[:at_word] if at_word > limit // 2 else cut).rstrip(" ,;:") + "…"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import FieldError, ServiceError, UserError
+from core.errors import FieldError, ServiceError, UserError, error_line
 from eval.execution import isolation_level
 from eval.problems import Problem
 from eval.results import ProblemResult
@@ -83,7 +83,7 @@ def _check_local_cluster() -> None:
     try:
         canonicalize_bootstrap_address_or_die("auto")
     except ConnectionError as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = error_line(exc)
         raise FieldError("execution.address", "auto", f"no Ray cluster answers: {first.rstrip('.')}; "
                          "start one with `ray start --head`") from exc
 
@@ -97,7 +97,7 @@ def _on_node(node: str, action: str) -> Iterator[None]:
         yield
     except (RayError, GetTimeoutError) as exc:
         cause = getattr(exc, "cause", None) or exc
-        first = (str(cause).strip().splitlines() or [type(cause).__name__])[-1][:300]
+        first = error_line(cause, last=True)
         raise UserError(f"a Ray node {node} could not {action}: {first}; set every node up with "
                            "scripts/setup.sh from the driver's commit") from exc
 
@@ -136,7 +136,7 @@ class RayExecutor:
             ray.init(address=execution.address, runtime_env={"env_vars": env}, log_to_driver=False,
                      logging_level="ERROR", configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            first = error_line(exc)
             raise FieldError("execution.address", execution.address,
                              f"no Ray cluster answers: {first}; start one with `ray start --head`") from exc
         self._started = True

@@ -41,7 +41,7 @@ from dspy.utils.exceptions import (
 )
 from dspy.utils.usage_tracker import track_usage
 
-from core.errors import ServiceError
+from core.errors import ServiceError, error_line
 from core.usage import current_meter
 
 # Request settings that do not change a reply, so they stay out of the cache key.
@@ -201,7 +201,7 @@ class HarnessLM(dspy.LM):
 
     def _service_error(self, exc: LMError) -> ServiceError:
         where = self.kwargs.get("api_base") or self.model
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = error_line(exc)
         if "timed out" in first or isinstance(exc, LMTimeoutError):
             # DSPy's own advice names its internals; ours names the setting a user has.
             limit = self.kwargs.get("timeout")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from core.errors import FieldError, UserError
+from core.errors import FieldError, UserError, error_line
 from experiments.serving.lm import HarnessLM
 from experiments.serving.local_server import LocalModelServer, select_backend
 from experiments.serving.model_files import ensure_model_file, resolve_bundled
@@ -80,7 +80,7 @@ def _preflight(lm: HarnessLM, where: str) -> None:
     try:
         probe("Reply with OK.", max_tokens=1, cache=False)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = error_line(exc)
         first = first.removeprefix(f"model endpoint {where} failed at start-up: ")
         raise UserError(
             f"model endpoint {where} is not usable at start-up: {first}; check --model/--api-base, "

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import ServiceError, UserError
+from core.errors import ServiceError, UserError, error_line
 from experiments.paths import path_segment
 from experiments.tracking.uris import USE, tracking_uri_problem
 
@@ -96,7 +96,7 @@ class ServiceClient:
                 return attribute(*args, **kwargs)
             except Exception as exc:
                 if _unreachable(exc):
-                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+                    first = error_line(exc)
                     raise ServiceError(f"MLflow tracking store {self._uri} failed mid-run: {first}") from exc
                 raise
 
