@@ -4,7 +4,7 @@ optionally ``canonical_solution``); the loader only checks it."""
 from __future__ import annotations
 
 from eval.formats.base import DatasetFormat, FormatOptions
-from eval.formats.rows import RowReader, defined_functions
+from eval.formats.rows import RowReader, check_function_fault, defined_functions
 from eval.problems import Problem
 
 
@@ -25,9 +25,9 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
     if canonical is not None:
         row.parsed("canonical_solution", prompt + canonical,
                    "does not complete the prompt into valid Python")
-    tree = row.parsed("test", test)
-    if "check" not in defined_functions(tree):
-        raise row.error("test", "defines no function check(candidate)")
+    fault = check_function_fault(row.parsed("test", test))
+    if fault is not None:
+        raise row.error("test", fault)
     return Problem(task_id=task_id, prompt=prompt, entry_point=entry_point, test=test,
                    canonical_solution=canonical)
 

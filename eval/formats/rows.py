@@ -151,6 +151,40 @@ def defined_functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.Async
     }
 
 
+def check_function_fault(tree: ast.Module) -> str | None:
+    """Why the test module's ``check`` cannot be called as ``check(candidate)`` with its asserts
+    run, or None when it can. Why each matters: an ``async def`` or a generator returns an
+    object at the call without running a line of its body, so every answer would pass; a
+    signature that does not take exactly one argument fails every answer, the right ones too."""
+    function = defined_functions(tree).get("check")
+    if function is None:
+        return "defines no function check(candidate)"
+    if isinstance(function, ast.AsyncFunctionDef):
+        return "defines check with 'async def': calling it runs none of its asserts"
+    if any(isinstance(node, ast.Yield | ast.YieldFrom) for node in _own_nodes(function)):
+        return "defines check as a generator (it yields): calling it runs none of its asserts"
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    required = len(positional) - len(arguments.defaults)
+    required_keyword = None in arguments.kw_defaults  # a keyword-only argument with no default
+    if required > 1 or required_keyword or (not positional and arguments.vararg is None):
+        return "defines check without the one argument check(candidate) is called with"
+    return None
+
+
+def _own_nodes(function: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes of ``function``'s own body: not those of functions, lambdas or classes defined
+    inside it (a ``yield`` there does not make ``function`` a generator)."""
+    found: list[ast.AST] = []
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import json
 import os
 import signal
@@ -33,6 +34,13 @@ from eval.sandbox.limits import Limits
 _STREAMS = ("stdout", "stderr")
 
 # ------------------------------------------------------------------------- verdict helpers
+
+
+def _close(unrun: Any) -> None:
+    """Close a coroutine or generator that will never run (no 'never awaited' warning)."""
+    close = getattr(unrun, "close", None)
+    if callable(close):
+        close()
 
 
 def _verdict(status: str, reason: str = "", detail: str = "") -> dict[str, Any]:
@@ -299,14 +307,21 @@ class Checker:
         outcome = self._load(job["program"], entry, max(deadline - time.monotonic(), 0.001))
         if outcome is None:
             try:
-                check(proxy)
+                returned = check(proxy)
             except BaseException as exc:
                 outcome = self._classify(exc, proxy, bool(prompt))
                 if proxy.explain:  # which check failed, and on what: a positive control's feedback
                     outcome["explanation"] = {"test_line": _failing_test_line(exc, job["test"]),
                                               **proxy.last_call}
             else:
-                outcome = proxy.stop or _verdict("passed")
+                if inspect.isawaitable(returned) or inspect.isgenerator(returned):
+                    # made where the loader's look at the test cannot see (a factory, a
+                    # decorator): none of its asserts ran, so no verdict on the candidate
+                    _close(returned)
+                    outcome = _verdict("error", "test_setup", "check(candidate) returned a "
+                                       "coroutine or generator without running its asserts")
+                else:
+                    outcome = proxy.stop or _verdict("passed")
         return _with_output_note(outcome, self._end())
 
     @staticmethod

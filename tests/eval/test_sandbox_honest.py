@@ -86,6 +86,20 @@ def test_test_code_error_on_wrong_type_is_a_failure() -> None:
     assert verdict.detail.startswith("TypeError")
 
 
+@pytest.mark.parametrize("made", [
+    "def _made():\n    async def check(candidate):\n        assert candidate(1, 2) == 3\n    return check\n",
+    "def _made():\n    def check(candidate):\n        assert candidate(1, 2) == 3\n        yield\n"
+    "    return check\n",
+])
+def test_a_check_that_runs_no_assert_when_called_is_no_verdict(made: str) -> None:
+    """A ``check`` built where the loader's look at the test cannot see (here by a factory)
+    that returns a coroutine or generator ran none of its asserts: a wrong answer is not passed."""
+    verdict = run_program("def add(a, b):\n    return 42\n", made + "check = _made()\n", "add",
+                          timeout_s=5)
+    assert (verdict.status, verdict.reason) == (Status.ERROR, "test_setup")
+    assert "without running its asserts" in verdict.detail
+
+
 def test_expected_exception_can_be_caught_by_the_test() -> None:
     test = ("def check(candidate):\n    try:\n        candidate(-1)\n    except ValueError:\n"
             "        pass\n    else:\n        assert False, 'no ValueError'\n")

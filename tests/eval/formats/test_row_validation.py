@@ -26,6 +26,18 @@ def _rows(name):
         ("humaneval.jsonl", "test", "  \n", "field 'test' is empty"),
         ("humaneval.jsonl", "test", "assert True\n", "field 'test' defines no function check(candidate)"),
         ("humaneval.jsonl", "test", "def check(c):\n    assert (\n", "field 'test' is not valid Python"),
+        # called, these return an object without running an assert: every answer would pass
+        ("humaneval.jsonl", "test", "async def check(candidate):\n    assert candidate('a') == 1\n",
+         "field 'test' defines check with 'async def': calling it runs none of its asserts"),
+        ("humaneval.jsonl", "test", "def check(candidate):\n    assert candidate('a') == 1\n    yield\n",
+         "field 'test' defines check as a generator (it yields)"),
+        # and these fail every answer, the right ones too
+        ("humaneval.jsonl", "test", "def check():\n    pass\n",
+         "field 'test' defines check without the one argument check(candidate) is called with"),
+        ("humaneval.jsonl", "test", "def check(candidate, expected):\n    pass\n",
+         "field 'test' defines check without the one argument"),
+        ("humaneval.jsonl", "test", "def check(candidate, *, strict):\n    pass\n",
+         "field 'test' defines check without the one argument"),
         # deeper than the parser's own stack: refused, not a RecursionError mid-load
         ("humaneval.jsonl", "prompt", "X = " + "-" * 5000 + "1\n",
          "field 'prompt' is not valid Python (the checker runs it for its helpers): nested too deeply"),
@@ -76,6 +88,21 @@ def test_a_bad_row_is_one_line_naming_row_task_and_field(tmp_path, name, field, 
     text = str(caught.value)
     assert text.startswith(f"dataset '{path}' row 2 (task_id {rows[1]['task_id']}): "), text
     assert message in text and "\n" not in text
+
+
+@pytest.mark.parametrize("test", [
+    "def check(candidate, strict=True):\n    assert candidate('a b') == 2\n",
+    "def check(*candidates):\n    assert candidates[0]('a b') == 2\n",
+    # a yield in a function defined inside check does not make check a generator
+    "def check(candidate):\n    def cases():\n        yield 'a b'\n    for c in cases():\n"
+    "        assert candidate(c) == 2\n",
+])
+def test_a_check_callable_with_one_argument_is_accepted(tmp_path, test):
+    rows = _rows("humaneval.jsonl")
+    rows[1]["test"] = test
+    path = tmp_path / "humaneval.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [p.test for p in load_problems(str(path))][1] == test
 
 
 def test_evalplus_row_without_any_input(tmp_path):
