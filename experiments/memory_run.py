@@ -20,6 +20,7 @@ from optimizers.splits import Split, SplitOverlapError
 from pipelines.memory.bank import MemoryBank, memory_dir
 from pipelines.memory.config import MemoryConfig
 from pipelines.memory.consolidation import consolidate
+from pipelines.memory.episodic import served_task_ids, stored_task_ids
 from pipelines.memory.injection import RunMemory, enable_memory
 from pipelines.memory.metrics import error_blocks, recall_quality, reuse, size
 from pipelines.memory.task_hook import WithMemory
@@ -53,8 +54,11 @@ def check_warm_starts(spec: ExperimentSpec, problems: list[Problem], home: Path)
         if not (memory_dir(home) / "chroma").exists() and not spec.pool.chroma_url:
             raise UserError(f"pipeline '{pipeline_spec.display_name}': memory.warm_start: this data "
                             "directory holds no memory")
-        with open_bank(home, config, spec.pool.chroma_url) as bank:
-            learned = bank.episodic.task_ids(config.warm_start)
+        # Read without opening the store for writing: a refused run leaves it as it was.
+        if spec.pool.chroma_url:
+            learned = served_task_ids(spec.pool.chroma_url, config.store, config.warm_start)
+        else:
+            learned = stored_task_ids(memory_dir(home) / "chroma", config.store, config.warm_start)
         if not learned:
             raise UserError(f"pipeline '{pipeline_spec.display_name}': memory.warm_start: run "
                             f"'{config.warm_start}' wrote no memory in store '{config.store}'")

@@ -62,9 +62,39 @@ def stored_collections(path: Path | str) -> dict[str, int]:
             lock.release()
 
 
+def stored_task_ids(path: Path | str, collection: str, run_id: str) -> set[str]:
+    """The tasks run ``run_id`` wrote entries for in the store ``collection`` under ``path``,
+    read like :func:`stored_collections` (read-only), so that a warm start refused for a run
+    that wrote nothing, or for problems it learned on, leaves the store as it found it."""
+    lock = lock_existing_store(path)
+    try:
+        # An entry's metadata rows: its run and its task, keyed by the embedding's row id.
+        query = """
+            SELECT DISTINCT task.string_value FROM collections c
+            JOIN segments s ON s.collection = c.id AND s.scope = 'METADATA'
+            JOIN embeddings e ON e.segment_id = s.id
+            JOIN embedding_metadata run ON run.id = e.id AND run.key = 'run_id'
+            JOIN embedding_metadata task ON task.id = e.id AND task.key = 'task_id'
+            WHERE c.name = ? AND run.string_value = ?
+        """
+        rows = _query_store(Path(path) / "chroma.sqlite3", query, (collection, run_id))
+        return {str(task_id) for (task_id,) in rows}
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def served_task_ids(url: str, collection: str, run_id: str) -> set[str]:
+    """:func:`stored_task_ids` for a store on a Chroma server, found without creating it."""
+    client = _client(None, url)
+    if collection not in {found.name for found in client.list_collections()}:
+        return set()
+    found = client.get_collection(collection, embedding_function=None).get(
+        where={"run_id": run_id}, include=["metadatas"])
+    return {str(metadata["task_id"]) for metadata in found["metadatas"]}
+
+
 def _read_collections(database: Path) -> dict[str, int]:
-    if not database.is_file():
-        return {}
     # An entry is a row of the collection's metadata segment (Chroma applies writes to it before
     # ``add`` returns); a collection without rows is an empty store.
     query = """
@@ -73,6 +103,14 @@ def _read_collections(database: Path) -> dict[str, int]:
         LEFT JOIN embeddings e ON e.segment_id = s.id
         GROUP BY c.name
     """
+    return {str(name): int(count) for name, count in _query_store(database, query)}
+
+
+def _query_store(database: Path, query: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """The rows ``query`` selects from a Chroma store's SQLite file opened read-only (none when
+    there is no file yet)."""
+    if not database.is_file():
+        return []
     try:
         tables = {name for (name,) in query_read_only(
             database, "SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -81,7 +119,7 @@ def _read_collections(database: Path) -> dict[str, int]:
         if "migrations" not in tables:
             raise UserError(f"the memory store {database.parent} is not a Chroma store (no "
                             "migrations table): move it aside, or pass --home")
-        return {str(name): int(count) for name, count in query_read_only(database, query)}
+        return query_read_only(database, query, parameters)
     except sqlite3.Error as exc:
         raise UserError(f"cannot read the memory store {database.parent}: {exc}") from exc
 
@@ -252,7 +290,3 @@ class EpisodicStore:
         found = self._collection.get(ids=list(set(ids)), include=["metadatas"])
         return {i: str(m.get("run_id", "")) for i, m in zip(found["ids"], found["metadatas"], strict=True)}
 
-    def task_ids(self, run_id: str) -> set[str]:
-        """The tasks a run learned on (for the warm-start overlap check)."""
-        found = self._collection.get(where={"run_id": run_id}, include=["metadatas"])
-        return {str(m["task_id"]) for m in found["metadatas"]}

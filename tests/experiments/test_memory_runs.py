@@ -117,9 +117,18 @@ def test_warm_start_refuses_to_score_on_the_problems_it_learned_on(home, humanev
         learned = run(fake_spec(fake.api_base, limit=2, pipelines=[
             {"name": "baseline", "memory": {"enabled": True}}]), progress=False)
         warm = {"enabled": True, "warm_start": learned.children[0].run_id}
+        memory = home / "memory"
+        before = {p: p.read_bytes() for p in memory.rglob("*") if p.is_file()}
         overlapping = fake_spec(fake.api_base, limit=3, pipelines=[{"name": "baseline", "memory": warm}])
         with pytest.raises(UserError, match=r"memory.warm_start: 2 problem\(s\) to score were used to build"):
             run(overlapping, progress=False)
+        elsewhere = fake_spec(fake.api_base, limit=3, pipelines=[
+            {"name": "baseline", "memory": {**warm, "store": "other"}}])
+        with pytest.raises(UserError, match=r"memory.warm_start: run '[0-9a-f]+' wrote no memory in "
+                                            r"store 'other'"):
+            run(elsewhere, progress=False)
+        # refused, both left the store byte for byte as it was (no store created, no open recorded)
+        assert {p: p.read_bytes() for p in memory.rglob("*") if p.is_file()} == before
         disjoint = fake_spec(fake.api_base, pipelines=[{"name": "baseline", "memory": warm}],
                              dataset={"source": "humaneval", "task_ids": [problems[2].task_id]})
         result = run(disjoint, progress=False)

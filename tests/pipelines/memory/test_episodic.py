@@ -8,10 +8,11 @@ import textwrap
 import time
 
 import pytest
+from support.chroma_server import chroma_server
 
 from core.errors import UserError
 from pipelines.memory.entries import MemoryEntry, task_tags
-from pipelines.memory.episodic import EpisodicStore, stored_collections
+from pipelines.memory.episodic import EpisodicStore, served_task_ids, stored_collections, stored_task_ids
 
 
 def entry(content, **fields):
@@ -113,6 +114,30 @@ def test_stored_collections_counts_entries_and_writes_nothing(tmp_path, minilm):
     assert stored_collections(path) == {"mem": 2, "empty": 0}
     assert stored_collections(tmp_path / "absent") == {}
     assert _files(path) == before
+
+
+def test_the_tasks_a_run_learned_on_are_read_without_writing(tmp_path, minilm):
+    """A warm start is checked against them before anything opens the store: a refused run must
+    leave it as it was (locally: not a byte; on a server: no store created)."""
+    path = tmp_path / "chroma"
+    store = EpisodicStore(path, collection="mem", embedder=minilm)
+    store.add(entry("one lesson"))
+    store.add(entry("again", task_id="HumanEval/3"))
+    store.add(entry("another run's", task_id="HumanEval/4", run_id="r2"))
+    store.close()
+    before = _files(path)
+    assert stored_task_ids(path, "mem", "r1") == {"HumanEval/0", "HumanEval/3"}
+    assert stored_task_ids(path, "other", "r1") == set()
+    assert stored_task_ids(tmp_path / "absent", "mem", "r1") == set()
+    assert _files(path) == before
+    with chroma_server(tmp_path / "served") as url:
+        served = EpisodicStore(url=url, collection="mem", embedder=minilm)
+        served.add(entry("one lesson"))
+        served.close()
+        assert served_task_ids(url, "mem", "r1") == {"HumanEval/0"}
+        assert served_task_ids(url, "other", "r1") == set()
+        assert served_task_ids(url, "mem", "r2") == set()
+        assert stored_collections(tmp_path / "served") == {"mem": 1}  # "other" was not created
 
 
 def test_a_foreign_database_with_chromas_table_names_is_refused_and_left_as_it_was(tmp_path):

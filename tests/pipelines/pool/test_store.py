@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -13,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from support.chroma_server import chroma_server, free_port
 from support.pool import HashEmbedder, make_message
 
 from core.errors import UserError
@@ -176,7 +176,8 @@ def test_pending_messages_are_written_on_a_normal_exit_without_close(tmp_path: P
         f"""
         import sys
         sys.path.insert(0, {str(REPO / "tests")!r})
-        from support.pool import HashEmbedder, make_message
+        from support.chroma_server import chroma_server, free_port
+from support.pool import HashEmbedder, make_message
         from pipelines.pool.chroma_store import ChromaPoolStore
         from pipelines.pool.message_pool import MessagePool
 
@@ -212,35 +213,11 @@ def test_bad_server_url_and_ambiguous_arguments_are_user_errors(tmp_path: Path) 
     with pytest.raises(UserError, match="not both"):
         ChromaPoolStore(tmp_path, url="http://localhost:1")
     with pytest.raises(UserError, match="cannot reach the Chroma server"):
-        ChromaPoolStore(url=f"http://127.0.0.1:{_free_port()}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        ChromaPoolStore(url=f"http://127.0.0.1:{free_port()}")
 
 
 def test_http_client_against_a_local_chroma_server(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
-    port = _free_port()
-    launcher = "import sys; from chromadb.cli.cli import app; sys.argv[0] = 'chroma'; app()"
-    server = subprocess.Popen(
-        [sys.executable, "-c", launcher, "run", "--path", str(tmp_path / "srv"), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-    )
-    try:
-        url = f"http://localhost:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("localhost", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.skip("could not start a local `chroma run` server")
-                time.sleep(0.2)
+    with chroma_server(tmp_path / "srv") as url:
         with MessagePool(ChromaPoolStore(url=url, embedder=hash_embedder)) as pool:
             pool.publish(make_message(summary="over http", recipient="critic"))
         with MessagePool(ChromaPoolStore(url=url, embedder=hash_embedder)) as again:
@@ -252,9 +229,6 @@ def test_http_client_against_a_local_chroma_server(tmp_path: Path, hash_embedder
             assert [m.summary for m in child.query(where={"recipient": "critic"})] == [
                 "over http", "via the child",
             ]
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 class _SizedSlowEmbedder(HashEmbedder):
