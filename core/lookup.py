@@ -16,6 +16,16 @@ from core.errors import UserError
 _NOT_THERE = (errno.ENOENT, errno.ENOTDIR)
 
 
+def user_path(text: str | Path) -> Path:
+    """``text`` as a path with a leading ``~`` or ``~name`` expanded, as a shell expands it: a
+    ``~name`` whose user does not exist stays as written (``Path.expanduser`` raises for it, so
+    the path would otherwise end the command with a traceback instead of "not found")."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
+
+
 def check_lookup(path: Path, what: str) -> None:
     """A :class:`UserError` naming ``what`` (e.g. ``dataset 'x.jsonl'``) when ``path`` cannot be
     looked up; nothing when it exists or simply is not there (the caller says that its own way)."""

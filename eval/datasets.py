@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from core.lookup import check_lookup
+from core.lookup import check_lookup, user_path
 from eval.formats import DatasetFormat, FormatOptions, detect_format, get_format
 from eval.formats.rows import RowReader
 from eval.held_out import SPLIT_RULE, SplitName, select_split
@@ -158,7 +158,7 @@ def read_rows(source: DatasetSource) -> list[dict[str, Any]]:
 def _file_rows(source: str) -> list[Any]:
     if not source.strip():  # Path("") is the current directory
         raise UserError("dataset '': an empty name; give 'humaneval', a file/dir path or hf://OWNER/NAME")
-    path = humaneval_path() if source == HUMANEVAL else Path(source).expanduser()
+    path = humaneval_path() if source == HUMANEVAL else user_path(source)
     check_lookup(path, f"dataset '{source}'")
     if not path.exists():
         raise UserError(f"dataset '{source}' not found; give 'humaneval', an existing file/dir path "
@@ -188,7 +188,7 @@ def dataset_fingerprint(source: DatasetSource) -> str:
         return load_hub(hub).fingerprint
     if source == HUMANEVAL:
         return HUMANEVAL
-    path = Path(str(source)).expanduser()
+    path = user_path(str(source))
     if path.is_file():
         return hashlib.sha256(path.read_bytes()).hexdigest()
     return str(path.resolve())

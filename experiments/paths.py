@@ -9,13 +9,15 @@ import re
 import tempfile
 from pathlib import Path
 
+from core.lookup import user_path
+
 
 def data_dir() -> Path:
     """Experiment state (MLflow store, Chroma, checkpoints, LM cache, reports).
 
     ``$CRITIQUELAB_HOME`` when set, else ``./.critiquelab``.
     """
-    return Path(os.environ.get("CRITIQUELAB_HOME") or ".critiquelab").expanduser().resolve()
+    return user_path(os.environ.get("CRITIQUELAB_HOME") or ".critiquelab").resolve()
 
 
 def model_cache_dir() -> Path:
@@ -25,9 +27,9 @@ def model_cache_dir() -> Path:
     """
     explicit = os.environ.get("CRITIQUELAB_CACHE")
     if explicit:
-        return Path(explicit).expanduser().resolve()
+        return user_path(explicit).resolve()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser().resolve() / "critiquelab"
+    return user_path(base).resolve() / "critiquelab"
 
 
 def path_segment(name: str) -> str:
@@ -50,7 +52,7 @@ def unwritable_dir(path: str | Path) -> str | None:
     removed again, so nothing is left behind either way."""
     if not str(path).strip():
         return "an empty path (name a directory, e.g. '.')"
-    path = Path(path).expanduser()
+    path = user_path(path)
     try:
         if path.exists() and not path.is_dir():
             return f"'{path}' exists and is not a directory"
@@ -90,4 +92,4 @@ def check_writable_dir(path: str | Path, what: str) -> Path:
     problem = unwritable_dir(path)
     if problem is not None:
         raise UserError(f"{what}: {problem}")
-    return Path(path).expanduser()
+    return user_path(path)

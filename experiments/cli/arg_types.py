@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from core.lookup import user_path
 from experiments.paths import unwritable_dir
 
 
@@ -78,7 +79,7 @@ def output_dir(text: str) -> Path:
     problem = unwritable_dir(text)
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
-    return Path(text).expanduser()
+    return user_path(text)
 
 
 def data_home(text: str) -> Path:

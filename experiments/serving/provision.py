@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from dspy.utils.exceptions import LMConfigurationError
+
 from core.errors import FieldError, UserError, error_line
 from experiments.serving.lm import HarnessLM
 from experiments.serving.local_server import LocalModelServer, select_backend
@@ -128,7 +130,11 @@ def serve_model(
     extra: dict[str, Any] = {"api_base": spec.api_base} if spec.api_base else {}
     if key:
         extra["api_key"] = key
-    lm = HarnessLM(identity.resolved, **extra, **common)
+    try:
+        lm = HarnessLM(identity.resolved, **extra, **common)
+    except (ValueError, LMConfigurationError) as exc:  # DSPy refuses the settings for this model,
+        # e.g. a reasoning model's temperature and max_tokens: one line, before anything is written
+        raise UserError(f"model '{identity.resolved}': {error_line(exc)}") from exc
     _preflight(lm, spec.api_base or identity.resolved)
     try:
         yield lm

@@ -34,3 +34,24 @@ def test_a_path_that_cannot_be_looked_up_is_one_line(paths, bad, problem, tmp_pa
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and names in err[0] and problem in err[0], (name, err)
     assert not home.exists()
+
+
+def test_a_tilde_naming_no_user_stays_as_written_as_a_shell_leaves_it(tmp_path, capsys, monkeypatch):
+    """``Path.expanduser`` raises for ``~name`` with no such user; every path option reads it as
+    the shell does (literally), so a missing one is "not found", not a traceback."""
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(GOOD)
+    missing = "~no-such-user-xyz/d.jsonl"
+    commands = {
+        "dataset": (["run", str(spec), "--dataset", missing, "--estimate"], f"dataset '{missing}' not found"),
+        "compare --out": (["compare", "abc", "--out", "~no-such-user-xyz/out"], "no MLflow store"),
+        "rescore --dataset": (["rescore", "abc", "--dataset", missing], "dataset"),
+    }
+    for name, (argv, expected) in commands.items():
+        assert main(["--home", str(tmp_path / "home"), *argv]) == 2, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and expected in err[0], (name, err)
+    monkeypatch.setenv("CRITIQUELAB_HOME", "~no-such-user-xyz/home")
+    assert main(["run", str(spec), "--estimate"]) == 0  # a data directory named literally
+    assert not (tmp_path / "home").exists() and not (tmp_path / "~no-such-user-xyz").exists()

@@ -140,6 +140,21 @@ def test_endpoint_failing_at_start_is_bad_input(tmp_path, home, capsys):
     assert not (home / "mlflow.db").exists()
 
 
+@pytest.mark.parametrize(("model", "problem"), [
+    ("openai/gpt-5", "reasoning models require passing temperature=1.0"),
+    ("openai/", "has a provider prefix but no model id after it"),
+])
+def test_model_settings_dspy_refuses_are_one_line_before_anything_is_written(
+        tmp_path, home, capsys, model, problem):
+    with FakeOpenAIServer(lambda messages: HttpError(500, "never asked")) as fake:
+        code = main(["run", _spec(tmp_path, fake.api_base), "--no-progress", "--model", model])
+        asked = len(fake.requests)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and asked == 0
+    assert line.startswith(f"critiquelab: error: model '{model}': ") and problem in line
+    assert not home.exists()
+
+
 def test_a_hung_endpoint_at_start_up_names_the_probe_and_its_limit(tmp_path, home, capsys):
     with FakeOpenAIServer(lambda messages: Hang(10)) as fake:
         code = main(["run", _spec(tmp_path, fake.api_base), "--no-progress", "--request-timeout", "2"])
