@@ -239,12 +239,19 @@ def _build(source: DatasetSource, rows: list[dict[str, Any]], columns: list[str]
            fields: dict[str, str], known: HubSet | None, known_columns: dict[str, str],
            challenge_tests: bool) -> list[Problem]:
     """Every row read as a problem of ``chosen``'s format; task ids unique."""
-    if known is not None and chosen.name == known.format:
-        fields = {**known_columns, **fields}
     unknown = set(fields) - set(chosen.fields)
     if unknown:
         raise UserError(f"dataset.fields: unknown field(s) {sorted(unknown)} for format "
                         f"'{chosen.name}'; allowed: {list(chosen.fields)}")
+    # A mapping the user wrote names a column that must be there: a misspelt optional one
+    # (mbpp's test_setup_code) would otherwise drop that field from every problem unnoticed.
+    absent = {field: column for field, column in fields.items() if column not in columns}
+    if absent:
+        field, column = next(iter(absent.items()))
+        raise UserError(f"dataset.fields.{field}: dataset '{source}' has no column '{column}'; "
+                        f"available: {sorted(columns)}")
+    if known is not None and chosen.name == known.format:
+        fields = {**known_columns, **fields}
     if challenge_tests and chosen.name != "mbpp":
         raise UserError(f"dataset.challenge_tests applies to the mbpp format; dataset '{source}' "
                         f"is read as '{chosen.name}'")

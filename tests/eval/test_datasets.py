@@ -162,6 +162,13 @@ def test_renamed_columns_count_for_detection(tmp_path):
     assert problems[0].entry_point == "digit_square_sum"
 
 
+def test_a_mapping_to_a_column_the_dataset_lacks_is_refused_even_for_an_optional_field():
+    """Without it a misspelt optional column (mbpp's setup code) would silently drop the field."""
+    with pytest.raises(UserError, match=r"dataset.fields.test_setup_code: dataset '.*mbpp.jsonl' has no "
+                                        r"column 'setup'; available: \["):
+        load_problems(str(DATA / "mbpp.jsonl"), {"test_setup_code": "setup"})
+
+
 def test_options_that_do_not_fit_the_format_are_refused():
     with pytest.raises(UserError, match=r"unknown field\(s\) \['test'\] for format 'mbpp'"):
         load_problems(str(DATA / "mbpp.jsonl"), {"test": "tests"})
