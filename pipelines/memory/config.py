@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from signatures.memory import ROLE_OUTPUTS
+
 DEFAULT_COLLECTION = "critiquelab_memory"
 # A memory store is a Chroma collection: the names Chroma takes (and nothing that reads as a path).
 STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,60}[A-Za-z0-9]$")
@@ -145,6 +147,19 @@ class MemoryConfig(BaseModel):
             problem = "demo_selection and demos_max_distance apply to demos; set demos >= 1"
         if problem:
             raise PydanticCustomError("memory_settings", "{message}", {"message": problem})
+        return self
+
+    @model_validator(mode="after")
+    def _known_roles(self) -> MemoryConfig:
+        """Memory reaches a role by its signature (``signatures.memory.ROLE_OUTPUTS``): a name
+        that is no such role (``coderr``) would leave memory reaching nothing, unnoticed."""
+        named = [("roles", role) for role in self.roles] + [
+            (f"share_to.{source}", role) for source, targets in self.share_to.items()
+            for role in (source, *targets)]
+        for where, role in named:
+            if role not in ROLE_OUTPUTS:
+                message = f"{where}: unknown role '{role}'; memory reaches: {', '.join(ROLE_OUTPUTS)}"
+                raise PydanticCustomError("memory_roles", "{message}", {"message": message})
         return self
 
     def key_values(self) -> dict[str, object]:
