@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
@@ -143,6 +144,21 @@ def _choose_split(source: HubSource, wanted: str | None, splits: list[str]) -> s
     return wanted
 
 
+def _check_is_a_repository(source: HubSource) -> None:
+    """``datasets`` reads a name that is one of its own file loaders (``json``, ``csv``, …) or a
+    local path as local files, not as a Hub repository: ``hf://json`` would parse whatever the
+    working directory holds."""
+    from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
+
+    if source.name in _PACKAGED_DATASETS_MODULES:
+        raise UserError(f"dataset '{source}': '{source.name}' is a file loader of `datasets`, not a "
+                        "Hub repository; give the file's path without hf://")
+    if Path(source.name).exists():
+        raise UserError(f"dataset '{source}': '{source.name}' is a local path, which `datasets` "
+                        "would read instead of the Hub repository; give it without hf://, or run "
+                        "from another directory")
+
+
 def load_hub(source: HubSource) -> HubDataset:
     """Load one split of ``source`` (see the module docstring); every failure is one line."""
     # Imported here: `datasets` takes seconds to import and most commands never need it.
@@ -151,6 +167,7 @@ def load_hub(source: HubSource) -> HubDataset:
     import datasets
     from datasets.packaged_modules.cache.cache import Cache
 
+    _check_is_a_repository(source)
     known = known_set(source.name)
     config = known.config(source.config) if known else source.config
     split = source.split or (known.split if known else None)

@@ -149,3 +149,21 @@ def test_a_split_the_dataset_lacks_is_named(cache):
 def test_a_malformed_name_is_refused(source):
     with pytest.raises(UserError, match="expected hf://OWNER/NAME"):
         load_problems(source)
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("json", "is a file loader of `datasets`, not a Hub repository"),
+    ("csv", "is a file loader of `datasets`, not a Hub repository"),
+    ("eval", "is a file loader of `datasets`"),
+    ("rows", "is a local path, which `datasets` would read instead of the Hub repository"),
+])
+def test_a_name_datasets_would_read_as_local_files_is_refused(cache, tmp_path, monkeypatch, capfd,
+                                                              name, problem):
+    """``hf://json`` (a loader) or ``hf://rows`` with ./rows present would parse the working
+    directory's files as the dataset."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rows").mkdir()
+    (tmp_path / "rows" / "x.json").write_text('{"a": 1}\n')
+    with pytest.raises(UserError, match=f"dataset 'hf://{name}': '{name}' {problem}"):
+        load_problems(f"hf://{name}")
+    assert capfd.readouterr().err == ""  # nothing of `datasets`' own logging either
