@@ -75,7 +75,9 @@ def _json_rows(path: Path, source: str) -> list[Any]:
         raise UserError(f"dataset '{source}' could not be read: expected a list of rows or one "
                         "JSON object per line")
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines ends a row at "\n" alone ("\r\n" leaves whitespace JSON ignores): a string may
+    # hold U+2028 or U+0085, where str.splitlines would cut the row.
+    for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
                 rows.append(json.loads(line, object_pairs_hook=_unique_keys))

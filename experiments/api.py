@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import FieldError
+from core.errors import FieldError, UserError
 from experiments.estimate import Estimate, estimate_run
 from experiments.runner import ExperimentResult, run_experiment
 from experiments.spec import ExperimentSpec, parse_spec
@@ -130,6 +130,9 @@ def export(
     if out is not None:
         out = check_writable_dir(out, "where the export would go")
     home = Path(home) if home else data_dir()
+    if not str(target).strip():  # Path("") is the working directory
+        raise UserError("export '': an empty target; give an export directory, a program.json or "
+                        "a run id")
     path, run_id = Path(target), ""
     check_lookup(path, f"export '{target}'")
     if not path.exists():

@@ -24,7 +24,7 @@ from experiments.spec.execution import ExecutionSpec
 from experiments.spec.files import format_validation_error, load_yaml
 from experiments.spec.pipeline import PipelineSpec
 from experiments.spec.stores import TrackingSpec
-from experiments.spec.strict import StrictModel
+from experiments.spec.strict import PrintableName, StrictModel
 from optimizers.optimizer_params import OptimizerParams, optimizer_params
 from optimizers.splits import SplitSpec
 
@@ -99,7 +99,7 @@ class RefineSpec(StrictModel):
 
 
 class OptimizeSpec(StrictModel):
-    name: str = Field(min_length=1, max_length=100, description="MLflow experiment name of the optimisation.")
+    name: PrintableName = Field(description="MLflow experiment name of the optimisation.")
     description: str = ""
     pipeline: PipelineSpec
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)

@@ -26,7 +26,7 @@ from experiments.spec.execution import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Exe
 from experiments.spec.files import format_validation_error
 from experiments.spec.pipeline import EndpointUrl, PipelineSpec, bundled_endpoint
 from experiments.spec.stores import PoolSpec, TrackingSpec
-from experiments.spec.strict import StrictModel
+from experiments.spec.strict import PrintableName, StrictModel
 from pipelines.budget import budget_source
 from pipelines.params import agents_in_flight
 
@@ -229,7 +229,7 @@ class ModelSpec(StrictModel):
 
 
 class ExperimentSpec(StrictModel):
-    name: str = Field(description="MLflow experiment name.", min_length=1, max_length=100)
+    name: PrintableName = Field(description="MLflow experiment name.")
     description: str = ""
     dataset: DatasetSpec = Field(default_factory=DatasetSpec)
     model: ModelSpec = Field(default_factory=ModelSpec)

@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 from core.errors import UserError
 from experiments.controls import memory_refusal
 from experiments.serving.model_files import resolve_bundled
+from experiments.spec.strict import PrintableName
 from experiments.urls import http_url_problem
 from pipelines.memory.config import MemoryConfig
 from pipelines.params import PipelineParams
@@ -100,8 +101,8 @@ class PipelineSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
-    label: str | None = Field(
-        default=None, min_length=1, max_length=100,
+    label: PrintableName | None = Field(
+        default=None,
         description="Name in results; defaults to `name`. Must be unique.",
     )
     # Always given: the validator below puts the pipeline's own model here (its defaults if the

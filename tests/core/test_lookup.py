@@ -55,3 +55,10 @@ def test_a_tilde_naming_no_user_stays_as_written_as_a_shell_leaves_it(tmp_path, 
     monkeypatch.setenv("CRITIQUELAB_HOME", "~no-such-user-xyz/home")
     assert main(["run", str(spec), "--estimate"]) == 0  # a data directory named literally
     assert not (tmp_path / "home").exists() and not (tmp_path / "~no-such-user-xyz").exists()
+
+
+def test_an_empty_export_target_is_refused_not_read_as_the_working_directory(tmp_path, capsys):
+    assert main(["--home", str(tmp_path / "home"), "export", ""]) == 2
+    assert capsys.readouterr().err.strip() == ("critiquelab: error: export '': an empty target; give an "
+                                               "export directory, a program.json or a run id")
+    assert not (tmp_path / "home").exists()

@@ -112,6 +112,11 @@ def test_json_values_are_kept_exactly_as_written(tmp_path):
     with gzip.open(tmp_path / "d.jsonl.gz", "wt") as handle:
         handle.write("\n".join(json.dumps(r) for r in rows) + "\n\n")
     assert read_rows(str(tmp_path / "d.jsonl.gz")) == rows
+    # raw U+2028 / U+0085 inside a string are valid JSON, and CRLF line ends are read too
+    odd = [{"task_id": "b", "prompt": "line\u2028separator\u0085next"}, {"task_id": "c", "prompt": "y"}]
+    (tmp_path / "odd.jsonl").write_text("\r\n".join(json.dumps(r, ensure_ascii=False) for r in odd),
+                                        newline="")
+    assert read_rows(str(tmp_path / "odd.jsonl")) == odd
 
 
 @pytest.mark.parametrize(
