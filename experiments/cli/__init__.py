@@ -179,6 +179,10 @@ def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
             return 2
         print(f"critiquelab: error: {_one_line(exc)}; run the same command again to resume",
               file=sys.stderr)
+        if argv is None:  # the process is ours: the unwinding (runs marked, model server stopped,
+            # pool flushed) is done; interpreter shutdown could still hang or print tracebacks
+            # in the finalisers of the model client's connections that the failure left open
+            _hard_exit(3)
         return 3
     except KeyboardInterrupt:
         return _stopped(argv)

@@ -7,6 +7,9 @@ run by a signal: test_stops.py.)"""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -130,6 +133,29 @@ def test_slow_endpoint_within_the_timeout_is_no_fault(tmp_path, home, capsys, hu
     with FakeOpenAIServer(humaneval_responder(humaneval_problems), delay_s=0.5) as fake:
         code = main(["run", _spec(tmp_path, fake.api_base), "--no-progress", "--request-timeout", "5"])
     assert code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("status", [500, 429])
+def test_a_fault_mid_run_ends_the_process_with_one_line_and_exit_3(status, tmp_path, humaneval_problems):
+    """As a process of its own (not main() in the test's): requests of other problems are in
+    flight when the fault ends the run, and nothing of them may keep the process alive or print
+    at interpreter exit (LiteLLM's connection finalisers did, now and then)."""
+    env = {**os.environ, "CRITIQUELAB_HOME": str(tmp_path / "home")}
+    script = Switchable(humaneval_problems, HttpError(status, "boom"))
+    with FakeOpenAIServer(script) as fake:
+        command = [sys.executable, "-m", "experiments.cli", "run", _spec(tmp_path, fake.api_base),
+                   "--no-progress", "--request-timeout", "5"]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        runs = Tracker(tmp_path / "home", "test-experiment").runs_tagged({})
+        stopped = {r.info.status for r in runs}
+        script.fault = None
+        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    (line,) = done.stderr.strip().splitlines()
+    assert done.returncode == 3, done.stderr
+    assert "failed mid-run" in line and line.endswith("run the same command again to resume")
+    assert resumed.returncode == 0, resumed.stderr  # what was checkpointed before the exit is kept
+    assert " 1.0 " in resumed.stdout
+    assert stopped == {"KILLED"}  # marked before the process left, none left RUNNING
 
 
 def test_endpoint_failing_at_start_is_bad_input(tmp_path, home, capsys):
