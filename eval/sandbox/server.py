@@ -253,6 +253,7 @@ def _child_main(request: dict[str, Any], fds: tuple[int, int, int, int], server:
     timeout = float(request["timeout"])
     os.setsid()
     _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the server
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the candidate's, as in any Python
     private = os.path.join(server.workdir, "w")
     os.mkdir(private, 0o700)
     req_fd, rep_fd, out_fd, err_fd = fds
@@ -376,6 +377,10 @@ def main() -> None:
     os.dup2(null, 1)
     os.close(null)
     _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the checker
+    # As pid 1 of its namespace the server gets only the signals it has a handler for, and
+    # Python installs one for SIGINT: a candidate's os.kill(1, SIGINT) would end it with a
+    # KeyboardInterrupt. With the default action the kernel drops such a signal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     _prctl(38, 1)  # PR_SET_NO_NEW_PRIVS: no setuid binary can raise a candidate's rights
     _prctl(4, 0)  # PR_SET_DUMPABLE=0: candidates (same uid) cannot ptrace or read our /proc
     for name in PRELOAD:
