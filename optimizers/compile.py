@@ -82,11 +82,28 @@ def redact_hidden_tests(problem: Problem, text: str) -> str:
     return text
 
 
+# Verdicts whose detail comes from the candidate's code alone, never from what a hidden test
+# passed it: a compile error, a missing function, the time limit.
+_DETAIL_WITHOUT_INPUTS = frozenset({"syntax", "missing_entry_point", "timeout"})
+
+
+def _detail_without_inputs(verdict: Verdict) -> str:
+    """What of ``verdict.detail`` may reach an LM: all of it where it cannot hold a hidden input,
+    else only the exception's type. An exception's or an assertion's message is made while a
+    hidden test runs and can carry its inputs (``KeyError: 'x'``; a candidate can even raise
+    ``repr(locals())``), which redacting the test's lines would not catch."""
+    if verdict.reason in _DETAIL_WITHOUT_INPUTS:
+        return verdict.detail
+    kind = verdict.detail.split(":", 1)[0].strip()
+    return f"({kind})" if kind.isidentifier() else ""
+
+
 def feedback_text(problem: Problem, verdict: Verdict) -> str:
-    """The sandbox verdict as text a reflection LM can learn from, hidden-test lines redacted."""
+    """The sandbox verdict as text a reflection LM can learn from: what failed and how, never
+    a hidden test's line or what the test passed the code."""
     if verdict.passed:
         return "The final code passes the hidden tests."
-    detail = redact_hidden_tests(problem, verdict.detail)
+    detail = redact_hidden_tests(problem, _detail_without_inputs(verdict))
     what = {
         "assertion": "a hidden test assertion failed",
         "timeout": "it timed out (infinite loop or too slow)",

@@ -60,6 +60,21 @@ def test_trace_demos_only_from_successful_calls_with_signature_fields():
 def test_gepa_feedback_redacts_hidden_test_lines(humaneval_problems):
     problem = humaneval_problems[0]
     secret = next(line.strip() for line in problem.test.splitlines() if "assert" in line)
-    verdict = Verdict(status=Status.FAILED, reason="assertion", detail=f"AssertionError at {secret}")
+    verdict = Verdict(status=Status.FAILED, reason="syntax", detail=f"SyntaxError at {secret}")
     text = feedback_text(problem, verdict)
-    assert "hidden test assertion failed" in text and secret not in text and "<hidden test>" in text
+    assert "does not compile" in text and secret not in text and "<hidden test>" in text
+
+
+def test_feedback_never_carries_what_a_hidden_test_passed_the_code(humaneval_problems):
+    """A candidate that raises its arguments (here what the sandbox reports for
+    ``raise ValueError(repr(locals()))`` on HumanEval/0's first hidden call) or a message made
+    while the test ran: only the exception's type reaches the reflection LM."""
+    problem = humaneval_problems[0]
+    leaked = "{'numbers': [1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 'threshold': 0.3}"
+    for reason, detail in [("exception", f"ValueError: {leaked}"), ("assertion", f"AssertionError: {leaked}"),
+                           ("unsupported_return", leaked)]:
+        text = feedback_text(problem, Verdict(status=Status.FAILED, reason=reason, detail=detail))
+        assert "3.9" not in text and "threshold" not in text, text
+    exception = feedback_text(problem, Verdict(status=Status.FAILED, reason="exception",
+                                               detail=f"ValueError: {leaked}"))
+    assert exception == "The final code fails the hidden tests: it raised an exception. (ValueError)"
