@@ -94,6 +94,17 @@ def _with_recall(predictor: dspy.Module, recall: Recall, inputs: dict[str, Any])
     return extra
 
 
+def _reply_text(meter: UsageMeter, error: AdapterParseError) -> str:
+    """An unparsed reply's text: the role's last reply as the harness's LM read it (its text
+    alone; none when the model put nothing there). DSPy's error holds ``str()`` of its output,
+    which for a reply carrying tool calls or reasoning beside null text is a dict's repr, whose
+    quoted code would otherwise be tested as the answer."""
+    replies = meter.exchanges[-1]["replies"] if meter.exchanges else None
+    if replies:
+        return str(replies[0])
+    return error.lm_response or ""
+
+
 def call_role(
     predictor: dspy.Module, role: str, *, config: dict[str, Any] | None = None,
     recall: Recall | None = None, after_failure: bool | None = None, **inputs: Any
@@ -125,7 +136,7 @@ def call_role(
             reply = predictor(**inputs, **extra, config=config or {}, **({"lm": lm} if lm else {}))
             outputs = dict(reply.items())
         except AdapterParseError as exc:
-            raw, parsed = exc.lm_response or "", False
+            raw, parsed = _reply_text(meter, exc), False
         except ContextWindowExceededError as exc:
             # One problem's conversation outgrew the model (a long critique round, a big
             # debate): an unparsed step for this problem, not the end of the experiment.

@@ -6,6 +6,7 @@ run by a signal: test_stops.py.)"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -23,6 +24,7 @@ from experiments.cli import main
 from experiments.tracking.store import PARENT_TAG, Tracker
 
 PROBLEMS = 4
+CODE_ELSEWHERE = "```python\ndef has_close_elements(numbers, threshold):\n    return False\n```"
 FAULTS = {  # name: (reply that replaces every answer after the first problem, expected exit code)
     "HTTP 500": (HttpError(500, "internal server error"), 3),
     "HTTP 503 overloaded": (HttpError(503, "overloaded"), 3),
@@ -33,6 +35,10 @@ FAULTS = {  # name: (reply that replaces every answer after the first problem, e
     "empty choices": (completion("", choices=False), 0),
     "null content": (completion(None), 0),
     "prose instead of code": (completion("I am sorry, I cannot help with that."), 0),
+    # code only outside the reply's text: still no answer (not the repr of DSPy's dict tested as code)
+    "tool calls only": (completion(None, extra={"tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "answer", "arguments": json.dumps({"code": CODE_ELSEWHERE})}}]}), 0),
+    "reasoning only": (completion(None, extra={"reasoning_content": CODE_ELSEWHERE}), 0),
 }
 
 

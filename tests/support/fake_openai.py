@@ -71,10 +71,13 @@ class Trickle:
         self.interval_s, self.body = interval_s, body
 
 
-def completion(content: str | None, *, choices: bool = True, usage: bool = True) -> RawReply:
+def completion(
+    content: str | None, *, choices: bool = True, usage: bool = True, extra: dict[str, Any] | None = None,
+) -> RawReply:
     """A well-formed chat completion whose text is ``content`` (None: JSON null), or with an
-    empty ``choices`` list, or (``usage`` false) without the usage block some servers leave out."""
-    message = {"role": "assistant", "content": content}
+    empty ``choices`` list, or (``usage`` false) without the usage block some servers leave out;
+    ``extra`` adds fields to the message (``tool_calls``, ``reasoning_content``)."""
+    message = {"role": "assistant", "content": content, **(extra or {})}
     body: dict[str, Any] = {
         "id": "fake", "object": "chat.completion", "created": int(time.time()), "model": "fake",
         "choices": [{"index": 0, "finish_reason": "stop", "message": message}] if choices else [],
