@@ -176,8 +176,7 @@ def test_pending_messages_are_written_on_a_normal_exit_without_close(tmp_path: P
         f"""
         import sys
         sys.path.insert(0, {str(REPO / "tests")!r})
-        from support.chroma_server import chroma_server, free_port
-from support.pool import HashEmbedder, make_message
+        from support.pool import HashEmbedder, make_message
         from pipelines.pool.chroma_store import ChromaPoolStore
         from pipelines.pool.message_pool import MessagePool
 
