@@ -152,13 +152,12 @@ class MemoryConfig(BaseModel):
     @model_validator(mode="after")
     def _known_roles(self) -> MemoryConfig:
         """Memory reaches a role by its signature (``signatures.memory.ROLE_OUTPUTS``): a name
-        that is no such role (``coderr``) would leave memory reaching nothing, unnoticed."""
-        named = [("roles", role) for role in self.roles] + [
-            (f"share_to.{source}", role) for source, targets in self.share_to.items()
-            for role in (source, *targets)]
-        for where, role in named:
+        in ``roles`` that is no such role (``coderr``) would leave memory reaching nothing,
+        unnoticed. (``share_to`` is keyed by the role that wrote an entry, which may be any
+        pipeline's agent, so its names are not checked here.)"""
+        for role in self.roles:
             if role not in ROLE_OUTPUTS:
-                message = f"{where}: unknown role '{role}'; memory reaches: {', '.join(ROLE_OUTPUTS)}"
+                message = f"roles: unknown role '{role}'; memory reaches: {', '.join(ROLE_OUTPUTS)}"
                 raise PydanticCustomError("memory_roles", "{message}", {"message": message})
         return self
 
