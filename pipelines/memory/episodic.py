@@ -51,37 +51,32 @@ def _client(path: Path | None, url: str | None) -> Any:
 
 def stored_collections(path: Path | str) -> dict[str, int]:
     """The memory stores (Chroma collections) in ``path`` and how many entries each holds, read
-    from Chroma's SQLite file opened read-only: opening a Chroma client writes to that file (its
-    sysdb records every open), so a command refused for an unknown or empty store would not
-    leave the store as it found it. Refused like an open if another process holds the store."""
-    lock = lock_existing_store(path)  # creates nothing; None: never locked, so nobody holds it
-    try:
-        return _read_collections(Path(path) / "chroma.sqlite3")
-    finally:
-        if lock is not None:
-            lock.release()
+    from Chroma's SQLite file opened read-only (see :func:`_query_store`)."""
+    # An entry is a row of the collection's metadata segment (Chroma applies writes to it before
+    # ``add`` returns); a collection without rows is an empty store.
+    query = """
+        SELECT c.name, COUNT(e.id) FROM collections c
+        LEFT JOIN segments s ON s.collection = c.id AND s.scope = 'METADATA'
+        LEFT JOIN embeddings e ON e.segment_id = s.id
+        GROUP BY c.name
+    """
+    return {str(name): int(count) for name, count in _query_store(path, query)}
 
 
 def stored_task_ids(path: Path | str, collection: str, run_id: str) -> set[str]:
     """The tasks run ``run_id`` wrote entries for in the store ``collection`` under ``path``,
-    read like :func:`stored_collections` (read-only), so that a warm start refused for a run
-    that wrote nothing, or for problems it learned on, leaves the store as it found it."""
-    lock = lock_existing_store(path)
-    try:
-        # An entry's metadata rows: its run and its task, keyed by the embedding's row id.
-        query = """
-            SELECT DISTINCT task.string_value FROM collections c
-            JOIN segments s ON s.collection = c.id AND s.scope = 'METADATA'
-            JOIN embeddings e ON e.segment_id = s.id
-            JOIN embedding_metadata run ON run.id = e.id AND run.key = 'run_id'
-            JOIN embedding_metadata task ON task.id = e.id AND task.key = 'task_id'
-            WHERE c.name = ? AND run.string_value = ?
-        """
-        rows = _query_store(Path(path) / "chroma.sqlite3", query, (collection, run_id))
-        return {str(task_id) for (task_id,) in rows}
-    finally:
-        if lock is not None:
-            lock.release()
+    read-only, so that a warm start refused for a run that wrote nothing, or for problems it
+    learned on, leaves the store as it found it."""
+    # An entry's metadata rows: its run and its task, keyed by the embedding's row id.
+    query = """
+        SELECT DISTINCT task.string_value FROM collections c
+        JOIN segments s ON s.collection = c.id AND s.scope = 'METADATA'
+        JOIN embeddings e ON e.segment_id = s.id
+        JOIN embedding_metadata run ON run.id = e.id AND run.key = 'run_id'
+        JOIN embedding_metadata task ON task.id = e.id AND task.key = 'task_id'
+        WHERE c.name = ? AND run.string_value = ?
+    """
+    return {str(task_id) for (task_id,) in _query_store(path, query, (collection, run_id))}
 
 
 def served_task_ids(url: str, collection: str, run_id: str) -> set[str]:
@@ -94,24 +89,16 @@ def served_task_ids(url: str, collection: str, run_id: str) -> set[str]:
     return {str(metadata["task_id"]) for metadata in found["metadatas"]}
 
 
-def _read_collections(database: Path) -> dict[str, int]:
-    # An entry is a row of the collection's metadata segment (Chroma applies writes to it before
-    # ``add`` returns); a collection without rows is an empty store.
-    query = """
-        SELECT c.name, COUNT(e.id) FROM collections c
-        LEFT JOIN segments s ON s.collection = c.id AND s.scope = 'METADATA'
-        LEFT JOIN embeddings e ON e.segment_id = s.id
-        GROUP BY c.name
-    """
-    return {str(name): int(count) for name, count in _query_store(database, query)}
-
-
-def _query_store(database: Path, query: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """The rows ``query`` selects from a Chroma store's SQLite file opened read-only (none when
-    there is no file yet)."""
-    if not database.is_file():
-        return []
+def _query_store(path: Path | str, query: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """The rows ``query`` selects from the Chroma store in ``path``, its SQLite file opened
+    read-only (none when there is no file yet): opening a Chroma client writes to that file (its
+    sysdb records every open), so a command refused for an unknown or empty store would not
+    leave the store as it found it. Refused like an open if another process holds the store."""
+    database = Path(path) / "chroma.sqlite3"
+    lock = lock_existing_store(path)  # creates nothing; None: never locked, so nobody holds it
     try:
+        if not database.is_file():
+            return []
         tables = {name for (name,) in query_read_only(
             database, "SELECT name FROM sqlite_master WHERE type = 'table'")}
         # Chroma records its schema migrations in every store it creates; a database that only
@@ -122,6 +109,9 @@ def _query_store(database: Path, query: str, parameters: Sequence[Any] = ()) -> 
         return query_read_only(database, query, parameters)
     except sqlite3.Error as exc:
         raise UserError(f"cannot read the memory store {database.parent}: {exc}") from exc
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 class EpisodicStore:
