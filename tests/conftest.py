@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "home"
     monkeypatch.setenv("CRITIQUELAB_HOME", str(path))
     return path
+
+
+@pytest.fixture
+def sandbox_tmpdir() -> Iterator[Path]:
+    """A temporary directory the sandbox's own uid can traverse, for TMPDIR (tmp_path is 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="critiquelab-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

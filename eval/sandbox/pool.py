@@ -5,12 +5,18 @@ reseed ``random``, import modules, and may spin on a bad value), and a process c
 when it overruns, a thread cannot. Lanes start lazily, are reused across jobs (the sandbox
 forks a fresh candidate per sample, so reuse leaks nothing between samples), and are
 replaced after any failure. ``shutdown()`` (also registered with ``atexit``) kills them all.
+
+A lane's scratch directory is claimed with an ``flock`` held for the lane's life, so a harness
+that dies without its ``atexit`` (SIGKILL, ``os._exit``, a Ray worker taken down with its
+children) leaves a directory that the next pool in any process on the machine sweeps away.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
+import functools
 import json
 import os
 import queue
@@ -37,6 +43,8 @@ _BOOT = (
     "from eval.sandbox.checker import main; main()"
 )
 HARD_GRACE_S = 10.0  # past the job's own timeout before a checker counts as hung
+LANE_PREFIX = "critiquelab-lane-"
+_CLAIM = ".claim"  # the file in a lane's directory whose lock says its harness is alive
 
 
 def default_workers() -> int:
@@ -54,12 +62,15 @@ class Lane:
         self.level, self.limits = level, limits
         self.proc: subprocess.Popen[bytes] | None = None
         self.dir: str | None = None
+        self._claim: int | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
         # Every file the checker and its sandbox create lives under this directory (TMPDIR),
         # so even a checker killed with SIGKILL leaves nothing behind once we remove it.
-        self.dir = tempfile.mkdtemp(prefix="critiquelab-lane-")
+        self.dir = tempfile.mkdtemp(prefix=LANE_PREFIX)
         os.chmod(self.dir, 0o755)  # the sandbox uid must reach the staged server files
+        self._claim = os.open(os.path.join(self.dir, _CLAIM), os.O_CREAT | os.O_RDONLY, 0o600)
+        fcntl.flock(self._claim, fcntl.LOCK_EX)  # released by the kernel however we end
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": self.dir}
         return subprocess.Popen(
@@ -86,6 +97,9 @@ class Lane:
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+        if self._claim is not None:
+            os.close(self._claim)
+            self._claim = None
 
     def run(self, job: dict[str, Any], hard_timeout: float) -> dict[str, Any]:
         """Send a job, wait for its result; a hung or dead checker yields a verdict, never hangs."""
@@ -130,6 +144,7 @@ class SandboxPool:
         self.level = level
         self.limits = limits or Limits()
         self.size = workers or default_workers()
+        _sweep_once(tempfile.gettempdir())
         self._free: queue.SimpleQueue[Lane] = queue.SimpleQueue()
         self._lanes = [Lane(level, self.limits) for _ in range(self.size)]
         for lane in self._lanes:
@@ -152,10 +167,44 @@ class SandboxPool:
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sandbox") as pool:
             return list(pool.map(self.run, jobs))
 
-    def shutdown(self) -> None:
+    def shutdown(self, graceful: bool = True) -> None:
+        """Stop every lane; ``graceful`` lets each checker stop its sandbox first (up to 2 s)."""
         self._closed = True
         for lane in self._lanes:
-            lane.kill(graceful=True)
+            lane.kill(graceful=graceful)
+
+
+def sweep_abandoned_lanes(directory: str) -> int:
+    """Remove the lane directories under ``directory`` whose harness has died; how many.
+
+    A live lane's claim is locked by its harness; a lane of another user, or one without a claim
+    (being created this instant), is left alone."""
+    removed = 0
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if not entry.name.startswith(LANE_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != os.geteuid():
+                    continue
+                claim = os.open(os.path.join(entry.path, _CLAIM), os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its harness still holds it
+            finally:
+                os.close(claim)
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+@functools.cache
+def _sweep_once(directory: str) -> None:
+    """Sweep once per process and directory: lanes are only ever abandoned by a dead process."""
+    sweep_abandoned_lanes(directory)
 
 
 _pools: dict[tuple[str, Limits], SandboxPool] = {}
@@ -171,13 +220,13 @@ def get_pool(level: str, limits: Limits) -> SandboxPool:
         return pool
 
 
-def shutdown() -> None:
+def shutdown(graceful: bool = True) -> None:
     """Stop every lane (checker and sandbox processes). Safe to call more than once."""
     with _lock:
         pools = list(_pools.values())
         _pools.clear()
     for pool in pools:
-        pool.shutdown()
+        pool.shutdown(graceful)
 
 
 atexit.register(shutdown)

@@ -59,12 +59,17 @@ def _one_line(error: Exception) -> str:
 
 
 def _hard_exit(code: int, message: str = "") -> NoReturn:
-    """Exit without joining worker threads that are blocked in a model request."""
+    """Exit without joining worker threads that are blocked in a model request. ``atexit`` does
+    not run, so the sandbox's checkers, which it would have stopped, are killed here."""
+    from eval.sandbox import pool as sandbox_pool
+
     if message:
         _say(message)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
+    with contextlib.suppress(Exception):  # a lane in use by a thread we abandon: exit regardless
+        sandbox_pool.shutdown(graceful=False)
     os._exit(code)
 
 

@@ -20,6 +20,7 @@ from support.specs import fake_spec
 from support.stops import drain, hangs_once_on_the_second_problem, open_runs, store_process
 
 from core.errors import ServiceError, UserError
+from eval.sandbox.pool import LANE_PREFIX
 from experiments.cli import INTERRUPTED, main
 
 PROBLEMS = 4
@@ -34,14 +35,15 @@ def _spec(tmp_path, api_base):
 
 @pytest.mark.parametrize("signum", STOP_SIGNALS)
 def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
-    signum, tmp_path, humaneval_problems
+    signum, tmp_path, sandbox_tmpdir, humaneval_problems
 ):
-    """The model "hangs" for a minute; the signal must not wait for it, and the same command
-    afterwards finishes the run."""
+    """The model "hangs" for a minute; the signal must not wait for it, the sandbox's lanes (the
+    first problem was scored) go with the process, and the same command afterwards finishes the
+    run."""
     entered, respond = hangs_once_on_the_second_problem(humaneval_problems)
 
     home = tmp_path / "home"
-    env = {**os.environ, "CRITIQUELAB_HOME": str(home)}
+    env = {**os.environ, "CRITIQUELAB_HOME": str(home), "TMPDIR": str(sandbox_tmpdir)}
     with FakeOpenAIServer(respond) as fake:
         command = [sys.executable, "-m", "experiments.cli", "run", _spec(tmp_path, fake.api_base),
                    "--no-progress"]
@@ -50,6 +52,7 @@ def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
                                 text=True, start_new_session=True)
         assert entered.wait(120), proc.stderr.read() if proc.poll() is not None else "never asked"
         time.sleep(0.5)
+        assert list(sandbox_tmpdir.glob(f"{LANE_PREFIX}*")), "the first problem was not scored"
         sent = time.monotonic()
         proc.send_signal(signum)
         code = proc.wait(timeout=30)
@@ -58,6 +61,7 @@ def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
         assert code == 130, err
         assert took < 5, f"the process took {took:.1f}s to end"
         assert "interrupted" in err and "Traceback" not in err and "terminate called" not in err
+        assert list(sandbox_tmpdir.glob(f"{LANE_PREFIX}*")) == []  # no atexit ran, yet none left
         assert open_runs(home) == []
         resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
