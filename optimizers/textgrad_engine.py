@@ -9,7 +9,8 @@ re-run of a refinement step costs no LM calls.
 
 Importing ``textgrad`` creates ``$TEXTGRAD_LOG_DIR`` (default ``./logs/``, i.e. wherever the
 process runs) and logs every prompt there; :func:`import_textgrad` points it at a temporary
-directory first, unless the user chose one.
+directory first, unless the caller chose one (``critiquelab optimize`` chooses the data
+directory's ``logs/textgrad``).
 """
 
 from __future__ import annotations

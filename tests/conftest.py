@@ -18,6 +18,18 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """TextGrad writes a prompt log wherever $TEXTGRAD_LOG_DIR says once imported: a directory
+    of this session's, removed at its end."""
+    os.environ.setdefault("TEXTGRAD_LOG_DIR", tempfile.mkdtemp(prefix="critiquelab-test-textgrad-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    path = os.environ.get("TEXTGRAD_LOG_DIR", "")
+    if Path(path).name.startswith("critiquelab-test-textgrad-"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh data directory for one test."""

@@ -5,6 +5,7 @@ baseline val → compile → compiled val → gate → (refine) → held-out tes
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -191,7 +192,9 @@ class Refine(RunStep[RefineRecord]):
                 "program": ctx.finished.gate.kept}
 
     def run(self, ctx: OptimizeContext, run_id: str) -> RefineRecord:
-        # Imported here: importing it imports TextGrad, which sets up its prompt log.
+        # TextGrad logs every prompt to $TEXTGRAD_LOG_DIR, read once as it is imported (here):
+        # in the data directory, like the model server's log, unless the user chose a place.
+        os.environ.setdefault("TEXTGRAD_LOG_DIR", str(ctx.home / "logs" / "textgrad"))
         from optimizers.textgrad_engine import engine_from_lm
 
         spec, split, gate_record, tracker = ctx.spec, ctx.split, ctx.finished.gate, ctx.tracker

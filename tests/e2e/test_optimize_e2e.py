@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CRITIQUELAB_HOME": str(home)}
+    env = {k: v for k, v in os.environ.items() if k != "TEXTGRAD_LOG_DIR"}  # as a user has it
+    env["CRITIQUELAB_HOME"] = str(home)
     return subprocess.run([sys.executable, "-m", "experiments.cli", *args], env=env, capture_output=True,
                           text=True, timeout=900)
 
@@ -53,6 +54,7 @@ def test_optimize_and_export_on_bundled_model(tmp_path):
     refine = steps["refine"]
     instruction = Path(client.download_artifacts(refine.info.run_id, "instruction_after.txt")).read_text()
     assert instruction.strip()
+    assert list((home / "logs" / "textgrad").glob("*.jsonl"))  # TextGrad's prompt log: in the data dir
     # The held-out test ran as an experiment of its own, unoptimised pipeline included.
     test_runs = client.search_runs([client.get_experiment_by_name("optimize-e2e-test").experiment_id])
     labels = {r.data.params.get("pipeline.label") for r in test_runs} - {None}
