@@ -36,7 +36,7 @@ from experiments.paths import model_cache_dir
 from experiments.runner import load_inputs
 from experiments.serving.local_server import select_backend
 from experiments.serving.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
-from experiments.serving.provision import ModelIdentity, resolve_model
+from experiments.serving.provision import ModelIdentity, check_model_settings, resolve_model
 from experiments.serving.server_build import find_built_server
 from experiments.shipped_costs import SERVED_RUN, SHIPPED, PerProblem
 from experiments.spec import ExperimentSpec, ModelSpec
@@ -176,7 +176,9 @@ def _identity(model: ModelSpec) -> ModelIdentity:
     SHA-256 is known in advance, and that is all the cache identity needs)."""
     bundled = resolve_bundled(model.id)
     if bundled is None:
-        return resolve_model(model)  # a LiteLLM string: checked, nothing touched
+        identity = resolve_model(model)  # a LiteLLM string: checked, nothing touched
+        check_model_settings(identity, model)
+        return identity
     path = model_cache_dir() / "models" / bundled.filename
     return ModelIdentity(model.id, bundled.key, bundled.sha256, path)
 

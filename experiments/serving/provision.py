@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import dspy
 from dspy.utils.exceptions import LMConfigurationError
 
 from core.errors import FieldError, UserError, error_line
@@ -53,6 +54,18 @@ def resolve_model(spec: ModelSpec) -> ModelIdentity:
             "'openai/gpt-4o-mini' (provider/model)"
         )
     return ModelIdentity(spec.id, spec.id, api_base=spec.api_base)
+
+
+def check_model_settings(identity: ModelIdentity, spec: ModelSpec) -> None:
+    """Refuse, as one line, the settings DSPy refuses for this endpoint model — a reasoning
+    model's temperature and max_tokens, a provider prefix with no model id. Contacts nothing, so
+    ``run --estimate`` checks them as a run does."""
+    if identity.is_local:
+        return  # the bundled models take any temperature and max_tokens
+    try:
+        dspy.LM(identity.resolved, temperature=spec.temperature, max_tokens=spec.max_tokens)
+    except (ValueError, LMConfigurationError) as exc:
+        raise UserError(f"model '{identity.resolved}': {error_line(exc)}") from exc
 
 
 def draft_model_file() -> Path:
@@ -130,11 +143,8 @@ def serve_model(
     extra: dict[str, Any] = {"api_base": spec.api_base} if spec.api_base else {}
     if key:
         extra["api_key"] = key
-    try:
-        lm = HarnessLM(identity.resolved, **extra, **common)
-    except (ValueError, LMConfigurationError) as exc:  # DSPy refuses the settings for this model,
-        # e.g. a reasoning model's temperature and max_tokens: one line, before anything is written
-        raise UserError(f"model '{identity.resolved}': {error_line(exc)}") from exc
+    check_model_settings(identity, spec)  # one line, before anything is written
+    lm = HarnessLM(identity.resolved, **extra, **common)
     _preflight(lm, spec.api_base or identity.resolved)
     try:
         yield lm

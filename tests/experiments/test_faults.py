@@ -176,10 +176,12 @@ def test_endpoint_failing_at_start_is_bad_input(tmp_path, home, capsys):
     ("openai/gpt-5", "reasoning models require passing temperature=1.0"),
     ("openai/", "has a provider prefix but no model id after it"),
 ])
+@pytest.mark.parametrize("estimate", [False, True], ids=["run", "estimate"])
 def test_model_settings_dspy_refuses_are_one_line_before_anything_is_written(
-        tmp_path, home, capsys, model, problem):
+        tmp_path, home, capsys, model, problem, estimate):
     with FakeOpenAIServer(lambda messages: HttpError(500, "never asked")) as fake:
-        code = main(["run", _spec(tmp_path, fake.api_base), "--no-progress", "--model", model])
+        code = main(["run", _spec(tmp_path, fake.api_base), "--no-progress", "--model", model,
+                     *(["--estimate"] if estimate else [])])
         asked = len(fake.requests)
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and asked == 0
