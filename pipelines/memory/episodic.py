@@ -82,11 +82,14 @@ def stored_task_ids(path: Path | str, collection: str, run_id: str) -> set[str]:
 def served_task_ids(url: str, collection: str, run_id: str) -> set[str]:
     """:func:`stored_task_ids` for a store on a Chroma server, found without creating it."""
     client = _client(None, url)
-    if collection not in {found.name for found in client.list_collections()}:
-        return set()
-    found = client.get_collection(collection, embedding_function=None).get(
-        where={"run_id": run_id}, include=["metadatas"])
-    return {str(metadata["task_id"]) for metadata in found["metadatas"]}
+    try:
+        if collection not in {found.name for found in client.list_collections()}:
+            return set()
+        found = client.get_collection(collection, embedding_function=None).get(
+            where={"run_id": run_id}, include=["metadatas"])
+        return {str(metadata["task_id"]) for metadata in found["metadatas"]}
+    finally:
+        close_then_release(client, None)  # its HTTP connections; a server store holds no lock
 
 
 def _query_store(path: Path | str, query: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
