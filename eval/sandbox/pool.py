@@ -69,8 +69,11 @@ class Lane:
         # so even a checker killed with SIGKILL leaves nothing behind once we remove it.
         self.dir = tempfile.mkdtemp(prefix=LANE_PREFIX)
         os.chmod(self.dir, 0o755)  # the sandbox uid must reach the staged server files
-        self._claim = os.open(os.path.join(self.dir, _CLAIM), os.O_CREAT | os.O_RDONLY, 0o600)
+        # Locked before it takes the name a sweep looks for, so no sweep finds it unlocked.
+        claiming = os.path.join(self.dir, _CLAIM + ".new")
+        self._claim = os.open(claiming, os.O_CREAT | os.O_RDONLY, 0o600)
         fcntl.flock(self._claim, fcntl.LOCK_EX)  # released by the kernel however we end
+        os.rename(claiming, os.path.join(self.dir, _CLAIM))
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": self.dir}
         return subprocess.Popen(
