@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 def test_debate_and_vote_on_bundled_model(home):
     spec = {
         "name": "e2e-debate-vote",
-        "dataset": {"source": "humaneval", "limit": 2},
+        "dataset": {"source": "humaneval", "limit": 1},  # the slowest e2e test: one problem
         "model": {"id": "local", "max_tokens": 512},
         "pipelines": [
             {"name": "debate", "params": {"debaters": 3, "rounds": 1}},
@@ -26,7 +26,7 @@ def test_debate_and_vote_on_bundled_model(home):
     }
     result = run(spec, progress=False)
     debate, vote = result.children
-    assert len(debate.results) == len(vote.results) == 2
+    assert len(debate.results) == len(vote.results) == 1
     for key in ("consensus_rate", "consensus_correctness", "flips_correct_to_wrong",
                 "flips_wrong_to_correct"):
         assert key in debate.metrics, key
@@ -41,8 +41,8 @@ def test_debate_and_vote_on_bundled_model(home):
     client = MlflowClient(tracking_uri(home))
     log = client.download_artifacts(debate.run_id, "messages.jsonl")
     intents = [json.loads(line)["intent"] for line in Path(log).read_text().splitlines()]
-    assert intents.count(Intent.PROPOSAL) == 6 and intents.count(Intent.ARGUMENT) == 6
-    assert intents.count(Intent.VERDICT) == 2
+    assert intents.count(Intent.PROPOSAL) == 3 and intents.count(Intent.ARGUMENT) == 3
+    assert intents.count(Intent.VERDICT) == 1
 
     comparison = compare_runs(result.parent_run_id)
     assert sorted(comparison.table["pipeline"]) == ["debate", "vote"]
