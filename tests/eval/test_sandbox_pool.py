@@ -1,4 +1,4 @@
-"""The lanes' sandbox_tmpdir directories: removed when the pool shuts down, and when their harness died
+"""The lanes' scratch directories: removed when the pool shuts down, and when their harness died
 without shutting down (SIGKILL, ``os._exit``), by the next pool on the machine — never while
 their harness lives."""
 
