@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from support.hostile import ADD_TEST, needs_bwrap, probe, run
+from support.hostile import ADD_TEST, needs_bwrap, probe, run, trying_each
 
 from eval import execution
 from eval.execution import call_function, run_program
@@ -123,21 +123,12 @@ def test_disk_filling_hits_the_private_quota() -> None:
 
 @needs_bwrap
 def test_files_outside_the_private_dir_are_out_of_reach(host_unharmed: Path) -> None:
-    program = (
-        "import os\n"
-        "def f(path):\n"
-        "    out = {}\n"
-        "    ops = {'read': lambda: open(path).read(),\n"
-        "           'write': lambda: open(path, 'w').write('pwned'),\n"
-        "           'delete': lambda: os.unlink(path),\n"
-        "           'create': lambda: open(os.path.dirname(path) + '/new', 'w').write('x')}\n"
-        "    for name, op in ops.items():\n"
-        "        try:\n"
-        "            op()\n"
-        "            out[name] = 'ok'\n"
-        "        except Exception as e:\n"
-        "            out[name] = type(e).__name__\n"
-        "    return out\n")
+    program = trying_each("path", {
+        "read": "open(path).read()",
+        "write": "open(path, 'w').write('pwned')",
+        "delete": "os.unlink(path)",
+        "create": "open(os.path.dirname(path) + '/new', 'w').write('x')",
+    })
     targets = [host_unharmed / "sentinel.txt", Path(__file__), Path("/etc/hostname"),
                Path("/usr/lib/os-release")]
     results = probe(program, *(repr(str(t)) for t in targets))
@@ -247,22 +238,13 @@ def test_stdin_is_empty() -> None:
 
 @needs_bwrap
 def test_no_privilege_and_no_access_to_the_server() -> None:
-    program = (
-        "import os\n"
-        "def f():\n"
-        "    out = {}\n"
-        "    ops = {'setuid0': lambda: os.setuid(0),\n"
-        "           'server_mem': lambda: open('/proc/1/mem', 'rb').read(1),\n"
-        "           'server_fds': lambda: os.listdir('/proc/1/fd'),\n"
-        "           'server_environ': lambda: open('/proc/1/environ', 'rb').read(),\n"
-        "           'new_userns': lambda: os.system('unshare -U true') and 1 / 0}\n"
-        "    for name, op in ops.items():\n"
-        "        try:\n"
-        "            op()\n"
-        "            out[name] = 'ok'\n"
-        "        except Exception as e:\n"
-        "            out[name] = type(e).__name__\n"
-        "    return [os.getuid(), out]\n")
+    program = trying_each("", {
+        "setuid0": "os.setuid(0)",
+        "server_mem": "open('/proc/1/mem', 'rb').read(1)",
+        "server_fds": "os.listdir('/proc/1/fd')",
+        "server_environ": "open('/proc/1/environ', 'rb').read()",
+        "new_userns": "os.system('unshare -U true') and 1 / 0",
+    }, returns="[os.getuid(), out]")
     [(uid, results)] = probe(program)
     assert uid != 0
     assert all(value != "ok" for value in results.values()), results

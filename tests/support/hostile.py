@@ -1,5 +1,5 @@
 """What the hostile-candidate tests (tests/eval/test_sandbox_hostile.py, test_sandbox_containment.py)
-share: a two-assert test of ``add``, and running a candidate or probing what it sees."""
+share: a two-assert test of ``add``, and running a candidate or probing what it sees and may do."""
 
 from __future__ import annotations
 
@@ -28,3 +28,14 @@ def probe(program: str, *calls: str, timeout: float = 5.0) -> list:
     outcomes = call_function(program, "f", list(calls or ("",)), timeout_s=timeout)
     assert all(o.kind == "returned" for o in outcomes), outcomes
     return [o.value for o in outcomes]
+
+
+def trying_each(params: str, ops: dict[str, str], returns: str = "out") -> str:
+    """A candidate whose ``f(params)`` tries each of ``ops`` (name: a Python expression) and
+    records 'ok' or the exception's type name in ``out``; it returns ``returns``."""
+    table = "".join(f"    ops[{name!r}] = lambda: {expression}\n" for name, expression in ops.items())
+    return (f"import os\ndef f({params}):\n    out, ops = {{}}, {{}}\n{table}"
+            "    for name, op in ops.items():\n"
+            "        try:\n            op()\n            out[name] = 'ok'\n"
+            "        except Exception as e:\n            out[name] = type(e).__name__\n"
+            f"    return {returns}\n")
