@@ -29,5 +29,12 @@ class ProgressBar:
         )
         self._bar.update(1)
 
+    def resumed(self, results: list[ProblemResult]) -> None:
+        """Count the problems a resumed run had already done, and show them at once (tqdm redraws
+        at most every 0.1 s, so the bar would read 0 until the first new problem ends)."""
+        for result in results:
+            self.update(result)
+        self._bar.refresh()
+
     def close(self) -> None:
         self._bar.close()

@@ -212,9 +212,7 @@ def _run_child(
         pipeline = with_memory(pipeline, bank, memory, run_id)
     bar = ProgressBar(f"{marked_label(label, control)} seed={seed}", total=len(problems),
                       enabled=ctx.show_progress)
-    for task in problems:
-        if task.task_id in done:
-            bar.update(done[task.task_id])
+    bar.resumed([done[task.task_id] for task in problems if task.task_id in done])
     start = time.monotonic()
     tracer, traced = None, set()
     try:
