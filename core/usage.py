@@ -36,6 +36,8 @@ class RoleUsage:
     # evaluating them. Endpoints that do not say leave both at 0, so no ratio is claimed.
     reused_prompt_tokens: int = 0
     reuse_reported_prompt_tokens: int = 0
+    # Replies that ended because they reached the request's max_tokens: cut off, not finished.
+    truncated_replies: int = 0
 
 
 @dataclass
@@ -56,11 +58,12 @@ class UsageMeter:
 
     def record(
         self, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool,
-        reused_prompt_tokens: int | None = None, model_s: float | None = None,
+        reused_prompt_tokens: int | None = None, model_s: float | None = None, truncated_replies: int = 0,
     ) -> None:
         """``reused_prompt_tokens``: prompt tokens the server took from its prefix cache, or
         None when it did not say. ``model_s``: the seconds the model took when the call was made
-        (``latency_s`` for a live call), None when not known."""
+        (``latency_s`` for a live call), None when not known. ``truncated_replies``: the call's
+        replies that stopped at its max_tokens."""
         with self._lock:
             usage = self.by_role.setdefault(_current_role.get(), RoleUsage())
             usage.calls += 1
@@ -68,6 +71,7 @@ class UsageMeter:
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
             usage.latency_s += latency_s
+            usage.truncated_replies += truncated_replies
             if model_s is not None:
                 usage.model_s += model_s
                 usage.timed_tokens += prompt_tokens + completion_tokens
@@ -78,7 +82,7 @@ class UsageMeter:
             self.parent.record(
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                 latency_s=latency_s, cached=cached, reused_prompt_tokens=reused_prompt_tokens,
-                model_s=model_s,
+                model_s=model_s, truncated_replies=truncated_replies,
             )
 
     def exchange(
@@ -116,6 +120,7 @@ class UsageMeter:
                 total.timed_tokens += usage.timed_tokens
                 total.reused_prompt_tokens += usage.reused_prompt_tokens
                 total.reuse_reported_prompt_tokens += usage.reuse_reported_prompt_tokens
+                total.truncated_replies += usage.truncated_replies
         return total
 
 

@@ -72,6 +72,9 @@ class ProblemResult(BaseModel):
     reuse_reported_prompt_tokens: int = Field(
         default=0, description="Prompt tokens of the calls whose server reported its prefix reuse."
     )
+    truncated_replies: int = Field(
+        default=0, description="Model replies that stopped at their max_tokens: cut off, not finished."
+    )
     latency_s: float = Field(default=0.0, description="Wall time to solve and score the problem.")
     final_code: str = ""
     parsed: bool = Field(default=True, description="False if some role's reply was unparseable.")

@@ -42,6 +42,9 @@ def summarize(results: Sequence[ProblemResult], figures: FigureMetrics | None = 
         "lm_calls": sum(r.lm_calls for r in results),
         "cached_lm_calls": sum(r.cached_lm_calls for r in results),
         "unparsed_problems": sum(not r.parsed for r in results),
+        # Replies cut at max_tokens, and the problems that had one (run_warnings says so too).
+        "truncated_replies": sum(r.truncated_replies for r in results),
+        "problems_with_truncated_replies": sum(r.truncated_replies > 0 for r in results),
         "problem_latency_s": sum(r.latency_s for r in results),
     }
     if n:  # per-problem means; datasets are never empty, but no problem means no mean

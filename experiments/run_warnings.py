@@ -12,7 +12,7 @@ def child_run_warnings(spec: ExperimentSpec, label: str, seed: int,
                        results: list[ProblemResult]) -> list[str]:
     """Every warning the child run ``label``/``seed`` carries, one line each."""
     return (no_code_warnings(label, seed, results) + usage_warnings(label, seed, results)
-            + speculation_warnings(spec, label, seed))
+            + truncation_warnings(label, seed, results) + speculation_warnings(spec, label, seed))
 
 
 def no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
@@ -38,6 +38,20 @@ def usage_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[
         f"{label} seed {seed}: {len(silent)} of {len(results)} problems made model calls that "
         "reported no token usage (the endpoint's replies carry no usage block), so this run's "
         "tokens and costs read 0 for them and are not a measurement"
+    ]
+
+
+def truncation_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
+    """A reply cut at max_tokens is scored as whatever its text holds (often no code, or code
+    missing its end): part of what the run measures is then the limit, not the method."""
+    cut = [r for r in results if r.truncated_replies]
+    if not cut:
+        return []
+    passed = sum(r.passed for r in cut)
+    return [
+        f"{label} seed {seed}: {sum(r.truncated_replies for r in cut)} model replies in {len(cut)} of "
+        f"{len(results)} problems stopped at max_tokens, cut off unfinished ({passed} of those problems "
+        "passed); with a larger model.max_tokens the run measures the method, not the limit"
     ]
 
 

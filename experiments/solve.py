@@ -75,6 +75,7 @@ def solve_and_score(
         cached_lm_calls=total.cached_calls,
         reused_prompt_tokens=total.reused_prompt_tokens,
         reuse_reported_prompt_tokens=total.reuse_reported_prompt_tokens,
+        truncated_replies=total.truncated_replies,
         latency_s=time.monotonic() - start,
         final_code=program.source,
         parsed=outcome.parsed,

@@ -110,6 +110,17 @@ class HarnessLM(dspy.LM):
             if not k.startswith("api_") and k not in _TRANSPORT_KWARGS
         }
 
+    def _truncated(self, outputs: list[Any], completion_tokens: int, kwargs: dict[str, Any]) -> int:
+        """1 when the call's one reply used its whole max_tokens, i.e. the server cut it there.
+        Why not the reply's finish_reason: DSPy keeps it only in its call history (off when history
+        is disabled); the token count says the same for a one-reply call, cached or live. The
+        harness asks one reply per call; a call with several cannot be told apart: 0."""
+        settings = self._settings(kwargs)
+        limit = settings.get("max_tokens") or settings.get("max_completion_tokens")
+        if len(outputs) != 1 or not isinstance(limit, int) or isinstance(limit, bool):
+            return 0
+        return int(completion_tokens >= limit)
+
     def _key(self, prompt: Any, messages: Any, kwargs: dict[str, Any]) -> str:
         request = {
             "identity": self.identity,
@@ -145,6 +156,7 @@ class HarnessLM(dspy.LM):
                     prompt_tokens=entry["prompt_tokens"], completion_tokens=entry["completion_tokens"],
                     latency_s=0.0, cached=True, reused_prompt_tokens=entry.get("reused_prompt_tokens"),
                     model_s=entry.get("latency_s"),
+                    truncated_replies=self._truncated(entry["outputs"], entry["completion_tokens"], kwargs),
                 )
                 replies = [_text_of(o) for o in entry["outputs"]]
                 meter.exchange(
@@ -161,6 +173,7 @@ class HarnessLM(dspy.LM):
             meter.record(
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                 latency_s=latency, cached=False, reused_prompt_tokens=reused, model_s=latency,
+                truncated_replies=self._truncated(outputs, completion_tokens, kwargs),
             )
             replies = [_text_of(o) for o in outputs]
             meter.exchange(

@@ -116,6 +116,31 @@ def test_replies_without_usage_are_warned_about_not_counted_as_free(
     assert line in child.data.tags["critiquelab.warnings"]
 
 
+def test_replies_cut_at_max_tokens_are_counted_and_warned_about(tmp_path, home, capsys, humaneval_problems):
+    """A reply the server stopped at max_tokens is scored as whatever it holds: the run counts
+    such replies (a metric) and says so on screen and on its MLflow run, also when the cut
+    problem still passed (here the cut falls in chatter after the code)."""
+    healthy = humaneval_responder(humaneval_problems)
+    first = humaneval_problems[0].prompt.strip()
+
+    def chatty_on_the_first(messages):
+        reply = healthy(messages)
+        asked = "\n".join(str(m.get("content", "")) for m in messages)
+        return reply + " and" * 2000 if first in asked else reply
+
+    with FakeOpenAIServer(chatty_on_the_first, cuts_at_max_tokens=True) as fake:
+        assert main(["run", _spec(tmp_path, fake.api_base), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert " 1.0 " in out
+    line = (f"baseline seed 0: 1 model replies in 1 of {PROBLEMS} problems stopped at max_tokens, cut "
+            "off unfinished (1 of those problems passed)")
+    assert line in err
+    (child,) = [r for r in Tracker(home, "test-experiment").runs_tagged({}) if PARENT_TAG in r.data.tags]
+    assert line in child.data.tags["critiquelab.warnings"]
+    assert child.data.metrics["truncated_replies"] == 1
+    assert child.data.metrics["problems_with_truncated_replies"] == 1
+
+
 def test_no_cache_asks_again_and_its_answers_replace_the_cached_ones(
     tmp_path, home, capsys, humaneval_problems
 ):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -93,13 +94,16 @@ class FakeOpenAIServer:
     def __init__(
         self, responder: Responder, delay_s: float = 0.0, *, pass_body: bool = False,
         jitter_s: float = 0.0, jitter_seed: int = 0, prefix_cache: bool = False,
+        cuts_at_max_tokens: bool = False,
     ) -> None:
         """``pass_body``: call ``responder(messages, body)`` so a script can read e.g. the seed.
         ``jitter_s``: each request also waits a random 0…jitter_s seconds (seeded), so concurrent
         requests come back in an order of their own. ``max_in_flight`` is the most requests that
         were being answered at once. ``prefix_cache``: report ``prompt_tokens_details.cached_tokens``
         as llama-server does — here the longest word prefix shared with an earlier request (at
-        least one token is always evaluated); ``reused_tokens`` sums what was reported."""
+        least one token is always evaluated); ``reused_tokens`` sums what was reported.
+        ``cuts_at_max_tokens``: as a real server, stop a reply longer than the request's
+        ``max_tokens`` (in words) there, with finish_reason "length"."""
         self.responder = responder
         self.pass_body = pass_body
         self.delay_s = delay_s
@@ -107,6 +111,7 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
         self.prefix_cache = prefix_cache
+        self.cuts_at_max_tokens = cuts_at_max_tokens
         self.seen_prompts: list[list[str]] = []
         self.reused_tokens = self.prompt_tokens = 0
         self._random = random.Random(jitter_seed)
@@ -181,6 +186,10 @@ class FakeOpenAIServer:
                     return
                 words = [w for m in messages for w in str(m.get("content", "")).split()]
                 prompt_tokens = len(words)
+                finish_reason, limit = "stop", body.get("max_tokens", body.get("max_completion_tokens"))
+                if server.cuts_at_max_tokens and isinstance(limit, int) and len(text.split()) > limit:
+                    end = [m.end() for m in re.finditer(r"\S+", text)][limit - 1] if limit else 0
+                    finish_reason, text = "length", text[:end]  # its first max_tokens words, as written
                 completion_tokens = len(text.split())
                 usage: dict[str, Any] = {
                     "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
@@ -197,7 +206,7 @@ class FakeOpenAIServer:
                 self._send({
                     "id": f"fake-{len(server.requests)}", "object": "chat.completion",
                     "created": int(time.time()), "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": finish_reason,
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": usage,
                 })

@@ -186,3 +186,20 @@ def test_a_call_bounded_by_the_whole_requests_timeout_keeps_the_callers_context(
             assert lm("hi") == ["the answer"]
     usage = meter.by_role["coder"]
     assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+
+
+def test_a_reply_cut_at_max_tokens_is_counted_live_and_replayed(tmp_path):
+    long_reply = " ".join(["word"] * 80)  # more than the LM's max_tokens (50)
+    with FakeOpenAIServer(lambda messages: long_reply if "long" in str(messages) else "short reply",
+                          cuts_at_max_tokens=True) as fake:
+        lm = _lm(fake, tmp_path, "endpoint-a")
+        live, replayed = UsageMeter(), UsageMeter()
+        for meter in (live, replayed):
+            with metering(meter), acting_as("debater"):
+                lm("a long answer please")
+                lm("a short one")
+        assert fake.completions == 2
+    for meter in (live, replayed):
+        usage = meter.by_role["debater"]
+        assert (usage.calls, usage.completion_tokens, usage.truncated_replies) == (2, 52, 1)
+    assert replayed.by_role["debater"].cached_calls == 2
