@@ -43,6 +43,7 @@ from experiments.tracking.local_store import require_runs
 from experiments.tracking.store import (
     CHILD_TAG,
     PARENT_TAG,
+    WARNINGS_TAG,
     ServiceClient,
     child_key,
     most_complete,
@@ -100,6 +101,7 @@ def _as_compared(run: Any) -> ComparedRun:
         run.info.run_id, run.data.tags.get(PARENT_TAG, ""), run.info.experiment_id,
         marked_label(params["pipeline.label"], control), int(params.get("seed", 0)),
         params.get("pipeline", ""), control,
+        tuple(line for line in run.data.tags.get(WARNINGS_TAG, "").splitlines() if line.strip()),
     )
 
 
@@ -328,6 +330,7 @@ def compare_runs(
     notices: list[str] = []
     resolved = resolve_runs(client, run_ids, notices)
     notices += provenance_notices(client, [r.parent_id for r in resolved])
+    notices += [warning for run in resolved for warning in run.warnings]  # the runs' own, repeated
     if len(resolved) == 1:
         notices.append(f"one pipeline run ({resolved[0].label}, seed {resolved[0].seed}): nothing to compare "
                        "it with; the table holds its own figures and there is no paired test")

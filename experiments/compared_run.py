@@ -17,3 +17,6 @@ class ComparedRun:
     seed: int
     pipeline: str = ""  # the registered pipeline the run ran (its outcome model summarises its figures)
     control: str = ""  # the positive control the run was (experiments.controls), '' for none
+    # What the run warned about when it ended (experiments.run_warnings: replies without code or
+    # usage, replies cut at max_tokens …): compare repeats it beside the figures it qualifies.
+    warnings: tuple[str, ...] = ()

@@ -43,6 +43,7 @@ from experiments.tracking.run_records import child_run, open_parent_run, results
 from experiments.tracking.store import (
     PARENT_TAG,
     RESULTS_TAG,
+    WARNINGS_TAG,
     Tracker,
     check_tracking_server,
     flatten,
@@ -270,7 +271,7 @@ def _run_child(
     tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
     warnings = child_run_warnings(spec, label, seed, results)
     if warnings:
-        tracker.set_tags(run_id, {"critiquelab.warnings": "\n".join(warnings)})
+        tracker.set_tags(run_id, {WARNINGS_TAG: "\n".join(warnings)})
     # Last: the digest says "everything above is logged", so a kill before it relogs on resume.
     tracker.set_tags(run_id, {RESULTS_TAG: results_digest(results)})
     tracker.finish(run_id)

@@ -42,8 +42,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"critiquelab: warning: {warning}", file=sys.stderr)
     print(f"\nMLflow parent run {result.parent_run_id} (experiment {result.experiment_id}); "
           "see it with: critiquelab ui")
-    if result.comparison is not None:
-        _print_notices(result.comparison.notices)
+    if result.comparison is not None:  # its notices repeat the runs' warnings, printed just above
+        _print_notices([n for n in result.comparison.notices if n not in result.warnings])
         print(f"\n{result.comparison.markdown}\nReport: {result.comparison.files['html']}")
     return 0
 

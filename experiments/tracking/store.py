@@ -21,6 +21,7 @@ PARENT_TAG = "mlflow.parentRunId"
 CHILD_TAG = "critiquelab.child"  # "<label>/seed=<n>": set when a child run is created
 INVOCATION_TAG = "critiquelab.invocation"  # configuration × problems × seeds of a parent run
 RESULTS_TAG = "critiquelab.results_sha256"  # set last: the child's results are all logged
+WARNINGS_TAG = "critiquelab.warnings"  # a child's warnings (experiments.run_warnings), a line each
 
 _MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 _BATCH = 100  # MLflow's limit on params per log_batch call

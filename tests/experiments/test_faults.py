@@ -119,7 +119,7 @@ def test_replies_without_usage_are_warned_about_not_counted_as_free(
 def test_replies_cut_at_max_tokens_are_counted_and_warned_about(tmp_path, home, capsys, humaneval_problems):
     """A reply the server stopped at max_tokens is scored as whatever it holds: the run counts
     such replies (a metric) and says so on screen and on its MLflow run, also when the cut
-    problem still passed (here the cut falls in chatter after the code)."""
+    problem still passed (here the cut falls in chatter after the code); compare repeats it."""
     healthy = humaneval_responder(humaneval_problems)
     first = humaneval_problems[0].prompt.strip()
 
@@ -139,6 +139,10 @@ def test_replies_cut_at_max_tokens_are_counted_and_warned_about(tmp_path, home, 
     assert line in child.data.tags["critiquelab.warnings"]
     assert child.data.metrics["truncated_replies"] == 1
     assert child.data.metrics["problems_with_truncated_replies"] == 1
+    out_dir = tmp_path / "report"
+    assert main(["compare", child.data.tags[PARENT_TAG], "--out", str(out_dir)]) == 0
+    assert f"critiquelab: note: {line}" in capsys.readouterr().err
+    assert line in (out_dir / "summary.md").read_text()
 
 
 def test_no_cache_asks_again_and_its_answers_replace_the_cached_ones(
