@@ -36,6 +36,9 @@ class ModelFile:
     version: str
     size: int
     sha256: str
+    # The context the model was trained with (its GGUF's ``<arch>.context_length``): a longer
+    # slot would run its position encoding past what it learned, and replies degrade silently.
+    context_length: int
 
     @property
     def part_packages(self) -> list[str]:
@@ -57,6 +60,7 @@ BUNDLED_MODELS: dict[str, ModelFile] = {
             version="0.9.0",
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            context_length=32_768,
         ),
         ModelFile(
             key="qwen2.5-coder-1.5b-instruct-q4_k_m",
@@ -66,6 +70,7 @@ BUNDLED_MODELS: dict[str, ModelFile] = {
             version="0.2.0",
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            context_length=32_768,
         ),
     )
 }
@@ -77,6 +82,16 @@ ALIASES = {"local": DEFAULT_LOCAL_MODEL, "local-1.5b": "qwen2.5-coder-1.5b-instr
 def resolve_bundled(name: str) -> ModelFile | None:
     """The bundled model a name refers to (``local``, ``local-1.5b`` or a key), else None."""
     return BUNDLED_MODELS.get(ALIASES.get(name, name))
+
+
+def longer_than_trained(model: ModelFile, n_ctx: int) -> str | None:
+    """Why a slot of ``n_ctx`` tokens is refused for ``model``, or None when it fits what the
+    model was trained on."""
+    if n_ctx <= model.context_length:
+        return None
+    return (f"n_ctx {n_ctx} is longer than the {model.context_length:,} tokens {model.key} was "
+            "trained on (its replies past that degrade without an error); at most "
+            f"{model.context_length}")
 
 
 def sha256_of(path: Path) -> str:

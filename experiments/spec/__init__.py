@@ -20,7 +20,7 @@ from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
 from eval.hub_datasets import HubSource, hub_location
 from experiments.serving.local_server import ServerChoice
-from experiments.serving.model_files import resolve_bundled
+from experiments.serving.model_files import longer_than_trained, resolve_bundled
 from experiments.serving.speculation import Speculation
 from experiments.spec.execution import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ExecutionSpec
 from experiments.spec.files import format_validation_error
@@ -203,6 +203,13 @@ class ModelSpec(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _context_the_model_knows(self) -> ModelSpec:
+        bundled = resolve_bundled(self.id)
+        if bundled is not None and (problem := longer_than_trained(bundled, self.n_ctx)):
+            raise PydanticCustomError("n_ctx", "{message}", {"message": problem})
+        return self
+
+    @model_validator(mode="after")
     def _speculation_is_served_here(self) -> ModelSpec:
         # Only the server the harness starts can be told to speculate; an endpoint would silently
         # serve the run without it.
@@ -314,6 +321,17 @@ class ExperimentSpec(StrictModel):
                         "are not supported with execution.executor ray and a bundled model yet"
                     )
                     raise PydanticCustomError("roles_on_ray", "{message}", {"message": message})
+        return self
+
+    @model_validator(mode="after")
+    def _role_models_know_the_context(self) -> ExperimentSpec:
+        """A role's bundled model is served with the experiment's ``model.n_ctx`` too."""
+        for pipeline in self.pipelines:
+            for role, settings in pipeline.roles.items():
+                bundled = resolve_bundled(settings.model) if settings.model else None
+                if bundled is not None and (problem := longer_than_trained(bundled, self.model.n_ctx)):
+                    message = f"pipeline '{pipeline.display_name}': roles.{role}: {problem}"
+                    raise PydanticCustomError("n_ctx", "{message}", {"message": message})
         return self
 
     @model_validator(mode="after")

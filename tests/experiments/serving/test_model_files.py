@@ -6,7 +6,7 @@ import zipfile
 import pytest
 
 from core.errors import UserError
-from experiments.serving.model_files import ModelFile, ensure_model_file
+from experiments.serving.model_files import BUNDLED_MODELS, ModelFile, ensure_model_file
 
 
 def _make_parts(directory, prefix, version, payloads):
@@ -23,7 +23,7 @@ def _model(payloads, sha=None):
     return ModelFile(
         key="tiny-test-model", description="test", part_prefix="tiny-test-part",
         part_count=len(payloads), version="0.0.1", size=len(whole),
-        sha256=sha or hashlib.sha256(whole).hexdigest(),
+        sha256=sha or hashlib.sha256(whole).hexdigest(), context_length=4096,
     )
 
 
@@ -60,3 +60,16 @@ def test_missing_part_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CRITIQUELAB_CACHE", str(tmp_path / "cache"))
     with pytest.raises(UserError, match=r"tiny-test-part1==0\.0\.1"):
         ensure_model_file(_model([b"a"]), download=False)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("key", sorted(BUNDLED_MODELS))
+def test_the_declared_trained_context_is_the_model_files_own(key):
+    """The spec refuses an n_ctx past ``context_length`` without opening the file: the figure
+    must be the one the GGUF file itself records."""
+    from llama_cpp import Llama
+
+    model = BUNDLED_MODELS[key]
+    metadata = Llama(str(ensure_model_file(model)), vocab_only=True, verbose=False).metadata
+    architecture = metadata["general.architecture"]
+    assert int(metadata[f"{architecture}.context_length"]) == model.context_length

@@ -89,6 +89,13 @@ def _run_cli(capsys, *args):
          "params.temperature: expected a number, got '5e-1' (YAML reads 5e-1 as text: write 0.5)"),
         ("name: x\nmodel: {max_tokens: 4096}\npipelines: [{name: baseline}]\n",
          "model: max_tokens 4096 leaves no room for the prompt in n_ctx 4096"),
+        # past the trained context a bundled model's replies degrade without an error
+        ("name: x\nmodel: {n_ctx: 32769}\npipelines: [{name: baseline}]\n",
+         "model: n_ctx 32769 is longer than the 32,768 tokens qwen2.5-coder-0.5b-instruct-q4_k_m was "
+         "trained on"),
+        ("name: x\nmodel: {id: openai/m, api_base: 'http://127.0.0.1:9/v1', n_ctx: 40000}\n"
+         "pipelines: [{name: critic_loop, roles: {critic: {model: local-1.5b}}}]\n",
+         "pipeline 'critic_loop': roles.critic: n_ctx 40000 is longer than the 32,768 tokens"),
         (
             "name: x\nexecution: {executor: ray}\npipelines: [{name: baseline, memory: {enabled: true}}]\n",
             "pipeline 'baseline': memory: a pipeline with memory solves its problems in order",
