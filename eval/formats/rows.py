@@ -154,8 +154,9 @@ def defined_functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.Async
 def check_function_fault(tree: ast.Module) -> str | None:
     """Why the test module's ``check`` cannot be called as ``check(candidate)`` with its asserts
     run, or None when it can. Why each matters: an ``async def`` or a generator returns an
-    object at the call without running a line of its body, so every answer would pass; a
-    signature that does not take exactly one argument fails every answer, the right ones too."""
+    object at the call without running a line of its body, so every answer would pass, as it
+    would with a test that holds nothing able to fail it; a signature that does not take exactly
+    one argument fails every answer, the right ones too."""
     function = defined_functions(tree).get("check")
     if function is None:
         return "defines no function check(candidate)"
@@ -169,7 +170,22 @@ def check_function_fault(tree: ast.Module) -> str | None:
     required_keyword = None in arguments.kw_defaults  # a keyword-only argument with no default
     if required > 1 or required_keyword or (not positional and arguments.vararg is None):
         return "defines check without the one argument check(candidate) is called with"
+    if not any(_can_fail(node) for node in ast.walk(tree)):
+        return ("holds no assert, raise or assert…() call (unittest's, numpy.testing's): its check "
+                "would pass every answer")
     return None
+
+
+def _can_fail(node: ast.AST) -> bool:
+    """An ``assert``, a ``raise``, or a call of a function whose name starts with ``assert``
+    (``self.assertEqual``, ``np.testing.assert_allclose``, a helper ``assertion(...)``)."""
+    if isinstance(node, ast.Assert | ast.Raise):
+        return True
+    if isinstance(node, ast.Call):
+        callee = node.func
+        name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+        return name.lower().startswith("assert")
+    return False
 
 
 def _own_nodes(function: ast.FunctionDef) -> list[ast.AST]:

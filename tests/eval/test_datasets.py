@@ -56,7 +56,7 @@ def test_parquet_and_saved_dataset(tmp_path):
     import pandas as pd
 
     frame = pd.DataFrame([{"task_id": "p/1", "prompt": "def g():\n    pass\n", "entry_point": "g",
-                           "test": "def check(c):\n    pass\n"}])
+                           "test": "def check(c):\n    assert c() is None\n"}])
     frame.to_parquet(tmp_path / "d.parquet")
     assert load_problems(str(tmp_path / "d.parquet"))[0].task_id == "p/1"
     datasets.Dataset.from_pandas(frame).save_to_disk(str(tmp_path / "saved"))

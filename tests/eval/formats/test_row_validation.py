@@ -31,6 +31,10 @@ def _rows(name):
          "field 'test' defines check with 'async def': calling it runs none of its asserts"),
         ("humaneval.jsonl", "test", "def check(candidate):\n    assert candidate('a') == 1\n    yield\n",
          "field 'test' defines check as a generator (it yields)"),
+        # nothing in the test can fail: every answer would pass
+        ("humaneval.jsonl", "test", "def check(candidate):\n    candidate('a b') == 2\n",
+         "field 'test' holds no assert, raise or assert…() call (unittest's, numpy.testing's): its "
+         "check would pass every answer"),
         # and these fail every answer, the right ones too
         ("humaneval.jsonl", "test", "def check():\n    pass\n",
          "field 'test' defines check without the one argument check(candidate) is called with"),
@@ -96,6 +100,11 @@ def test_a_bad_row_is_one_line_naming_row_task_and_field(tmp_path, name, field, 
     # a yield in a function defined inside check does not make check a generator
     "def check(candidate):\n    def cases():\n        yield 'a b'\n    for c in cases():\n"
     "        assert candidate(c) == 2\n",
+    # what can fail an answer besides an assert statement: a raise, an assert…() call, a helper
+    "def check(candidate):\n    if candidate('a b') != 2:\n        raise ValueError('wrong')\n",
+    "import unittest\ndef check(candidate):\n    unittest.TestCase().assertEqual(candidate('a b'), 2)\n",
+    "def assertion(out, exp):\n    assert out == exp\ndef check(candidate):\n"
+    "    assertion(candidate('a b'), 2)\n",
 ])
 def test_a_check_callable_with_one_argument_is_accepted(tmp_path, test):
     rows = _rows("humaneval.jsonl")
