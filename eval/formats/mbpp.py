@@ -21,7 +21,7 @@ import ast
 import textwrap
 
 from eval.formats.base import DatasetFormat, FormatOptions
-from eval.formats.rows import RowReader, defined_functions
+from eval.formats.rows import CANNOT_FAIL, RowReader, can_fail_an_answer, defined_functions
 from eval.problems import Problem
 
 _INDENT = "    "
@@ -104,14 +104,12 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
     if program is not None and not program.strip():
         raise row.error("test_program", "is empty")
     code_tree = row.parsed("code", code)
-    row.parsed("test_setup_code", setup)
+    setup_tree = row.parsed("test_setup_code", setup)
     test_trees = [row.parsed("test_list", t, f"item {i} is not valid Python")
                   for i, t in enumerate(tests, start=1)]
-    if program is not None:
-        row.parsed("test_program", program)
-    if options.challenge_tests:
-        for index, test in enumerate(challenge, start=1):
-            row.parsed("challenge_test_list", test, f"item {index} is not valid Python")
+    program_tree = row.parsed("test_program", program) if program is not None else None
+    challenge_trees = [row.parsed("challenge_test_list", t, f"item {i} is not valid Python")
+                       for i, t in enumerate(challenge if options.challenge_tests else [], start=1)]
     entry_point = infer_entry_point(row, code_tree, test_trees)
     try:
         signature = signature_line(defined_functions(code_tree)[entry_point])
@@ -123,6 +121,11 @@ def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:
     test = build_test(entry_point, [*asserts, *(challenge if options.challenge_tests else [])], setup,
                       program)
     row.parsed("test_list", test, "does not combine into a valid check(candidate)")
+    # What check(candidate) runs: the setup, the program or the assert lines, the challenge tests.
+    run = [setup_tree, *([program_tree] if program_tree is not None else test_trees), *challenge_trees]
+    if not any(can_fail_an_answer(tree) for tree in run):
+        raise row.error("test_program" if program_tree is not None else "test_list",
+                        f"{CANNOT_FAIL}: every answer would pass")
     return Problem(task_id=task_id, prompt=prompt, entry_point=entry_point, test=test,
                    canonical_solution=code)
 

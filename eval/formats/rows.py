@@ -170,15 +170,22 @@ def check_function_fault(tree: ast.Module) -> str | None:
     required_keyword = None in arguments.kw_defaults  # a keyword-only argument with no default
     if required > 1 or required_keyword or (not positional and arguments.vararg is None):
         return "defines check without the one argument check(candidate) is called with"
-    if not any(_can_fail(node) for node in ast.walk(tree)):
-        return ("holds no assert, raise or assert…() call (unittest's, numpy.testing's): its check "
-                "would pass every answer")
+    if not can_fail_an_answer(tree):
+        return f"{CANNOT_FAIL}: its check would pass every answer"
     return None
 
 
+CANNOT_FAIL = "holds no assert, raise or assert…() call (unittest's, numpy.testing's)"
+
+
+def can_fail_an_answer(tree: ast.Module) -> bool:
+    """Whether a test module holds anything that can fail an answer: an ``assert``, a ``raise``,
+    or a call of a function whose name starts with ``assert`` (``self.assertEqual``,
+    ``np.testing.assert_allclose``, a helper ``assertion(...)``)."""
+    return any(_can_fail(node) for node in ast.walk(tree))
+
+
 def _can_fail(node: ast.AST) -> bool:
-    """An ``assert``, a ``raise``, or a call of a function whose name starts with ``assert``
-    (``self.assertEqual``, ``np.testing.assert_allclose``, a helper ``assertion(...)``)."""
     if isinstance(node, ast.Assert | ast.Raise):
         return True
     if isinstance(node, ast.Call):

@@ -164,3 +164,6 @@ def test_test_program_goes_with_challenge_tests_and_is_checked(tmp_path):
         _plus_problem(tmp_path, {**_PLUS_ROW, "test": "  \n"})
     with pytest.raises(UserError, match="field 'test' is not valid Python"):
         _plus_problem(tmp_path, {**_PLUS_ROW, "test": "for x in:\n"})
+    # a program that cannot fail an answer (the asserts it replaces are not run): every answer passes
+    with pytest.raises(UserError, match="field 'test' holds no assert, raise or assert…"):
+        _plus_problem(tmp_path, {**_PLUS_ROW, "test": "for x in [1, 2]:\n    add(x, x)\n"})

@@ -63,6 +63,9 @@ def _rows(name):
          "field 'test_list' item 1 is not valid Python"),
         ("mbpp.jsonl", "code", "def other(a, b):\n    return a\n",
          "field 'test_list' calls no function that field 'code' defines"),
+        ("mbpp.jsonl", "test_list", ["x = common_items((1,), (1,))"],
+         "field 'test_list' holds no assert, raise or assert…() call (unittest's, numpy.testing's): every "
+         "answer would pass"),
         ("mbpp.jsonl", "text", None, "field 'text' is missing"),
         ("mbpp.jsonl", "code", "def common_items(a=" + "-" * 400 + "1, b=0):\n    return a\n",
          "field 'code' the signature of common_items() is nested too deeply"),
