@@ -11,9 +11,11 @@ speed-up, and the share of drafted tokens the model accepted (from the speculati
 /metrics). No LM cache is used and nothing is written to the data directory.
 
     .venv/bin/python benchmarks/speculative_replay.py RUN_ID [--home DIR] [--modes off,ngram]
-        [--roles fixer,debater] [--limit N] [--greedy]
+        [--roles fixer,debater] [--limit N] [--greedy] [--model local-1.5b]
 
-RUN_ID is a parent run (every pipeline's requests) or one pipeline's run.
+RUN_ID is a parent run (every pipeline's requests) or one pipeline's run. ``--model`` is the
+bundled model both servers serve (default ``local``); mode ``draft`` needs ``local-1.5b``, for
+which the bundled 0.5B drafts, as a run's ``model.speculative: draft`` does.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import sys
 import time
 import urllib.request
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ from experiments.paths import data_dir
 from experiments.serving.lm import HarnessLM
 from experiments.serving.local_server import LocalModelServer, select_backend
 from experiments.serving.model_files import ensure_model_file, resolve_bundled
+from experiments.serving.provision import draft_model_file
 from experiments.serving.server_build import find_built_server
 from experiments.serving.speculation import Speculation
 from experiments.tracking.store import tracking_uri
@@ -85,23 +88,22 @@ class Tally:
     identical: int = 0
     greedy: int = 0  # requests at temperature 0, whose replies should not depend on speculation
     greedy_identical: int = 0
-    tokens: dict[str, int] | None = None
-    seconds: dict[str, float] | None = None
+    tokens: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     drafted: float = 0.0
     accepted: float = 0.0
 
-    def __post_init__(self) -> None:
-        self.tokens, self.seconds = defaultdict(int), defaultdict(float)
 
-
-def replay(calls: list[Call], modes: list[Speculation], slots: int) -> dict[str, Tally]:
-    bundled = resolve_bundled("local")
+def replay(calls: list[Call], modes: list[Speculation], slots: int, model: str) -> dict[str, Tally]:
+    bundled = resolve_bundled(model)
     assert bundled is not None
     path = ensure_model_file(bundled)
     backend = select_backend("llama-server", find_built_server())
     threads = max(1, os.cpu_count() or 1)
-    servers = {mode: LocalModelServer(path, "bench", backend=backend, n_ctx=8192, slots=slots,
-                                      n_threads=threads, speculation=mode).start() for mode in modes}
+    servers = {mode: LocalModelServer(
+        path, "bench", backend=backend, n_ctx=8192, slots=slots, n_threads=threads, speculation=mode,
+        draft_model=draft_model_file() if mode == "draft" else None,
+    ).start() for mode in modes}
     try:
         lms = {mode: HarnessLM("openai/bench", identity="bench", cache_dir=None, api_base=s.api_base,
                                api_key="local", num_retries=0, timeout=600) for mode, s in servers.items()}
@@ -139,7 +141,6 @@ def print_table(tallies: dict[str, Tally], modes: list[str]) -> None:
           f"{'tokens ' + a:>14}{'tokens ' + b:>14}{'s ' + a:>9}{'s ' + b:>9}"
           f"{'tok/s ' + a:>12}{'tok/s ' + b:>12}{'speed-up':>9}{'accepted':>9}")
     for role, t in sorted(tallies.items()):
-        assert t.tokens is not None and t.seconds is not None
         rate = {m: t.tokens[m] / t.seconds[m] if t.seconds[m] else 0.0 for m in modes}
         accepted = f"{t.accepted / t.drafted:.0%}" if t.drafted else "-"
         greedy = f"{t.greedy_identical}/{t.greedy}" if t.greedy else "-"
@@ -157,11 +158,15 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="at most N requests per role")
     parser.add_argument("--greedy", action="store_true", help="only requests at temperature 0")
     parser.add_argument("--slots", type=int, default=8, help="llama-server slots (as a run uses)")
+    parser.add_argument("--model", default="local", choices=["local", "local-1.5b"],
+                        help="the bundled model both servers serve")
     args = parser.parse_args()
     offline_defaults()
     modes = args.modes.split(",")
     if len(modes) != 2 or not set(modes) <= {"off", "ngram", "draft"}:
         parser.error("--modes takes two of off, ngram, draft")
+    if "draft" in modes and args.model != "local-1.5b":
+        parser.error("mode draft: the bundled 0.5B drafts for local-1.5b only (--model local-1.5b)")
     calls = recorded_calls(args.home or data_dir(), args.run_id)
     wanted = {r for r in args.roles.split(",") if r}
     per_role: dict[str, int] = defaultdict(int)
@@ -175,7 +180,7 @@ def main() -> None:
     if not chosen:
         sys.exit("no recorded requests with settings in that run (runs before this benchmark existed "
                  "did not keep them)")
-    print_table(replay(chosen, modes, args.slots), modes)  # type: ignore[arg-type]
+    print_table(replay(chosen, modes, args.slots, args.model), modes)
 
 
 if __name__ == "__main__":
