@@ -153,12 +153,19 @@ class MemoryConfig(BaseModel):
     def _known_roles(self) -> MemoryConfig:
         """Memory reaches a role by its signature (``signatures.memory.ROLE_OUTPUTS``): a name
         in ``roles`` that is no such role (``coderr``) would leave memory reaching nothing,
-        unnoticed. (``share_to`` is keyed by the role that wrote an entry, which may be any
-        pipeline's agent, so its names are not checked here.)"""
+        unnoticed; so would a ``share_to`` recipient that is no such role: it never recalls. (The
+        keys of ``share_to`` name the role that wrote an entry, which may be any pipeline's agent,
+        so they are not checked here.)"""
         for role in self.roles:
             if role not in ROLE_OUTPUTS:
                 message = f"roles: unknown role '{role}'; memory reaches: {', '.join(ROLE_OUTPUTS)}"
                 raise PydanticCustomError("memory_roles", "{message}", {"message": message})
+        for author, recipients in self.share_to.items():
+            for role in recipients:
+                if role not in ROLE_OUTPUTS:
+                    message = (f"share_to.{author}: unknown role '{role}' (it would never recall what "
+                               f"is shared); memory reaches: {', '.join(ROLE_OUTPUTS)}")
+                    raise PydanticCustomError("memory_roles", "{message}", {"message": message})
         return self
 
     def key_values(self) -> dict[str, object]:

@@ -201,6 +201,8 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
     ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: must be <= 2.0 (got 3)"),
     ({"kk": 1}, "pipelines.0.memory.kk: unknown field (check its spelling)"),
     ({"roles": ["coderr"]}, "pipelines.0.memory: roles: unknown role 'coderr'; memory reaches: coder, fixer"),
+    ({"share_to": {"critic": ["coder", "fxer"]}},
+     "pipelines.0.memory: share_to.critic: unknown role 'fxer' (it would never recall what is shared)"),
     ({"promote_distance": float("nan")},
      "pipelines.0.memory.promote_distance: expected a finite number, got nan"),
     ({"enabled": True, "warm_start": "abc"}, "pipeline 'baseline': memory.warm_start: this data directory "
