@@ -45,4 +45,6 @@ def speculation_args(mode: Speculation, draft_model: Path | None = None) -> list
         ]
     if draft_model is None:
         raise ValueError("speculation 'draft' needs the draft model's file")
-    return ["--spec-draft-model", str(draft_model), "--spec-draft-n-max", str(DRAFT_MODEL_TOKENS)]
+    # The draft model alone turns nothing on: llama-server's --spec-type defaults to none.
+    return ["--spec-type", "draft-simple", "--spec-draft-model", str(draft_model),
+            "--spec-draft-n-max", str(DRAFT_MODEL_TOKENS)]

@@ -106,6 +106,8 @@ def test_draft_speculation_names_its_draft_model():
     server = LocalModelServer(Path("/big.gguf"), "a", backend=Backend("llama-server", BUILT),
                               speculation="draft", draft_model=Path("/small.gguf"))
     assert _option(server.command(port=1), "--spec-draft-model") == "/small.gguf"
+    # without a speculation type llama-server loads the draft model and never drafts
+    assert _option(server.command(port=1), "--spec-type") == "draft-simple"
 
 
 def test_speculation_needs_llama_server():
