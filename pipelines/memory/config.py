@@ -156,16 +156,14 @@ class MemoryConfig(BaseModel):
         unnoticed; so would a ``share_to`` recipient that is no such role: it never recalls. (The
         keys of ``share_to`` name the role that wrote an entry, which may be any pipeline's agent,
         so they are not checked here.)"""
-        for role in self.roles:
+        named = [("roles", role, "") for role in self.roles] + [
+            (f"share_to.{author}", role, " (it would never recall what is shared)")
+            for author, recipients in self.share_to.items() for role in recipients
+        ]
+        for where, role, why in named:
             if role not in ROLE_OUTPUTS:
-                message = f"roles: unknown role '{role}'; memory reaches: {', '.join(ROLE_OUTPUTS)}"
+                message = f"{where}: unknown role '{role}'{why}; memory reaches: {', '.join(ROLE_OUTPUTS)}"
                 raise PydanticCustomError("memory_roles", "{message}", {"message": message})
-        for author, recipients in self.share_to.items():
-            for role in recipients:
-                if role not in ROLE_OUTPUTS:
-                    message = (f"share_to.{author}: unknown role '{role}' (it would never recall what "
-                               f"is shared); memory reaches: {', '.join(ROLE_OUTPUTS)}")
-                    raise PydanticCustomError("memory_roles", "{message}", {"message": message})
         return self
 
     def key_values(self) -> dict[str, object]:
