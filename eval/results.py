@@ -9,6 +9,7 @@ trace; compare and the viewer read the table back into it (:func:`results_from_t
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -129,13 +130,16 @@ def results_table(results: Sequence[ProblemResult]) -> Any:
     for result in results:
         row = {column: getattr(result, column) for column in TABLE_COLUMNS}
         row["status"] = result.status.value
+        # JSON text: the roles differ between pipelines, so a nested column would not keep one
+        # type across runs; a study's tokens by model are summed from it.
+        row["usage_by_role"] = json.dumps(result.usage_by_role, sort_keys=True)
         for key, value in result.extra.items():
             row[f"extra.{key}"] = value
         rows.append(row)
-    return pd.DataFrame(rows, columns=None if rows else list(TABLE_COLUMNS))
+    return pd.DataFrame(rows, columns=None if rows else [*TABLE_COLUMNS, "usage_by_role"])
 
 
-def _plain(value: Any) -> Any:
+def plain_cell(value: Any) -> Any:
     """A table cell (numpy arrays and scalars, NaN) as a JSON-like Python value; NaN is None."""
     if hasattr(value, "tolist"):
         value = value.tolist()
@@ -156,12 +160,14 @@ def results_from_table(frame: Any) -> list[ProblemResult]:
     """The results a per-problem table holds, :func:`results_table` read back: the table's
     columns into their fields, ``extra.*`` into ``extra``. An empty cell (NaN: a figure that
     problem did not record, or a column an older table lacks) is left out, so the field takes
-    its default; what the table does not keep (usage by role, token reuse, thread, resolved
-    params) has its default too. Other columns (compare's ``run_id``, ``messages``) are ignored."""
+    its default; what the table does not keep (token reuse, thread, resolved params — and usage
+    by role in a table written before it was kept) has its default too. Other columns (compare's ``run_id``, ``messages``) are ignored."""
     results = []
     for row in frame.to_dict("records"):
-        cells = {column: _plain(value) for column, value in row.items()}
+        cells = {column: plain_cell(value) for column, value in row.items()}
         fields = {k: v for k, v in cells.items() if k in ProblemResult.model_fields and v is not None}
+        if isinstance(fields.get("usage_by_role"), str):
+            fields["usage_by_role"] = json.loads(fields["usage_by_role"])
         extra = {k.removeprefix("extra."): v for k, v in cells.items()
                  if k.startswith("extra.") and v is not None}
         results.append(ProblemResult.model_validate({**fields, "extra": extra}))

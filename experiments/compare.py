@@ -69,6 +69,7 @@ class ComparisonResult:
     bootstrap_seed: int = 0
     notices: list[str] = field(default_factory=list)  # one line each: what was chosen or left out
     controls: Any = None  # pandas DataFrame: the positive controls' rows, apart from ``table``
+    attribution_metrics: Any = None  # what the attribution section logs on the comparison's run
 
     def _repr_markdown_(self) -> str:  # Jupyter shows the summary
         return self.markdown
@@ -303,13 +304,7 @@ def compare_runs(
     report's links to each discordant problem point (default ``critiquelab view``'s own address,
     http://127.0.0.1:8470; an http(s) URL, checked first like the other options).
     """
-    from eval.report import ReportContext, write_report
-    from eval.statistics import (
-        check_bootstrap_options,
-        pairwise_tests,
-        pipeline_summary,
-        sample_coverage_notices,
-    )
+    from eval.statistics import check_bootstrap_options
 
     check_bootstrap_options(
         n_resamples, bootstrap_seed, confidence, resamples_name="n_resamples", seed_name="bootstrap_seed"
@@ -329,34 +324,14 @@ def compare_runs(
     client = open_client(home, tracking, f"compare {' '.join(run_ids)}")
     notices: list[str] = []
     resolved = resolve_runs(client, run_ids, notices)
-    notices += provenance_notices(client, [r.parent_id for r in resolved])
-    notices += [warning for run in resolved for warning in run.warnings]  # the runs' own, repeated
-    if len(resolved) == 1:
-        notices.append(f"one pipeline run ({resolved[0].label}, seed {resolved[0].seed}): nothing to compare "
-                       "it with; the table holds its own figures and there is no paired test")
     single_parent = len(run_ids) == 1 and all(r.parent_id == run_ids[0] for r in resolved)
     problems = load_problems_frame(client, resolved)
-    table = pipeline_summary(problems, confidence, figure_tables(resolved, notices))
-    notices += sample_coverage_notices(table)
-    pairs = pairwise_tests(problems, seed=bootstrap_seed, n_resamples=n_resamples, confidence=confidence)
-    split = split_controls(table, pairs, resolved)  # controls: a block of their own, never a headline row
     out = Path(out) if out else _default_out(home, run_ids, resolved, single_parent)
     title = f"Pipeline comparison: {run_ids[0] if single_parent else f'{len(resolved)} runs'}"
-    context = ReportContext(
-        title, [(r.label, str(r.seed), r.run_id, r.parent_id or "–") for r in resolved],
-        bootstrap_seed, n_resamples, confidence, tuple(notices), discordant_links(problems, viewer_url),
+    result = report_comparison(
+        problems, resolved, client, out, title=title, notices=notices, bootstrap_seed=bootstrap_seed,
+        n_resamples=n_resamples, confidence=confidence, viewer_url=viewer_url,
     )
-    files, markdown = write_report(context, split.table, split.pairs, out)
-    added = controls_section(split, out, files)
-    attribution = attribution_section(problems, resolved, out, files, viewer_url)  # where problems ended
-    added += attribution.markdown
-    added += model_cost_section(client, resolved, out, files)  # tokens weighed by each model's speed
-    added += learning_section(client, resolved, problems, out, files, seed=bootstrap_seed,
-                              n_resamples=n_resamples)
-    added += lost_passes_section(client, resolved, problems, out, files)
-    if added:
-        markdown += added
-        files["markdown"].write_text(markdown)
     logged = None
     if log:
         tags = {
@@ -365,8 +340,50 @@ def compare_runs(
         if not single_parent:
             tags["critiquelab.compared_runs"] = ",".join(r.run_id for r in resolved)[:5000]
         logged = _log(client, resolved, run_ids[0] if single_parent else None, out, tags)
-        log_attribution_metrics(client, logged, attribution.metrics)
+        log_attribution_metrics(client, logged, result.attribution_metrics)
+    result.logged_run_id = logged
+    return result
+
+
+def report_comparison(
+    problems: Any, resolved: Sequence[ComparedRun], records: Any, out: Path, *, title: str,
+    notices: list[str], bootstrap_seed: int, n_resamples: int, confidence: float,
+    viewer_url: str | None = None,
+) -> ComparisonResult:
+    """The tables, paired tests and sections of a comparison, written to ``out``: from the
+    per-problem frame of ``resolved`` and ``records``, anything with ``get_run(id).data`` (an
+    MLflow client, or a study's recorded runs — :mod:`experiments.studies`). Logs nothing.
+    ``viewer_url``: where discordant problems link to (None: no links, as for a study)."""
+    from eval.report import ReportContext, write_report
+    from eval.statistics import pairwise_tests, pipeline_summary, sample_coverage_notices
+
+    notices += provenance_notices(records, [r.parent_id for r in resolved])
+    notices += [warning for run in resolved for warning in run.warnings]  # the runs' own, repeated
+    if len(resolved) == 1:
+        notices.append(f"one pipeline run ({resolved[0].label}, seed {resolved[0].seed}): nothing to compare "
+                       "it with; the table holds its own figures and there is no paired test")
+    table = pipeline_summary(problems, confidence, figure_tables(resolved, notices))
+    notices += sample_coverage_notices(table)
+    pairs = pairwise_tests(problems, seed=bootstrap_seed, n_resamples=n_resamples, confidence=confidence)
+    split = split_controls(table, pairs, resolved)  # controls: a block of their own, never a headline row
+    context = ReportContext(
+        title, [(r.label, str(r.seed), r.run_id, r.parent_id or "–") for r in resolved],
+        bootstrap_seed, n_resamples, confidence, tuple(notices),
+        discordant_links(problems, viewer_url) if viewer_url else (),
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    files, markdown = write_report(context, split.table, split.pairs, out)
+    added = controls_section(split, out, files)
+    attribution = attribution_section(problems, resolved, out, files, viewer_url)  # where problems ended
+    added += attribution.markdown
+    added += model_cost_section(records, resolved, out, files)  # tokens weighed by each model's speed
+    added += learning_section(records, resolved, problems, out, files, seed=bootstrap_seed,
+                              n_resamples=n_resamples)
+    added += lost_passes_section(records, resolved, problems, out, files)
+    if added:
+        markdown += added
+        files["markdown"].write_text(markdown)
     return ComparisonResult(
-        split.table, split.pairs, problems, markdown, out, files, list(resolved), logged, bootstrap_seed,
-        notices, split.controls,
+        split.table, split.pairs, problems, markdown, out, files, list(resolved), None, bootstrap_seed,
+        notices, split.controls, attribution.metrics,
     )

@@ -104,7 +104,7 @@ def _markdown(counts: Any) -> str:
     return "\n".join(parts)
 
 
-def _html(counts: Any, problems: Any, viewer_url: str) -> str:
+def _html(counts: Any, problems: Any, viewer_url: str | None) -> str:
     from experiments.viewer.server import problem_link
 
     parts = ['<section id="attribution"><h2>Where problems ended</h2>']
@@ -120,16 +120,18 @@ def _html(counts: Any, problems: Any, viewer_url: str) -> str:
     for label, rows in problems[problems[COLUMN].notna()].groupby("pipeline", sort=False):
         by_end: dict[str, list[str]] = {}
         for row in rows.itertuples():
-            link = html.escape(problem_link(viewer_url, str(row.run_id), str(row.task_id)))
             text = html.escape(f"{row.task_id}@{row.seed}")
-            by_end.setdefault(str(getattr(row, COLUMN)), []).append(f'<a href="{link}">{text}</a>')
+            if viewer_url is not None:  # a study has no viewer to link to: the task ids alone
+                link = html.escape(problem_link(viewer_url, str(row.run_id), str(row.task_id)))
+                text = f'<a href="{link}">{text}</a>'
+            by_end.setdefault(str(getattr(row, COLUMN)), []).append(text)
         listed = "".join(f"<li>{html.escape(end)}: {', '.join(links)}</li>" for end, links in by_end.items())
         parts.append(f"<h3>{html.escape(str(label))}</h3><ul>{listed}</ul>")
     return "".join(parts) + "</section>"
 
 
 def attribution_section(
-    problems: Any, runs: Sequence[ComparedRun], out: Path, files: dict[str, Path], viewer_url: str
+    problems: Any, runs: Sequence[ComparedRun], out: Path, files: dict[str, Path], viewer_url: str | None
 ) -> AttributionSection:
     """Attribute ``problems`` (adding the column), write ``problems.csv`` (always) and, when some
     pipeline attributes its problems, ``attribution.csv`` and the report sections."""

@@ -307,3 +307,69 @@ def rescore_run(
     if parent_id:
         tracker.finish(parent_id)
     return result
+
+
+class StudyRescore(BaseModel):
+    """A study's final programs scored on another dataset's tests; nothing is logged."""
+
+    study: str = Field(description="The study folder rescored.")
+    dataset: str = Field(description="The dataset whose tests were used, as given.")
+    dataset_format: str = Field(description="Its format (given or detected).")
+    dataset_fingerprint: str = Field(description="Its SHA-256 (see RescoreResult).")
+    changes: list[PassChange] = Field(description="Per arm × seed: passed before and after, lost, gained.")
+    missing: list[str] = Field(description="The study's task ids the dataset lacks, left out.")
+    notices: list[str] = Field(default_factory=list, description="One line each: what was left out.")
+    out_dir: Path = Field(description="Where summary.md and changes.csv were written.")
+
+    def table(self) -> str:
+        return changes_markdown(self.changes)
+
+
+def rescore_study(
+    study: str | Path, dataset: str | Path, *, dataset_format: str | None = None, out: Path | None = None,
+    home: Path | None = None,
+) -> StudyRescore:
+    """Score a committed study's final programs on ``dataset``'s tests, from its files alone (no
+    data directory, no MLflow, no model): ``critiquelab rescore STUDY_DIR --dataset FILE``.
+    ``out`` defaults to ``<data dir>/reports/rescore-<study name>``; the study folder itself is
+    never written (its checksums would no longer hold)."""
+    from experiments.studies.read import load_study
+
+    loaded = load_study(study)
+    source = str(dataset)
+    chosen_format = dataset_format or detect_format({c for row in read_rows(source) for c in row})[0]
+    by_id = {p.task_id: p for p in load_problems(source, dataset_format=chosen_format)}
+    tasks = [str(t) for t in dict.fromkeys(loaded.outcomes["task_id"])]
+    missing = [t for t in tasks if t not in by_id]
+    if len(missing) == len(tasks):
+        raise UserError(f"dataset '{source}' has none of the {len(tasks)} task ids of study "
+                        f"{loaded.manifest.name} (e.g. {listed(tasks, 3)}): nothing to rescore")
+    notices = [f"{len(missing)} of {len(tasks)} task ids are not in dataset '{source}' and were left out: "
+               f"{listed(missing)}"] if missing else []
+    timeout_s = float(((loaded.specs[0] if loaded.specs else {}).get("execution") or {}).get(
+        "timeout_s", DEFAULT_TIMEOUT_S))
+    out = check_writable_dir(out, "where the rescore's files would go") if out is not None else (
+        (Path(home) if home else default_data_dir()) / "reports" / f"rescore-{loaded.manifest.name}")
+    changes, rows = [], []
+    for arm in loaded.arms:
+        original = loaded.outcomes[loaded.outcomes["run_id"] == arm.run_id].reset_index(drop=True)
+        table = _rescored_table(original.fillna({"reason": "", "detail": ""}), by_id, timeout_s, arm.pipeline)
+        before = _outcomes(original)
+        changes.append(pass_change(arm.label, arm.seed, before, _outcomes(table)))
+        rows += [{"pipeline": arm.label, "seed": arm.seed, "task_id": task, "passed_before": before[task],
+                  "passed_after": bool(passed), "reason_after": reason}
+                 for task, passed, reason in zip(table["task_id"].astype(str), table["passed"], table["reason"],
+                                                 strict=True)]
+    result = StudyRescore(
+        study=str(study), dataset=source, dataset_format=chosen_format,
+        dataset_fingerprint=dataset_fingerprint(source), changes=changes, missing=missing, notices=notices,
+        out_dir=out,
+    )
+    import pandas as pd
+
+    out.mkdir(parents=True, exist_ok=True)
+    notes = "".join(f"\nNote: {n}\n" for n in notices)
+    (out / "summary.md").write_text(f"# Rescore of study {loaded.manifest.name} on {source} ({chosen_format})"
+                                    f"\n\n{result.table()}{notes}")
+    pd.DataFrame(rows).to_csv(out / "changes.csv", index=False)
+    return result

@@ -19,7 +19,7 @@ def _result(task_id, status, **extra):
     return ProblemResult(task_id=task_id, pipeline="debate", seed=3, status=status, reason="assertion",
                          detail="expected 2", iterations=2, prompt_tokens=10, completion_tokens=5, lm_calls=3,
                          cached_lm_calls=1, latency_s=1.5, final_code="def f(): pass", parsed=False,
-                         extra=extra)
+                         usage_by_role={"judge": {"prompt_tokens": 7.0, "completion_tokens": 2.0}}, extra=extra)
 
 
 def test_the_table_reads_back_into_the_results_it_was_made_of(tmp_path):
@@ -39,6 +39,7 @@ def test_an_older_table_without_some_columns_reads_with_their_defaults():
                            "passed": False, "extra.first_passed": float("nan")}])
     [result] = results_from_table(frame)
     assert (result.status, result.reason, result.iterations, result.final_code) == (Status.FAILED, "", 1, "")
+    assert result.usage_by_role == {}  # a table written before usage by role was kept
     assert result.extra == {}  # an empty cell is a figure not recorded, not a value
 
 
