@@ -7,18 +7,19 @@ import argparse
 import sys
 from typing import Any
 
-from experiments.cli.arg_types import output_dir
+from experiments.cli.arg_types import dataset_format, output_dir
 
 
 def add_rescore_parser(commands: Any) -> None:
     rescore = commands.add_parser(
         "rescore", help="score a finished run's final programs on another dataset's tests (no model call)"
     )
-    rescore.add_argument("run_id", help="a pipeline run id, or a parent run id (each pipeline run rescored)")
+    rescore.add_argument("run_id", help="a pipeline run id, a parent run id (each pipeline run rescored), or "
+                         "a study folder (its final programs, from its files alone; nothing logged)")
     rescore.add_argument("--dataset", required=True,
                          help="'humaneval', a .jsonl/.parquet/saved-dataset path or hf://OWNER/NAME with the "
                          "same task ids, e.g. HumanEval+ in EvalPlus format or hf://evalplus/humanevalplus")
-    rescore.add_argument("--format", dest="dataset_format", choices=["humaneval", "mbpp", "evalplus"],
+    rescore.add_argument("--format", dest="dataset_format", type=dataset_format, metavar="FORMAT",
                          help="the dataset's format (default: detected from its columns)")
     rescore.add_argument("--out", type=output_dir,
                          help="where summary.md and changes.csv go "
@@ -26,7 +27,18 @@ def add_rescore_parser(commands: Any) -> None:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from experiments.rescore import rescore_run
+    from experiments.rescore import rescore_run, rescore_study
+    from experiments.studies.read import is_study
+
+    if is_study(args.run_id):
+        scored = rescore_study(args.run_id, args.dataset, dataset_format=args.dataset_format, out=args.out,
+                               home=args.home)
+        for notice in scored.notices:
+            print(f"critiquelab: note: {notice}", file=sys.stderr)
+        print(f"Rescore of study {args.run_id} on {scored.dataset} ({scored.dataset_format}):\n")
+        print(scored.table())
+        print(f"files in {scored.out_dir}")
+        return 0
 
     result = rescore_run(args.run_id, args.dataset, dataset_format=args.dataset_format, home=args.home,
                          out=args.out)
