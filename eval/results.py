@@ -161,7 +161,8 @@ def results_from_table(frame: Any) -> list[ProblemResult]:
     columns into their fields, ``extra.*`` into ``extra``. An empty cell (NaN: a figure that
     problem did not record, or a column an older table lacks) is left out, so the field takes
     its default; what the table does not keep (token reuse, thread, resolved params — and usage
-    by role in a table written before it was kept) has its default too. Other columns (compare's ``run_id``, ``messages``) are ignored."""
+    by role in a table written before it was kept) has its default too. Other columns
+    (compare's ``run_id``, ``messages``) are ignored."""
     results = []
     for row in frame.to_dict("records"):
         cells = {column: plain_cell(value) for column, value in row.items()}

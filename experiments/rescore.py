@@ -98,9 +98,9 @@ def _hidden_test_flags(table: Any, pipeline: str) -> list[str]:
     the first version's, and every candidate list (vote samples, debaters, tree-search nodes) that
     holds a value. Flags on visible or generated tests (``qa_passed``) stay. A pipeline not
     registered here (renamed, or from other code): those of every registered pipeline."""
-    from pipelines.registry import outcome_model, pipeline_names
+    from pipelines.registry import is_pipeline, outcome_model, pipeline_names
 
-    models = [outcome_model(pipeline)] if pipeline in pipeline_names() else [
+    models = [outcome_model(pipeline)] if is_pipeline(pipeline) else [
         outcome_model(name) for name in pipeline_names()]
     declared = {figure for model in models for figure in model.hidden_test_figures()}
     return [column for column in table.columns if column.startswith("extra.")
@@ -358,8 +358,8 @@ def rescore_study(
         changes.append(pass_change(arm.label, arm.seed, before, _outcomes(table)))
         rows += [{"pipeline": arm.label, "seed": arm.seed, "task_id": task, "passed_before": before[task],
                   "passed_after": bool(passed), "reason_after": reason}
-                 for task, passed, reason in zip(table["task_id"].astype(str), table["passed"], table["reason"],
-                                                 strict=True)]
+                 for task, passed, reason in zip(table["task_id"].astype(str), table["passed"],
+                                                 table["reason"], strict=True)]
     result = StudyRescore(
         study=str(study), dataset=source, dataset_format=chosen_format,
         dataset_fingerprint=dataset_fingerprint(source), changes=changes, missing=missing, notices=notices,

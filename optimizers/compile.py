@@ -53,6 +53,7 @@ from optimizers.optimizer_params import (
     optimizer_params,
 )
 from optimizers.training_examples import RoleTrace
+from pipelines.registry import program_roles
 from signatures.adapter import CodeAdapter
 
 
@@ -166,17 +167,17 @@ def _signature_key(signature: type[dspy.Signature]) -> tuple[tuple[str, ...], tu
 def changed_roles(original: dspy.Module, compiled: dspy.Module) -> list[str]:
     """The roles whose prompt (instruction, field descriptions, demos) ``compiled`` changed."""
     before = {name: predictor.dump_state() for name, predictor in original.named_predictors()}
+    roles = program_roles(compiled)
     return sorted({
-        role_of_predictor(name) for name, predictor in compiled.named_predictors()
+        roles.role_of(name) for name, predictor in compiled.named_predictors()
         if predictor.dump_state() != before.get(name)
     })
 
 
-def role_of_predictor(name: str) -> str:
-    """``critic`` for ``critic``, ``critic.predict`` or ``debaters.0.critic``: the role a
-    predictor plays is its attribute name in the pipeline."""
-    parts = [p for p in name.split(".") if p not in ("predict",) and not p.isdigit()]
-    return parts[-1] if parts else name
+def role_of_predictor(program: dspy.Module, name: str) -> str:
+    """The role the predictor ``name`` of ``program`` serves, as its pipeline's registration
+    declares it (debate's ``proposer`` is ``coder``): the name pool traces carry."""
+    return program_roles(program).role_of(name)
 
 
 def demo_from_trace(trace: RoleTrace, signature: type[dspy.Signature]) -> dspy.Example | None:
@@ -197,11 +198,12 @@ def attach_trace_demos(
     Predictors without such traces keep their demos."""
     compiled = program.deepcopy()
     rng = random.Random(seed)
+    roles = program_roles(compiled)
     for name, predictor in compiled.named_predictors():
-        role = role_of_predictor(name)
-        demos = [
+        role = roles.role_of(name)
+        demos = [  # a trace carries the name its call was made as: the role, or one of its calls
             d for d in (demo_from_trace(t, predictor.signature) for t in traces
-                        if t.role == role and t.success)
+                        if roles.role_of_call(t.role) == role and t.success)
             if d is not None
         ]
         unique = [
@@ -237,7 +239,7 @@ def keep_roles(original: dspy.Module, compiled: dspy.Module, roles: Iterable[str
     chosen = set(roles)
     before = dict(original.named_predictors())
     for name, predictor in compiled.named_predictors():
-        if role_of_predictor(name) not in chosen:
+        if role_of_predictor(compiled, name) not in chosen:
             predictor.load_state(before[name].dump_state())
     return compiled
 
@@ -247,7 +249,7 @@ def filter_code_demos(program: dspy.Module, demo_filter: CodeDemoFilter) -> dict
     dropped so far per judged role with code output (0 included: nothing to drop is a finding)."""
     judged = set()
     for name, predictor in program.named_predictors():
-        role = role_of_predictor(name)
+        role = role_of_predictor(program, name)
         if not code_output_fields(predictor.signature) or (
             demo_filter.roles is not None and role not in demo_filter.roles
         ):
@@ -300,7 +302,7 @@ def _optimise(
     if config.roles is not None:
         bootstrap_metric = RoleRunMetric(metric, frozenset(
             _signature_key(p.signature) for name, p in program.named_predictors()
-            if role_of_predictor(name) in config.roles
+            if role_of_predictor(program, name) in config.roles
         ))
     trainset, valset = problem_examples(train), problem_examples(val) or None
     teacher = teacher_lm or task_lm
@@ -326,7 +328,8 @@ def _optimise(
 
             compiled = compile_gepa(
                 student, settings, metric.with_feedback, trainset, valset, reflection_lm=teacher,
-                seed=config.seed, log_dir=config.log_dir, roles=config.roles, role_of=role_of_predictor,
+                seed=config.seed, log_dir=config.log_dir, roles=config.roles,
+                role_of=program_roles(student).role_of,
             )
     if progress is not None and metric.calls:
         progress("train_metric_mean", sum(p for _, p in metric.calls) / len(metric.calls))

@@ -2,12 +2,14 @@
 
 An export directory holds:
 
-* ``program.json`` — the DSPy state (``program.save``): per predictor its instruction, field
-  descriptions and demos. This is what ``critiquelab run --prompts`` loads back; a prompt
-  registered in MLflow's Prompt Registry carries its role's state too, so
-  ``--prompts prompts:/NAME/VERSION`` loads it back from there.
+* ``program.json`` — the DSPy state (``program.save``'s), keyed by role (the names the
+  pipeline's registration declares, :mod:`optimizers.export_roles`): per role its instruction,
+  field descriptions and demos. This is what ``critiquelab run --prompts`` loads back, into any
+  pipeline with those roles; a prompt registered in MLflow's Prompt Registry carries its role's
+  state too, so ``--prompts prompts:/NAME/VERSION`` loads it back from there. Exports keyed by
+  predictor name (written before roles were declared) still load.
 * ``manifest.json`` — the pipeline name and constructor params (a state file alone cannot
-  rebuild its program), the roles, and the run it came from.
+  rebuild its program), its roles with the predictors serving each, and the run it came from.
 * ``messages.json`` (format ``json``) — ``{role: [{"role", "content"}, ...]}``, the messages of
   ``prompts.txt`` as data, for a client outside the tool to fill in and send.
 * ``prompts.md`` / ``prompts.txt`` — per role, the exact messages the LM receives, rendered
@@ -38,7 +40,8 @@ import dspy
 
 from core.errors import UserError
 from core.lookup import check_lookup
-from pipelines.registry import create_pipeline
+from optimizers.export_roles import exporting_pipeline, load_role_state, migrate_state, role_keyed
+from pipelines.registry import create_pipeline, program_roles
 from signatures.adapter import CodeAdapter
 
 STATE_FILE = "program.json"
@@ -57,8 +60,10 @@ def render_messages(predictor: Any, adapter: Any | None = None) -> list[dict[str
 
 
 def role_prompts(program: dspy.Module) -> dict[str, list[dict[str, str]]]:
-    """``{predictor name: messages}`` for every predictor of ``program``."""
-    return {name: render_messages(p) for name, p in program.named_predictors()}
+    """``{role: messages}`` for every role a predictor of ``program`` serves (a role whose
+    predictors send different messages: ``{predictor name: messages}`` for each)."""
+    rendered = {name: render_messages(p) for name, p in program.named_predictors()}
+    return role_keyed(program, rendered)
 
 
 def to_markdown(prompts: Mapping[str, list[dict[str, str]]], title: str) -> str:
@@ -104,9 +109,13 @@ def export_program(
     written = []
     # The state and manifest are always written: they are what every other format is made from.
     program.save(str(out_dir / STATE_FILE))
+    saved = json.loads((out_dir / STATE_FILE).read_text())
+    (out_dir / STATE_FILE).write_text(json.dumps(role_keyed(program, saved), indent=2) + "\n")
+    roles = program_roles(program)
     manifest = {
         "pipeline": pipeline, "params": dict(params or {}), "source": source,
-        "roles": [name for name, _ in program.named_predictors()],
+        "roles": {role: [name for name, _ in roles.predictors(program, role)] for role in roles.names
+                  if roles.predictors(program, role)},
     }
     (out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True))
     written += [out_dir / STATE_FILE, out_dir / MANIFEST_FILE]
@@ -185,15 +194,34 @@ def read_state(path: Path) -> dict[str, Any]:
 
 REGISTRY_SCHEME = "prompts:/"
 STATE_TAG = "critiquelab.state"  # a registered prompt version carries its role's DSPy state
+PIPELINE_TAG = "critiquelab.pipeline"  # ...and the pipeline it was exported from
 
 
 def prompts_state(source: str | Path, *, registry_uri: str | None = None) -> dict[str, Any]:
-    """The DSPy state of exported prompts, by predictor name: from an export directory (or its
-    ``program.json``), or from MLflow Prompt Registry URIs ``prompts:/NAME/VERSION`` (several,
-    comma-separated, one per role) as ``critiquelab export --format mlflow`` registered them."""
-    text = str(source)
-    if not text.startswith(REGISTRY_SCHEME):
+    """The DSPy state of exported prompts, as stored (by role; by predictor name in an export
+    older than role declarations): from an export directory (or its ``program.json``), or from
+    MLflow Prompt Registry URIs ``prompts:/NAME/VERSION`` (several, comma-separated, one per
+    role) as ``critiquelab export --format mlflow`` registered them."""
+    if not str(source).startswith(REGISTRY_SCHEME):
         return read_state(Path(source))
+    return {key: value for key, value, _ in _registry_entries(str(source), registry_uri)}
+
+
+def prompts_by_role(source: str | Path, *, registry_uri: str | None = None) -> dict[str, Any]:
+    """The state of exported prompts keyed by role, whichever form it was stored in
+    (:func:`optimizers.export_roles.migrate_state`, with the exporting pipeline's declaration)."""
+    if not str(source).startswith(REGISTRY_SCHEME):
+        state = read_state(Path(source))
+        return migrate_state(state, exporting_pipeline(state_path(Path(source))))
+    migrated: dict[str, Any] = {}
+    for key, value, pipeline in _registry_entries(str(source), registry_uri):
+        for role, state in migrate_state({key: value}, pipeline).items():
+            migrated.setdefault(role, state)
+    return migrated
+
+
+def _registry_entries(text: str, registry_uri: str | None) -> list[tuple[str, Any, str | None]]:
+    """``(role tag, state, exporting pipeline or None)`` of each ``prompts:/`` URI in ``text``."""
     if registry_uri is None:
         raise UserError(f"{text}: a Prompt Registry URI needs the MLflow store it lives in")
     local = registry_uri.removeprefix("sqlite:///") if registry_uri.startswith("sqlite:///") else None
@@ -202,7 +230,7 @@ def prompts_state(source: str | Path, *, registry_uri: str | None = None) -> dic
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=registry_uri, registry_uri=registry_uri)
-    state: dict[str, Any] = {}
+    entries: list[tuple[str, Any, str | None]] = []
     for uri in (u.strip() for u in text.split(",") if u.strip()):
         try:
             version = client.load_prompt(uri)
@@ -212,13 +240,13 @@ def prompts_state(source: str | Path, *, registry_uri: str | None = None) -> dic
         if STATE_TAG not in tags or "critiquelab.role" not in tags:
             raise UserError(f"{uri}: not registered by `critiquelab export` (no role state on it)")
         try:
-            state[tags["critiquelab.role"]] = json.loads(tags[STATE_TAG])
+            entries.append((tags["critiquelab.role"], json.loads(tags[STATE_TAG]), tags.get(PIPELINE_TAG)))
         except ValueError:
             raise UserError(f"{uri}: its {STATE_TAG} tag is not JSON (edited by hand?)") from None
-    problem = _state_problem(state)
+    problem = _state_problem({key: value for key, value, _ in entries})
     if problem is not None:
         raise UserError(f"{text}: not prompts registered by `critiquelab export` ({problem})")
-    return state
+    return entries
 
 
 def prompts_fingerprint(source: str | Path, *, registry_uri: str | None = None) -> str:
@@ -230,23 +258,15 @@ def prompts_fingerprint(source: str | Path, *, registry_uri: str | None = None) 
 def load_prompts_into(
     program: dspy.Module, source: str | Path, *, registry_uri: str | None = None
 ) -> list[str]:
-    """Load exported prompts (see :func:`prompts_state`) into ``program`` (in place), predictor
-    by predictor.
+    """Load exported prompts (see :func:`prompts_by_role`) into ``program`` (in place), role by
+    role: each predictor takes the state of the role its pipeline declares it serves.
 
     Predictors of ``program`` that the export has no state for keep theirs (a baseline can
-    take the coder of an optimised critic loop); an export that matches no predictor at all is
-    an error, since then nothing would change. Returns the names loaded.
+    take the coder of an optimised critic loop, debate's proposer the coder of a critic loop);
+    an export that matches no role at all is an error naming the pipeline, since then nothing
+    would change. Returns the predictor names loaded.
     """
-    state = prompts_state(source, registry_uri=registry_uri)
-    loaded = []
-    for name, predictor in program.named_predictors():
-        if name in state:
-            predictor.load_state(state[name])
-            loaded.append(name)
-    if not loaded:
-        roles = sorted(k for k in state if k != "metadata")
-        raise UserError(f"{source}: its prompts ({', '.join(roles)}) match no role of this pipeline")
-    return loaded
+    return load_role_state(program, prompts_by_role(source, registry_uri=registry_uri), str(source))
 
 
 def read_manifest(state_file: Path) -> dict[str, Any]:
@@ -298,13 +318,19 @@ def register_prompts(
 
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     versions = {}
-    for name, predictor in program.named_predictors():
+    roles = program_roles(program)
+    predictors = dict(program.named_predictors())
+    # One prompt per role (a role prompted differently per predictor: one per predictor).
+    keyed = role_keyed(program, {n: p.dump_state() for n, p in predictors.items()})
+    for name in keyed:
+        predictor = predictors[name] if name not in roles.roles else roles.predictors(program, name)[0][1]
         template = _mlflow_template(render_messages(predictor), predictor.signature.input_fields)
         prompt_name = f"{prefix}.{name}".replace("/", "_")
         state = json.dumps(predictor.dump_state(), sort_keys=True)
         version = client.register_prompt(
             name=prompt_name, template=template, commit_message=message or f"export of {run_id or prefix}",
-            tags={"critiquelab.run_id": run_id, "critiquelab.role": name, STATE_TAG: state},
+            tags={"critiquelab.run_id": run_id, "critiquelab.role": name, STATE_TAG: state,
+                  PIPELINE_TAG: roles.pipeline},
         )
         versions[prompt_name] = int(version.version)
     return versions

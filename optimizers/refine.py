@@ -66,27 +66,30 @@ class RefineResult:
 
 
 def role_predictors(program: dspy.Module, role: str) -> list[Any]:
-    """The predictors of ``program`` that play ``role`` (by attribute name, as compile does)."""
-    from optimizers.compile import role_of_predictor
+    """The predictors of ``program`` that play ``role``, as its registration declares them."""
+    from pipelines.registry import program_roles
 
-    return [p for name, p in program.named_predictors() if role_of_predictor(name) == role]
+    return [p for _, p in program_roles(program).predictors(program, role)]
 
 
 def program_roles(program: dspy.Module) -> list[str]:
     """The roles ``program``'s predictors play, sorted: every role whose prompt an optimiser can
-    change (:func:`pipelines.registry.pipeline_roles` are those that take a model of their own)."""
-    from optimizers.compile import role_of_predictor
+    change: the declared roles some predictor of ``program`` serves."""
+    from pipelines.registry import program_roles
 
-    return sorted({role_of_predictor(name) for name, _ in program.named_predictors()})
+    roles = program_roles(program)
+    return sorted({roles.role_of(name) for name, _ in program.named_predictors()})
 
 
 def instruction_of(program: dspy.Module, role: str) -> str:
     found = role_predictors(program, role)
     if not found:
         from core.errors import UserError
+        from pipelines.registry import program_roles as declared
 
         roles = ", ".join(program_roles(program))
-        raise UserError(f"the program has no '{role}' role to refine; roles: {roles}")
+        raise UserError(f"pipeline '{declared(program).pipeline}' has no '{role}' role to refine; "
+                        f"roles: {roles}")
     return str(found[0].signature.instructions)
 
 

@@ -58,6 +58,7 @@ import dspy
 from core.errors import UserError
 from pipelines.outcomes import Outcome
 from pipelines.params import PipelineParams, describe_params
+from pipelines.roles import RoleDeclaration, RoleMap, declare_roles, undeclared_roles
 
 PipelineFactory = Callable[..., dspy.Module]
 F = TypeVar("F", bound=PipelineFactory)
@@ -68,7 +69,7 @@ class _Registered:
     factory: PipelineFactory
     params: type[PipelineParams]
     outcome: type[Outcome]
-    roles: tuple[str, ...]
+    roles: RoleMap
 
 
 _REGISTRY: dict[str, _Registered] = {}
@@ -82,13 +83,16 @@ _BUILTIN_MODULES = (
 
 
 def register_pipeline(
-    name: str, *, params: type[PipelineParams], outcome: type[Outcome], roles: tuple[str, ...] = ()
+    name: str, *, params: type[PipelineParams], outcome: type[Outcome], roles: RoleDeclaration = ()
 ) -> Callable[[F], F]:
     """Class decorator: make a ``dspy.Module`` subclass constructible by ``name``, its
     parameters described and checked by the model ``params``, its ``forward`` returning an
     ``outcome`` (a :class:`~pipelines.outcomes.Outcome` subclass: its per-problem figures).
     ``roles``: the role names its calls are made and reported as (``role.NAME.*`` metrics),
-    which an experiment may give their own model or temperature."""
+    which an experiment may give their own model or temperature, each with the predictors that
+    serve it (``{"coder": "proposer", …}``; see :mod:`pipelines.roles`): the one declaration the
+    optimisers, export and ``run --prompts`` read too."""
+    declared = declare_roles(name, roles)
     if not (isinstance(outcome, type) and issubclass(outcome, Outcome)):
         raise TypeError(f"pipeline '{name}': outcome must be an Outcome model, got {outcome!r}")
 
@@ -96,7 +100,7 @@ def register_pipeline(
         known = _REGISTRY.get(name)
         if known is not None and known.factory is not factory:
             raise ValueError(f"pipeline name '{name}' is already registered")
-        _REGISTRY[name] = _Registered(factory, params, outcome, roles)
+        _REGISTRY[name] = _Registered(factory, params, outcome, declared)
         return factory
 
     return decorate
@@ -132,7 +136,20 @@ def validate_params(name: str, values: Mapping[str, Any]) -> PipelineParams:
 
 def pipeline_roles(name: str) -> tuple[str, ...]:
     """The roles of pipeline ``name`` that can be given their own model or temperature."""
+    return _registered(name).roles.names
+
+
+def role_map(name: str) -> RoleMap:
+    """Pipeline ``name``'s declared roles and the predictors serving each."""
     return _registered(name).roles
+
+
+def program_roles(program: Any) -> RoleMap:
+    """The roles of ``program``: its registered pipeline's declaration, or, for a module no
+    registration describes, one role per predictor named after its attribute."""
+    _load_builtins()
+    registered = next((r for r in _REGISTRY.values() if r.factory is type(program)), None)
+    return registered.roles if registered is not None else undeclared_roles(program)
 
 
 def outcome_model(name: str) -> type[Outcome]:
@@ -165,7 +182,8 @@ def describe_pipelines() -> list[dict[str, Any]]:
             "name": name,
             "summary": " ".join((inspect.getdoc(registered.factory) or "").partition("\n\n")[0].split()),
             "params": describe_params(registered.params),
-            "roles": list(registered.roles),
+            "roles": list(registered.roles.names),
+            "predictors": registered.roles.predictor_names(),
             "figures": [name for name, field in registered.outcome.model_fields.items() if not field.exclude],
         }
         for name, registered in sorted(_REGISTRY.items())

@@ -94,7 +94,7 @@ class SelfRefineParams(PipelineParams):
 
 @register_pipeline(
     "self_refine", params=SelfRefineParams, outcome=ThreadOutcome,
-    roles=("coder", "self_feedback", "self_refiner"),
+    roles={"coder": "coder", "self_feedback": "feedback", "self_refiner": "refiner"},
 )
 class SelfRefine(dspy.Module):
     """The author reviews its own code and refines it, until its review says correct or

@@ -24,15 +24,23 @@ def render_pipelines(pipelines: Sequence[dict[str, Any]], width: int) -> str:
         ]
         header = ["param", "type", "default", "allowed", "description"]
         lines += table(header, rows, width) if rows else ["  no params"]
-        for label in ("roles", "figures"):
-            if pipeline[label]:
-                lines += textwrap.wrap(f"{label}: {', '.join(pipeline[label])}", width,
+        for label, names in (("roles", role_names(pipeline)), ("figures", pipeline["figures"])):
+            if names:
+                lines += textwrap.wrap(f"{label}: {', '.join(names)}", width,
                                        initial_indent="  ", subsequent_indent="    ")
         blocks.append("\n".join(lines))
     closing = ("Set them under a pipeline's `params:` in an experiment spec; a role's own model or "
                "temperature under its `roles:`. The figures are each problem's, in problems.parquet "
                "(extra.*) and summarised in the run's metrics.")
     return "\n\n".join([*blocks, textwrap.fill(closing, width)])
+
+
+def role_names(pipeline: dict[str, Any]) -> list[str]:
+    """Each role, with the predictors serving it where they are named otherwise (``coder
+    (proposer)``): the names `export` and `run --prompts` use, and the attributes behind them."""
+    served = pipeline.get("predictors", {})
+    return [role if served.get(role, [role]) == [role]
+            else f"{role} ({', '.join(served[role]) or 'no predictor'})" for role in pipeline["roles"]]
 
 
 def table(header: list[str], rows: list[list[str]], width: int) -> list[str]:

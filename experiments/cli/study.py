@@ -15,7 +15,8 @@ EVIDENCE_HELP = ("held_out (nothing reported was chosen on these problems) or in
 
 def add_evidence_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
     """--evidence, --tuned-on and --note: what a study says about its own figures."""
-    parser.add_argument("--evidence", choices=["held_out", "in_sample"], required=required, help=EVIDENCE_HELP)
+    parser.add_argument("--evidence", choices=["held_out", "in_sample"], required=required,
+                        help=EVIDENCE_HELP)
     parser.add_argument("--tuned-on", default="", metavar="TEXT",
                         help="which problems any choice reported here was tuned on, e.g. 'dev half'")
     parser.add_argument("--note", action="append", default=[], metavar="TEXT",
@@ -23,7 +24,8 @@ def add_evidence_options(parser: argparse.ArgumentParser, *, required: bool) -> 
 
 
 def add_study_parser(commands: Any) -> None:
-    study = commands.add_parser("study", help="write, check or show a study: a run's results as committed files")
+    study = commands.add_parser(
+        "study", help="write, check or show a study: a run's results as committed files")
     verbs = study.add_subparsers(dest="study_command", required=True, parser_class=type(study))
     write = verbs.add_parser("write", help="write a study folder from finished runs")
     write.add_argument("runs", nargs="+", help="a parent run id (all its pipeline runs) or pipeline run ids")

@@ -64,7 +64,8 @@ class RoleModels:
 
     def lms_for(self, pipeline: PipelineSpec, main_lm: Any, seed: int) -> dict[str, Any]:
         """Each configured role's LM for a run with ``seed``: its model, the run's seed (as the
-        experiment's LM gets it), its temperature."""
+        experiment's LM gets it), its temperature; bound to every name the role's calls are made
+        as (a critic panel's ``critic_correctness`` is the critic role, :mod:`pipelines.roles`)."""
         lms = {}
         for name, role in pipeline.roles.items():
             key = self._key(role)
@@ -73,7 +74,7 @@ class RoleModels:
                 lm = lm.copy(seed=seed)
             if role.temperature is not None:
                 lm = lm.copy(temperature=role.temperature)
-            lms[name] = lm
+            lms.update(dict.fromkeys(_call_names(pipeline, name), lm))
         return lms
 
     def close(self) -> None:
@@ -81,8 +82,18 @@ class RoleModels:
 
 
 def models_by_role(pipeline: PipelineSpec) -> dict[str, str]:
-    """The model each configured role runs on (other roles run on the experiment's model)."""
-    return {name: role.model for name, role in pipeline.roles.items() if role.model is not None}
+    """The model each configured role runs on (other roles run on the experiment's model), by
+    every name its calls are made as (what a result's ``usage_by_role`` is keyed by)."""
+    return {call: role.model for name, role in pipeline.roles.items() if role.model is not None
+            for call in _call_names(pipeline, name)}
+
+
+def _call_names(pipeline: PipelineSpec, role: str) -> tuple[str, ...]:
+    """``role`` and the other names its pipeline declares its calls are made as."""
+    from pipelines.registry import role_map
+
+    declared = role_map(pipeline.name).roles.get(role)
+    return (role, *(declared.calls if declared is not None else ()))
 
 
 def usage_by_model(

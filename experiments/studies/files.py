@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA = "critiquelab.study/1"
+SCHEMA: Literal["critiquelab.study/1"] = "critiquelab.study/1"
 MANIFEST = "manifest.json"
 SPEC = "spec.yaml"
 OUTCOMES = "outcomes.jsonl"
@@ -51,7 +51,7 @@ class RecordedRun(_Frozen):
 
     run_id: str = Field(description="The MLflow run id, in full.")
     parent_id: str = Field(default="", description="The parent run's id ('' for a parent itself).")
-    label: str = Field(default="", description="The arm (pipeline label) a pipeline run reports; '' for a parent.")
+    label: str = Field(default="", description="The arm (pipeline label) of a pipeline run; '' for a parent.")
     seed: int = Field(default=0, description="The seed of a pipeline run.")
     pipeline: str = Field(default="", description="The registered pipeline the arm ran.")
     control: str = Field(default="", description="The positive control the run was, '' for none.")
@@ -90,12 +90,14 @@ class StudyManifest(_Frozen):
     run_ids: dict[str, str] = Field(description="Each arm × seed ('<arm>/seed=<n>') to its pipeline run id.")
     git_commit: str = Field(description="The commit the runs' code was at ('-dirty' when it had changes).")
     code_fingerprint: str = Field(default="", description="SHA-256 over the package sources that ran.")
-    model_sha256: dict[str, str] = Field(description="Each model the runs used to its file's SHA-256 ('n/a' for an endpoint).")
+    model_sha256: dict[str, str] = Field(
+        description="Each model the runs used to its file's SHA-256 ('n/a' for an endpoint).")
     versions: dict[str, str] = Field(description="Python and package versions the runs logged.")
     started: str = Field(description="When the first run started (UTC, ISO 8601).")
     ended: str = Field(description="When the last run ended (UTC, ISO 8601).")
-    wall_time_s: float = Field(ge=0, description="Seconds the pipeline runs took, summed (their wall_time_s).")
-    machine: str = Field(description="The machine the study was written on (the runs' own when written by `run --study`).")
+    wall_time_s: float = Field(ge=0, description="Seconds the pipeline runs took, summed.")
+    machine: str = Field(
+        description="The machine the study was written on (the runs' own when written by `run --study`).")
     written: str = Field(description="When the study was written (UTC, ISO 8601).")
     files: dict[str, str] = Field(description="SHA-256 of every other file of the study.")
 

@@ -104,13 +104,14 @@ class Study:
                                 seed_name="--bootstrap-seed")
         frame = self.outcomes.rename(columns={"arm": "pipeline"})
         notices = [f"study {self.manifest.name}: {self.evidence_text}", *self.manifest.notes]
-        title = f"Study {self.manifest.name}: {self.manifest.dataset.source}, {self.manifest.dataset.split} split"
-        arguments = {"title": title, "notices": notices, "bootstrap_seed": bootstrap_seed,
-                     "n_resamples": n_resamples, "confidence": confidence}
-        if out is not None:
-            return report_comparison(frame, self.arms, RecordedRuns(self.runs), Path(out), **arguments)
+        dataset = self.manifest.dataset
+        title = f"Study {self.manifest.name}: {dataset.source}, {dataset.split} split"
         with tempfile.TemporaryDirectory() as tmp:
-            return report_comparison(frame, self.arms, RecordedRuns(self.runs), Path(tmp), **arguments)
+            return report_comparison(
+                frame, self.arms, RecordedRuns(self.runs), Path(out) if out is not None else Path(tmp),
+                title=title, notices=notices, bootstrap_seed=bootstrap_seed, n_resamples=n_resamples,
+                confidence=confidence,
+            )
 
 
 def _refuse(folder: Path, problem: str) -> UserError:

@@ -8,6 +8,7 @@ interrupted write leaves nothing behind and a study's summary is by construction
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -52,11 +53,9 @@ def _iso(millis: int) -> str:
 
 def _machine() -> str:
     cpu = ""
-    try:
+    with contextlib.suppress(OSError):  # not Linux: the CPU's name is left out
         cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                     if line.startswith("model name")), "")
-    except OSError:
-        pass
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores{f', {cpu}' if cpu else ''}"
 
 
@@ -102,7 +101,8 @@ def _outcome_lines(problems: Any, specs: Mapping[str, Mapping[str, Any]]) -> lis
         by_model: dict[str, int] = {}
         for role, used in usage.items():
             model = roles.get(role, default)
-            by_model[model] = by_model.get(model, 0) + int(used.get("prompt_tokens", 0) + used.get("completion_tokens", 0))
+            tokens = used.get("prompt_tokens", 0) + used.get("completion_tokens", 0)
+            by_model[model] = by_model.get(model, 0) + int(tokens)
         if not by_model:  # a table from before usage by role was kept: one model answered it all
             by_model = {default: int(cells.get("prompt_tokens", 0)) + int(cells.get("completion_tokens", 0))}
         line = {"arm": row["pipeline"], **{k: v for k, v in cells.items() if v is not None}}
@@ -169,7 +169,8 @@ def write_study(
     specs = [_spec_of(client, p) for p in parent_ids]
     spec_by_run = {r.run_id: specs[parent_ids.index(r.parent_id)] if r.parent_id else {} for r in resolved}
     problems = load_problems_frame(client, resolved)
-    records = [_recorded(p) for p in parents] + [_recorded(c, r) for c, r in zip(children, resolved, strict=True)]
+    records = [_recorded(p) for p in parents]
+    records += [_recorded(c, r) for c, r in zip(children, resolved, strict=True)]
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
         staging = Path(tmp) / "study"
@@ -198,7 +199,8 @@ def _spec_of(client: Any, parent_id: str) -> dict[str, Any]:
         try:
             path = client.download_artifacts(parent_id, "config.yaml", tmp)
         except Exception as exc:
-            raise UserError(f"experiment run {parent_id} has no config.yaml artifact (not a critiquelab run?)") from exc
+            raise UserError(f"experiment run {parent_id} has no config.yaml artifact "
+                            "(not a critiquelab run?)") from exc
         loaded = yaml.safe_load(Path(path).read_text())
     return loaded if isinstance(loaded, dict) else {}
 
@@ -225,7 +227,8 @@ def _manifest(
         code_fingerprint=first.tags.get("critiquelab.code_fingerprint", ""),
         model_sha256=_model_hashes(parent_records, specs),
         versions={k.removeprefix("version."): v for k, v in first.params.items() if k.startswith("version.")},
-        started=_iso(min(r.start_time for r in child_records)), ended=_iso(max(r.end_time for r in child_records)),
+        started=_iso(min(r.start_time for r in child_records)),
+        ended=_iso(max(r.end_time for r in child_records)),
         wall_time_s=round(sum(r.metrics.get("wall_time_s", 0.0) for r in child_records), 1),
         machine=_machine(), written=datetime.now(UTC).isoformat(timespec="seconds"), files={},
     )
@@ -234,4 +237,5 @@ def _manifest(
 def _write_manifest(folder: Path, manifest: StudyManifest) -> None:
     sums = {name: file_sha256(folder / name) for name in CHECKSUMMED}
     complete = manifest.model_copy(update={"files": sums})
-    (folder / MANIFEST).write_text(json.dumps(complete.model_dump(mode="json", by_alias=True), indent=1) + "\n")
+    text = json.dumps(complete.model_dump(mode="json", by_alias=True), indent=1)
+    (folder / MANIFEST).write_text(text + "\n")

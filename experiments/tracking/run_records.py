@@ -96,10 +96,10 @@ def open_parent_run(
     })
     config = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
     tracker.log_text(parent_id, config, "config.yaml")
-    from optimizers.export import prompts_state
+    from optimizers.export import prompts_by_role
 
-    def loaded(source: str) -> str:
-        return json.dumps(prompts_state(source, registry_uri=tracker.uri), indent=2, sort_keys=True)
+    def loaded(source: str) -> str:  # keyed by role: `critiquelab export` of the run reads it back
+        return json.dumps(prompts_by_role(source, registry_uri=tracker.uri), indent=2, sort_keys=True)
 
     if spec.prompts:
         tracker.log_text(parent_id, loaded(spec.prompts), "prompts/program.json")

@@ -40,6 +40,7 @@ class RunInfo:
     label: str = ""
     seed: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
+    pipeline: str = ""  # the registered pipeline a pipeline run ran (its roles name its agents' calls)
 
     @property
     def running(self) -> bool:
@@ -71,7 +72,7 @@ class ViewerData:
             run_id=run.info.run_id, name=run.info.run_name or run.info.run_id, experiment=experiment,
             parent_id=tags.get(PARENT_TAG, ""), status=run.info.status,
             start_time=int(run.info.start_time or 0), label=label, seed=seed,
-            metrics=dict(run.data.metrics),
+            metrics=dict(run.data.metrics), pipeline=run.data.params.get("pipeline", ""),
         )
 
     def runs(self) -> list[RunInfo]:

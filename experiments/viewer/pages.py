@@ -110,7 +110,7 @@ def problem_page(data: ViewerData, run: RunInfo, task_id: str) -> str:
     problem, messages = data.problem(run.run_id, task_id)
     back = f"{escape(run.label)} seed {escape(run.seed)}"
     body = (f'<p><a href="../../runs/{escape(run.run_id)}.html">{back}</a>'
-            f"</p>{problem_sections(problem, messages)}")
+            f"</p>{problem_sections(problem, messages, run.pipeline)}")
     return layout(f"{task_id} · {run.label}", body, 2, refresh=run.running)
 
 
@@ -121,7 +121,8 @@ def pair_page(data: ViewerData, runs: tuple[RunInfo, RunInfo], task_id: str) -> 
         problem, messages = data.problem(run.run_id, task_id)
         columns.append(
             f'<div class="column"><h2><a href="../../../problems/{escape(run.run_id)}/{slug(task_id)}.html">'
-            f"{escape(run.label)} seed {escape(run.seed)}</a></h2>{problem_sections(problem, messages)}</div>"
+            f"{escape(run.label)} seed {escape(run.seed)}</a></h2>"
+            f"{problem_sections(problem, messages, run.pipeline)}</div>"
         )
     body = f'<div class="pair">{"".join(columns)}</div>'
     return layout(f"{task_id}: {runs[0].label} vs {runs[1].label}", body, 3,

@@ -13,11 +13,14 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from core.errors import UserError
 from eval.results import ProblemResult
 from experiments.viewer.data import json_text, message_trace
 from experiments.viewer.pattern_panels import pattern_panels
 from pipelines.agents import agent_role
 from pipelines.pool.messages import Intent, Message
+from pipelines.registry import role_map
+from pipelines.roles import RoleMap
 
 CODE_INTENTS = (Intent.OUTPUT_COMPLETE, Intent.FIX, Intent.PROPOSAL, Intent.ARGUMENT, Intent.VERDICT)
 _LANE_HEIGHT, _LANE_LABEL, _WIDTH = 34, 150, 900
@@ -77,10 +80,26 @@ def swimlanes(messages: Sequence[Message]) -> str:
     return "".join(parts)
 
 
-def agent_cards(messages: Sequence[Message]) -> str:
-    """Calls, tokens and wall time per agent."""
+def declared_roles(pipeline: str) -> RoleMap | None:
+    """The roles pipeline ``pipeline`` declares; None for a run of a pipeline not installed here."""
+    if not pipeline:
+        return None
+    try:
+        return role_map(pipeline)
+    except UserError:
+        return None
+
+
+def agent_cards(messages: Sequence[Message], roles: RoleMap | None = None) -> str:
+    """Calls, tokens and wall time per agent, and the roles its calls were (as ``roles``, the
+    pipeline's declaration, names them: a debater's proposal is the coder role's)."""
     cards: dict[str, dict[str, float]] = {}
+    played: dict[str, list[str]] = {}
     for message in messages:
+        call = str(message_trace(message).get("role") or "")
+        role = (roles.role_of_call(call) if roles is not None else None) or call
+        if role and role not in played.setdefault(message.sender, []):
+            played[message.sender].append(role)
         card = cards.setdefault(message.sender, {"messages": 0, "calls": 0, "tokens": 0, "seconds": 0.0})
         card["messages"] += 1
         usage = message_trace(message).get("usage") or {}
@@ -88,10 +107,15 @@ def agent_cards(messages: Sequence[Message]) -> str:
         card["tokens"] += int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
         card["seconds"] += float(message_trace(message).get("latency_s", 0.0))
     return '<div class="cards">' + "".join(
-        f'<div class="card"><b>{escape(agent_role(sender))}</b><br>{int(c["messages"])} messages, '
+        f'<div class="card"><b>{escape(agent_role(sender))}</b>{_roles_line(played.get(sender, []))}<br>'
+        f'{int(c["messages"])} messages, '
         f'{int(c["calls"])} LM calls<br>{int(c["tokens"]):,} tokens, {c["seconds"]:.1f} s</div>'
         for sender, c in cards.items()
     ) + "</div>"
+
+
+def _roles_line(roles: list[str]) -> str:
+    return f"<br>role{'s' if len(roles) > 1 else ''}: {escape(', '.join(roles))}" if roles else ""
 
 
 def code_versions(messages: Sequence[Message]) -> list[Message]:
@@ -196,14 +220,16 @@ def message_list(messages: Sequence[Message]) -> str:
     return "".join(items) or "<p>No messages were logged for this problem.</p>"
 
 
-def problem_sections(problem: ProblemResult, messages: Sequence[Message]) -> str:
-    """The body of a problem page (also one column of a paired view)."""
+def problem_sections(problem: ProblemResult, messages: Sequence[Message], pipeline: str = "") -> str:
+    """The body of a problem page (also one column of a paired view); ``pipeline``: the registered
+    pipeline the run ran, whose declared roles name what each agent's calls were."""
     detail = f"<pre>{escape(problem.detail)}</pre>" if problem.detail else ""
     return "".join([
         f'<p class="status-{escape(problem.status)}"><b>{escape(problem.status)}</b> '
         f"{escape(problem.reason)} · {problem.total_tokens:,} tokens · {problem.lm_calls} LM calls · "
         f"{problem.latency_s:.1f} s</p>{detail}",
-        f"<h2>Swimlanes</h2>{swimlanes(messages)}", f"<h2>Agents</h2>{agent_cards(messages)}",
+        f"<h2>Swimlanes</h2>{swimlanes(messages)}",
+        f"<h2>Agents</h2>{agent_cards(messages, declared_roles(pipeline))}",
         pattern_panels(messages, problem),
         f"<h2>Code versions</h2>{versions_panel(messages, problem)}",
         f'<h2>Final code</h2><pre class="code">{escape(problem.final_code)}</pre>',

@@ -265,7 +265,7 @@ def team_metrics(history: list[Message]) -> dict[str, Any]:
 
 @register_pipeline(
     "architect", params=ArchitectParams, outcome=ArchitectOutcome,
-    roles=("architect", "developer", "team_reviewer"),
+    roles={"architect": "architect", "developer": "developer", "team_reviewer": "reviewer"},
 )
 class ArchitectTeam(dspy.Module):
     """An architect decomposes the problem into function tasks, developers write them in parallel

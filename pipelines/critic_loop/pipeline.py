@@ -20,11 +20,12 @@ from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, Pip
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent
 from pipelines.registry import register_pipeline
+from pipelines.roles import Role
 from pipelines.threads import run_thread
 from signatures.coder import Coder
 from signatures.critic import Critic
 from signatures.fixer import Fixer
-from signatures.focused_critic import CriticFocus, FocusedCritic
+from signatures.focused_critic import FOCUS_INSTRUCTIONS, CriticFocus, FocusedCritic
 from signatures.meta_critic import MetaCritic
 from signatures.test_results import with_test_results
 
@@ -69,7 +70,9 @@ class CriticLoopParams(PipelineParams):
 
 @register_pipeline(
     "critic_loop", params=CriticLoopParams, outcome=CriticLoopOutcome,
-    roles=("coder", "critic", "fixer", "meta_critic"),
+    # A panel's critics call the one critic predictor as critic_<focus>: the critic role still.
+    roles={"coder": "coder", "critic": Role(("critic",), tuple(f"critic_{k}" for k in FOCUS_INSTRUCTIONS)),
+           "fixer": "fixer", "meta_critic": "meta_critic"},
 )
 class CriticLoop(dspy.Module):
     """Coder → critic → fixer until the critic approves or max_iterations; optionally execution

@@ -80,7 +80,8 @@ class DebateParams(PipelineParams):
     )
 
 
-@register_pipeline("debate", params=DebateParams, outcome=DebateOutcome, roles=("coder", "debater", "judge"))
+@register_pipeline("debate", params=DebateParams, outcome=DebateOutcome,
+                   roles={"coder": "proposer", "debater": "debater", "judge": "judge"})
 class Debate(dspy.Module):
     """N debaters propose (sampling) and argue for R rounds with the neighbours their topology
     shows them; a judge picks or merges the answer.

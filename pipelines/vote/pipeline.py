@@ -124,7 +124,7 @@ class VoteParams(TokenBudgetParams):
         return self
 
 
-@register_pipeline("vote", params=VoteParams, outcome=VoteOutcome, roles=("coder",))
+@register_pipeline("vote", params=VoteParams, outcome=VoteOutcome, roles=("coder", "test_writer"))
 class Vote(dspy.Module):
     """k independent samples (or as many as a token budget buys); the answer is the largest group
     of samples that behave identically on the prompt's visible examples (CodeT-style).

@@ -15,24 +15,23 @@ has four of them (R/4 missing) and one the run never saw (R/9):
 
 from __future__ import annotations
 
-import json
 import socket
 
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
-from support.rescore_tasks import write_datasets
+from support.rescore_tasks import prompt_of, write_datasets, write_rows
 from support.specs import fake_spec
 
 from core.errors import UserError
-from eval.datasets import load_problems
 from experiments.api import run
 from experiments.cli import main
 from experiments.compare import compare_runs
 from experiments.rescore import rescore_run
 from experiments.rescore_pairs import LOST_PASSES_HEADING, RESCORED_FROM_TAG
 from experiments.tracking.store import PARENT_TAG, tracking_uri
+
 
 @pytest.fixture
 def datasets(tmp_path):
@@ -138,8 +137,8 @@ def test_cli_rescores_a_pipeline_run_and_compare_shows_the_lost_passes(finished_
 
 def test_a_file_with_no_matching_task_id_is_one_line_exit_2_and_no_run(finished_run, home, tmp_path, capsys,
                                                                        no_network):
-    other = _write(tmp_path / "other.jsonl", [{
-        "task_id": "Other/0", "prompt": _prompt("square", "x * x"), "entry_point": "square",
+    other = write_rows(tmp_path / "other.jsonl", [{
+        "task_id": "Other/0", "prompt": prompt_of("square", "x * x"), "entry_point": "square",
         "canonical_solution": "    return x * x\n", "base_input": [[2]]}])
     before = len(_runs_in(home, finished_run.experiment_id))
     out = tmp_path / "never"

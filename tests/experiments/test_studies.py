@@ -24,9 +24,9 @@ from experiments.studies.read import file_sha256, load_study
 from experiments.studies.write import write_study
 
 
-@pytest.fixture
-def datasets(tmp_path):
-    return write_datasets(tmp_path)
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    return write_datasets(tmp_path_factory.mktemp("data"))
 
 
 def _spec(api_base, weak):
@@ -36,17 +36,30 @@ def _spec(api_base, weak):
     return spec
 
 
-@pytest.fixture
-def finished_run(datasets, home):
+@pytest.fixture(scope="module")
+def run_home(tmp_path_factory):
+    """The data directory of the one scripted run every test here reads (module scope: a run takes
+    seconds; the tests that change a study change a copy)."""
+    return tmp_path_factory.mktemp("run") / "home"
+
+
+@pytest.fixture(scope="module")
+def finished_run(datasets, run_home):
     weak, _, answers = datasets
     with FakeOpenAIServer(humaneval_responder(answers)) as fake:
-        return run(_spec(fake.api_base, weak), progress=False, compare=False)
+        return run(_spec(fake.api_base, weak), home=run_home, progress=False, compare=False)
+
+
+@pytest.fixture(scope="module")
+def written(finished_run, run_home, tmp_path_factory):
+    return write_study(finished_run.parent_run_id, tmp_path_factory.mktemp("studies") / "weak_tests",
+                       evidence="held_out", tuned_on="nothing", notes=["scripted answers"], home=run_home)
 
 
 @pytest.fixture
-def study(finished_run, home, tmp_path):
-    return write_study(finished_run.parent_run_id, tmp_path / "studies" / "weak_tests", evidence="held_out",
-                       tuned_on="nothing", notes=["scripted answers"], home=home)
+def study(written, tmp_path):
+    """A copy of the written study, this test's to change."""
+    return shutil.copytree(written, tmp_path / "weak_tests")
 
 
 def test_a_study_holds_the_run_as_plain_files(study, finished_run):
@@ -65,13 +78,15 @@ def test_a_study_holds_the_run_as_plain_files(study, finished_run):
     assert len(lines) == 10 and [line["arm"] for line in lines[:1]] == ["baseline"]
     r1 = next(line for line in lines if line["arm"] == "baseline" and line["task_id"] == "R/1")
     assert r1["passed"] is True and "return x" in r1["final_code"]
-    assert r1["tokens_by_model"] == {"openai/fake": r1["prompt_tokens"] + r1["completion_tokens"]} != {"openai/fake": 0}
+    tokens = r1["prompt_tokens"] + r1["completion_tokens"]
+    assert r1["tokens_by_model"] == {"openai/fake": tokens} and tokens > 0
     assert "pipelines" in (study / SPEC).read_text()
 
 
-def test_compare_of_a_study_needs_no_data_directory_and_matches_the_live_one(study, finished_run, home):
-    live = compare_runs(finished_run.parent_run_id, home=home, log=False)
-    shutil.rmtree(home)
+def test_compare_of_a_study_needs_no_data_directory_and_matches_the_live_one(study, finished_run, run_home,
+                                                                              home):
+    live = compare_runs(finished_run.parent_run_id, home=run_home, log=False)
+    assert not home.exists()  # this test's data directory ($CRITIQUELAB_HOME): nothing is read from it
     loaded = load_study(study)
     again = loaded.compare()
     assert again.markdown == (study / "summary.md").read_text()
@@ -85,15 +100,17 @@ def test_compare_of_a_study_needs_no_data_directory_and_matches_the_live_one(stu
 
 def test_rescoring_a_study_reads_its_files_alone(study, datasets, home, tmp_path):
     _, strong, _ = datasets
-    shutil.rmtree(home)
     result = rescore_study(study, strong, dataset_format="evalplus", out=tmp_path / "rescored")
     for change in result.changes:
         assert (change.lost, change.gained) == (["R/1"], ["R/3"])
     assert result.missing == ["R/4"] and (tmp_path / "rescored" / "changes.csv").is_file()
     load_study(study)  # the study folder itself was not written
+    assert not home.exists()
 
 
-def test_the_cli_writes_checks_compares_and_rescores_a_study(finished_run, datasets, home, tmp_path, capsys):
+def test_the_cli_writes_checks_compares_and_rescores_a_study(finished_run, datasets, run_home, tmp_path,
+                                                              capsys):
+    home = run_home
     folder = tmp_path / "s"
     assert main(["--home", str(home), "study", "write", finished_run.parent_run_id, "--out", str(folder),
                  "--evidence", "in_sample", "--tuned-on", "these five tasks"]) == 0
@@ -102,8 +119,8 @@ def test_the_cli_writes_checks_compares_and_rescores_a_study(finished_run, datas
     assert main(["--home", str(home), "compare", str(folder), "--out", str(tmp_path / "report")]) == 0
     out = capsys.readouterr().out
     assert "tuned on: these five tasks" in out and (tmp_path / "report" / "report.html").is_file()
-    assert main(["--home", str(home), "rescore", str(folder), "--dataset", datasets[1], "--format", "evalplus",
-                 "--out", str(tmp_path / "r")]) == 0
+    assert main(["--home", str(home), "rescore", str(folder), "--dataset", datasets[1],
+                 "--format", "evalplus", "--out", str(tmp_path / "r")]) == 0
     assert "R/1" in (tmp_path / "r" / "summary.md").read_text()
 
 
@@ -161,23 +178,28 @@ def test_a_broken_study_is_one_line_exit_2(study, damage, expected, capsys):
     assert expected in line
 
 
-def test_a_study_of_an_unfinished_run_is_refused_and_nothing_written(finished_run, home, tmp_path, capsys):
+def test_a_study_of_an_unfinished_run_is_refused_and_nothing_written(finished_run, run_home, tmp_path,
+                                                                      capsys):
     from mlflow.tracking import MlflowClient
 
     from experiments.tracking.store import tracking_uri
 
-    MlflowClient(tracking_uri(home)).set_terminated(finished_run.parent_run_id, "RUNNING")
-    folder = tmp_path / "never"
-    assert main(["--home", str(home), "study", "write", finished_run.parent_run_id, "--out", str(folder),
-                 "--evidence", "held_out"]) == 2
+    client = MlflowClient(tracking_uri(run_home))
+    client.set_terminated(finished_run.parent_run_id, "RUNNING")
+    try:
+        folder = tmp_path / "never"
+        assert main(["--home", str(run_home), "study", "write", finished_run.parent_run_id,
+                     "--out", str(folder), "--evidence", "held_out"]) == 2
+    finally:
+        client.set_terminated(finished_run.parent_run_id, "FINISHED")
     assert "has not finished (RUNNING)" in capsys.readouterr().err
     assert not folder.exists() and list(tmp_path.glob(".never*")) == []
 
 
-def test_a_folder_holding_files_is_not_written_over_without_replace(study, finished_run, home):
+def test_a_folder_holding_files_is_not_written_over_without_replace(study, finished_run, run_home):
     before = (study / MANIFEST).read_text()
     with pytest.raises(UserError, match="already holds files; pass --replace"):
-        write_study(finished_run.parent_run_id, study, evidence="held_out", home=home)
+        write_study(finished_run.parent_run_id, study, evidence="held_out", home=run_home)
     assert (study / MANIFEST).read_text() == before
-    write_study(finished_run.parent_run_id, study, evidence="in_sample", home=home, replace=True)
+    write_study(finished_run.parent_run_id, study, evidence="in_sample", home=run_home, replace=True)
     assert load_study(study).manifest.evidence == "in_sample"

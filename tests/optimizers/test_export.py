@@ -80,8 +80,11 @@ def test_prompts_load_into_another_pipeline_role_by_role(tmp_path):
     baseline = create_pipeline("baseline")
     assert load_prompts_into(baseline, tmp_path) == ["coder"]
     assert baseline.coder.signature.instructions == "Coder, tuned."
-    with pytest.raises(UserError, match="match no role"):
-        load_prompts_into(create_pipeline("debate"), tmp_path)
+    debate = create_pipeline("debate")  # its coder role is served by the predictor `proposer`
+    assert load_prompts_into(debate, tmp_path) == ["proposer"]
+    assert debate.proposer.signature.instructions == "Coder, tuned."
+    with pytest.raises(UserError, match="match no role of pipeline 'role_play'"):
+        load_prompts_into(create_pipeline("role_play"), tmp_path)
 
 
 def test_mlflow_registry_gets_a_new_version_per_export(tmp_path):

@@ -18,11 +18,11 @@ TASKS = {
 }
 
 
-def _prompt(name: str, doc: str) -> str:
+def prompt_of(name: str, doc: str) -> str:
     return f'def {name}(x: int) -> int:\n    """{doc}"""\n'
 
 
-def _write(path, rows):
+def write_rows(path, rows):
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return str(path)
 
@@ -31,7 +31,7 @@ def write_datasets(tmp_path):
     """(weak humaneval-format file, stronger evalplus-format file, the run's scripted answers)."""
     weak, strong, answers = [], [], []
     for task, (name, doc, answer, weak_test, inputs, reference) in TASKS.items():
-        prompt = _prompt(name, doc)
+        prompt = prompt_of(name, doc)
         if answer is not None:
             call, expected = weak_test
             weak.append({"task_id": task, "prompt": prompt, "entry_point": name,
@@ -42,6 +42,6 @@ def write_datasets(tmp_path):
             strong.append({"task_id": task, "prompt": prompt, "entry_point": name,
                            "canonical_solution": f"    {reference}\n", "base_input": inputs[:1],
                            "plus_input": inputs[1:]})
-    answers_file = _write(tmp_path / "answers.jsonl", answers)
-    return (_write(tmp_path / "weak.jsonl", weak), _write(tmp_path / "strong.jsonl", strong),
+    answers_file = write_rows(tmp_path / "answers.jsonl", answers)
+    return (write_rows(tmp_path / "weak.jsonl", weak), write_rows(tmp_path / "strong.jsonl", strong),
             load_problems(answers_file, dataset_format="humaneval"))

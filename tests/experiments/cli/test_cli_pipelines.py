@@ -34,6 +34,8 @@ def test_lists_every_field_of_every_model_with_its_default(capsys, monkeypatch):
     assert "no params" in sections["baseline"]
     assert "  roles: coder, critic, fixer, meta_critic" in sections["critic_loop"].splitlines()
     assert "  roles: coder, repairer, scorer, path_reflector" in sections["tree_search"].splitlines()
+    # where a role's predictor is named otherwise, the listing says which serves it
+    assert "  roles: coder (proposer), debater, judge" in sections["debate"].splitlines()
     topology = next(line for line in sections["debate"].splitlines() if line.split()[0] == "topology")
     assert topology.split()[1:5] == ["str", "full", "full,", "ring,"]
 
