@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,36 @@ def add_study_parser(commands: Any) -> None:
     check.add_argument("folders", nargs="+", type=Path, help="study folders")
     show = verbs.add_parser("show", help="a study's manifest and its summary")
     show.add_argument("folder", type=Path, help="a study folder")
+    tables = verbs.add_parser("tables", help="regenerate the study tables marked in Markdown files "
+                              "(<!-- study: NAME --> … <!-- /study -->)")
+    tables.add_argument("files", nargs="*", type=Path,
+                        help="Markdown files (default: README.md and docs/**/*.md here)")
+    tables.add_argument("--root", type=Path, default=Path("studies"),
+                        help="the studies folder (default studies)")
+    tables.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 naming each file whose tables differ from its studies")
+
+
+def _tables(args: argparse.Namespace) -> int:
+    from experiments.studies.tables import refresh_files
+
+    files = args.files or [p for p in [Path("README.md"), *sorted(Path("docs").rglob("*.md"))] if p.is_file()]
+    changed = refresh_files(files, args.root, check=args.check)
+    for path in changed:
+        print(f"{path}: {'differs from its studies' if args.check else 'tables regenerated'}")
+    if args.check and changed:
+        print(f"critiquelab: {len(changed)} file(s) out of date; run `critiquelab study tables`",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_study(args: argparse.Namespace) -> int:
     from experiments.studies.read import load_study
     from experiments.studies.write import write_study
 
+    if args.study_command == "tables":
+        return _tables(args)
     if args.study_command == "write":
         folder = write_study(args.runs, args.out, evidence=args.evidence, tuned_on=args.tuned_on,
                              notes=args.note, description=args.description, home=args.home,

@@ -7,6 +7,7 @@ The scripted run is test_rescore's: baseline and a 2-sample vote on five tasks w
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -203,3 +204,35 @@ def test_a_folder_holding_files_is_not_written_over_without_replace(study, finis
     assert (study / MANIFEST).read_text() == before
     write_study(finished_run.parent_run_id, study, evidence="in_sample", home=run_home, replace=True)
     assert load_study(study).manifest.evidence == "in_sample"
+
+
+def test_documentation_tables_come_from_the_study_and_drift_is_caught(written, tmp_path, capsys):
+    root = written.parent
+    page = tmp_path / "docs" / "findings.md"
+    page.parent.mkdir()
+    page.write_text("# Findings\n\nProse a person wrote.\n\n<!-- study: weak_tests vs=baseline -->\n"
+                    "<!-- /study -->\n\n<!-- studies -->\n<!-- /studies -->\n")
+    assert main(["study", "tables", str(page), "--root", str(root), "--check"]) == 1
+    assert main(["study", "tables", str(page), "--root", str(root)]) == 0
+    text = page.read_text()
+    assert "Prose a person wrote." in text and "held out: nothing reported here was chosen" in text
+    assert "| vote | 0.600 (3/5) | [0.231, 0.882] |" in text and "| 0 / 0 | 1.000 |" in text
+    assert f"]({os.path.relpath(root, page.parent)}/weak_tests)" in text
+    capsys.readouterr()
+    assert main(["study", "tables", str(page), "--root", str(root), "--check"]) == 0
+    page.write_text(text.replace("0.600 (3/5)", "0.650 (3/5)", 1))  # a number typed over the data
+    assert main(["study", "tables", str(page), "--root", str(root), "--check"]) == 1
+    assert "differs from its studies" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("marker", "expected"), [
+    ("<!-- study: weak_tests vs=debate -->", "has no arm 'debate'; its arms: baseline, vote"),
+    ("<!-- study: weak_tests colour=red -->", "study block option 'colour=red'"),
+    ("<!-- study: gone -->", "gone': no such folder"),
+])
+def test_a_bad_study_block_is_one_line_exit_2_and_the_file_unchanged(written, tmp_path, marker, expected,
+                                                                        capsys):
+    page = tmp_path / "page.md"
+    page.write_text(f"{marker}\n<!-- /study -->\n")
+    assert main(["study", "tables", str(page), "--root", str(written.parent)]) == 2
+    assert expected in capsys.readouterr().err and page.read_text() == f"{marker}\n<!-- /study -->\n"
