@@ -113,7 +113,9 @@ def export(
     prefix: str | None = None,
 ) -> dict[str, Any]:
     """Export an optimised program: ``target`` is an export directory / ``program.json``, or the
-    id of an MLflow run (in ``home``'s store) that logged one as its ``program`` artifact.
+    id of an MLflow run (in ``home``'s store) that logged one as its ``program`` artifact. The id
+    of a plain run exports the prompts its roles were sent (:mod:`experiments.run_export`): a
+    child run's pipeline, or, for a parent, one directory per pipeline label under ``out``.
 
     Files go to ``out`` (default: ``<home>/exports/<run id or directory name>``); ``mlflow`` in
     ``formats`` registers one prompt per role in the Prompt Registry. Returns what was written.
@@ -136,7 +138,12 @@ def export(
     path, run_id = Path(target), ""
     check_lookup(path, f"export '{target}'")
     if not path.exists():
-        run_id, path = str(target), _download_program(home, str(target))
+        downloaded = _download_program(home, str(target))
+        if downloaded is None:  # a plain run: the prompts its roles were sent, rebuilt
+            from experiments.run_export import export_plain_run
+
+            return export_plain_run(home, str(target), formats=formats, out=out, prefix=prefix)
+        run_id, path = str(target), downloaded
     program, manifest = load_program(path)
     refuse_control_params(manifest.get("params", {}), str(target), "an export")
     name = run_id or path.resolve().name
@@ -155,7 +162,8 @@ def export(
     return result
 
 
-def _download_program(home: Path, run_id: str) -> Path:
+def _download_program(home: Path, run_id: str) -> Path | None:
+    """The ``program`` artifact of run ``run_id`` (an optimisation's), downloaded; None if it has none."""
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
@@ -172,10 +180,10 @@ def _download_program(home: Path, run_id: str) -> Path:
     except MlflowException as exc:
         raise UserError(f"'{run_id}' is neither a path nor an MLflow run id in {uri}") from exc
     refuse_control_runs([(run_id, run.data.tags)], "an export")  # before anything is downloaded
-    missing = UserError(f"run {run_id} has no 'program' artifact (not an optimisation run?)")
+    missing = UserError(f"run {run_id}: its 'program' artifact could not be downloaded")
     # Looked up first: downloading a missing artifact draws MLflow's progress bar before failing.
     if not any(a.path == "program" and a.is_dir for a in client.list_artifacts(run_id)):
-        raise missing
+        return None
     try:
         return Path(client.download_artifacts(run_id, "program"))
     except (MlflowException, OSError) as exc:

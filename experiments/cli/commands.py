@@ -119,6 +119,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         print(path)
     for name, version in result.get("prompts", {}).items():
         print(f"MLflow prompt {name} version {version}")
+    for notice in result.get("notices", []):  # a plain run's prompts not quite as recorded
+        print(f"critiquelab: warning: {notice}", file=sys.stderr)
     return 0
 
 

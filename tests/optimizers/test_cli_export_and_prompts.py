@@ -196,7 +196,8 @@ def test_export_of_a_run_without_a_program_is_one_line_and_no_download(tmp_path,
     assert main(["export", run_id, "--out", str(tmp_path / "out")]) == 2
     captured = capsys.readouterr()
     assert captured.err.strip().splitlines() == [
-        f"critiquelab: error: run {run_id} has no 'program' artifact (not an optimisation run?)"]
+        f"critiquelab: error: run {run_id} has no 'program' artifact and is no experiment run with finished "
+        "pipelines (nothing to export)"]
     assert not captured.out and not (tmp_path / "out").exists()  # no progress bar, nothing written
 
 
