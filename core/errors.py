@@ -3,6 +3,35 @@ library's error becomes part of that line."""
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """How a ``critiquelab`` command ends: the one definition the CLI returns and the
+    documentation's exit-code reference is generated from (:data:`EXIT_MEANINGS`)."""
+
+    DONE = 0
+    BAD_INPUT = 2
+    SERVICE_FAILED = 3
+    INTERRUPTED = 130
+    STDOUT_CLOSED = 141
+
+
+EXIT_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.DONE: "done",
+    ExitCode.BAD_INPUT: "bad input (a UserError: spec, option, dataset, endpoint, store or "
+    "data directory): one line naming the problem — the option, when the value came from one, else "
+    "the spec file and field — before anything is written. A usage error of the parser ends so too",
+    ExitCode.SERVICE_FAILED: "an external service (the model endpoint, a Chroma or MLflow server) "
+    "failed mid-run after its bounded retries (a ServiceError): one line saying what failed; "
+    "the runs are marked KILLED and the same command resumes them",
+    ExitCode.INTERRUPTED: "Ctrl-C, SIGTERM or SIGHUP (the terminal closed): runs marked KILLED, model "
+    "server stopped, pool flushed; the process ends within seconds even with a request in flight; the "
+    "same command resumes",
+    ExitCode.STDOUT_CLOSED: "standard output closed by its reader (`critiquelab pipelines | head -1`): "
+    "the command ends quietly, as a command killed by SIGPIPE would",
+}
+
 
 class UserError(Exception):
     """Bad input from the user (config, dataset, endpoint): says what is wrong and what to do.

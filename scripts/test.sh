@@ -16,4 +16,10 @@ if ! command -v chromedriver >/dev/null 2>&1; then
 fi
 .venv/bin/ruff check .
 .venv/bin/mypy  # what it checks, and how strictly: [tool.mypy] in pyproject.toml
+# The documentation site, references generated from the code; --strict: a broken link or anchor, a
+# page missing from the nav or an unresolved reference fails (its examples run in tests/docs).
+site=$(mktemp -d)
+LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 NO_MKDOCS_2_WARNING=1 \
+  .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
+rm -rf "$site"
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -1,12 +1,13 @@
 """The ``critiquelab`` command line, a thin layer over :mod:`experiments.api`: its entry point
 and how a command ends.
 
-Exit codes: 0 done; 2 bad input (one line naming it, nothing written); 3 an external service
-(model endpoint, Chroma or MLflow server) failed mid-run (one line; the same command resumes);
-130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the terminal closed; the process ends within
-seconds, resumable; what fails while it stops is a warning line before the stop's, not exit 2
-or 3); 141 standard output closed by its reader (``| head``), quietly. ``--debug`` shows
-the traceback above that line, with the same exit code; any other traceback is a bug.
+Exit codes (defined once, :class:`core.errors.ExitCode`): 0 done; 2 bad input (one line naming it,
+nothing written); 3 an external service (model endpoint, Chroma or MLflow server) failed mid-run
+(one line; the same command resumes); 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the terminal
+closed; the process ends within seconds, resumable; what fails while it stops is a warning line
+before the stop's, not exit 2 or 3); 141 standard output closed by its reader (``| head``), quietly.
+``--debug`` shows the traceback above that line, with the same exit code; any other traceback is a
+bug.
 
 :func:`main` is the ``critiquelab`` script and ``python -m experiments.cli``; the verbs and their
 options are :mod:`experiments.cli.parser`, what each verb does :mod:`experiments.cli.commands`.
@@ -25,7 +26,7 @@ import threading
 import traceback
 from typing import Any, NoReturn
 
-from core.errors import ServiceError, UserError
+from core.errors import ExitCode, ServiceError, UserError
 from experiments.cli.commands import HANDLERS
 from experiments.cli.parser import build_parser
 
@@ -38,13 +39,13 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 INTERRUPTED = "critiquelab: interrupted; run the same command again to resume"
 # Standard output closed by its reader (``critiquelab pipelines | head -1``): nothing more to say
 # to anyone, so no message; the code a command killed by SIGPIPE has in a shell (128 + 13).
-STDOUT_CLOSED = 141
+STDOUT_CLOSED = ExitCode.STDOUT_CLOSED
 
 
 def _stop_on_signal(signum: int, frame: Any) -> None:
     """Ctrl-C, SIGTERM and SIGHUP: unwind (runs marked KILLED, model server stopped, pool
     flushed), and end the process after ``STOP_GRACE_S`` whatever is still in flight."""
-    timer = threading.Timer(STOP_GRACE_S, _hard_exit, (130, INTERRUPTED))
+    timer = threading.Timer(STOP_GRACE_S, _hard_exit, (ExitCode.INTERRUPTED, INTERRUPTED))
     timer.daemon = True
     timer.start()
     for sig in STOP_SIGNALS:  # a second Ctrl-C (or the hangup that follows one) must not break the unwinding
@@ -101,7 +102,7 @@ def _main(argv: list[str] | None) -> int:
         problem = unwritable_dir(os.environ["CRITIQUELAB_HOME"])
         if problem is not None:
             _say(f"critiquelab: error: $CRITIQUELAB_HOME: {' '.join(problem.split())}")
-            return 2
+            return ExitCode.BAD_INPUT
     logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING, format="%(message)s")
     if not args.debug:  # its retries before an unreachable server is reported are not the user's news
         logging.getLogger("urllib3").setLevel(logging.ERROR)
@@ -163,7 +164,7 @@ def _say(line: str) -> None:
 
 
 def _stop_while_shutting_down(signum: int, frame: Any) -> None:
-    _hard_exit(130, "critiquelab: interrupted while shutting down")
+    _hard_exit(ExitCode.INTERRUPTED, "critiquelab: interrupted while shutting down")
 
 
 def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
@@ -181,14 +182,14 @@ def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
             return _stopped(argv)
         if isinstance(exc, UserError):
             print(f"critiquelab: error: {_one_line(exc)}", file=sys.stderr)
-            return 2
+            return ExitCode.BAD_INPUT
         print(f"critiquelab: error: {_one_line(exc)}; run the same command again to resume",
               file=sys.stderr)
         if argv is None:  # the process is ours: the unwinding (runs marked, model server stopped,
             # pool flushed) is done; interpreter shutdown could still hang or print tracebacks
             # in the finalisers of the model client's connections that the failure left open
-            _hard_exit(3)
-        return 3
+            _hard_exit(ExitCode.SERVICE_FAILED)
+        return ExitCode.SERVICE_FAILED
     except KeyboardInterrupt:
         return _stopped(argv)
 
@@ -196,8 +197,8 @@ def _handle(args: argparse.Namespace, argv: list[str] | None) -> int:
 def _stopped(argv: list[str] | None) -> int:
     _say(INTERRUPTED)
     if argv is None:  # the process is ours (not a test calling main): leave at once
-        _hard_exit(130)
-    return 130
+        _hard_exit(ExitCode.INTERRUPTED)
+    return ExitCode.INTERRUPTED
 
 
 def _raised_while_stopping(error: BaseException) -> bool:

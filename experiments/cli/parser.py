@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any, NoReturn
 
+from core.errors import ExitCode
 from experiments.cli.arg_types import (
     comma_separated,
     comma_separated_ints,
@@ -26,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit code 2) like every other bad input."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"critiquelab: error: {message} (see '{self.prog} --help')\n")
+        self.exit(ExitCode.BAD_INPUT, f"critiquelab: error: {message} (see '{self.prog} --help')\n")
 
 
 def _add_run(commands: Any) -> None:

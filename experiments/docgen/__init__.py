@@ -1,0 +1,54 @@
+"""The documentation's generated pages: references read from the code (the CLI's parser, the spec's
+pydantic models, the pipeline registry, the exit codes) and the performance page from its data, so
+none of them can drift from what the code does. :mod:`experiments.docgen.mkdocs_hook` adds them
+to the site at build time (``mkdocs build``); :func:`generated_pages` returns them as text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+
+def page_makers(root: Path) -> dict[str, Callable[[], str]]:
+    """Path of each generated page (relative to ``docs/``) -> what writes it; ``root`` is the
+    repository (for the data files pages are rendered from). Imports happen when a page is made."""
+
+    def cli() -> str:
+        from experiments.cli.parser import build_parser
+        from experiments.docgen.cli_reference import cli_page
+
+        return cli_page(build_parser())
+
+    def spec() -> str:
+        from experiments.docgen.spec_reference import spec_page
+
+        return spec_page()
+
+    def pipelines() -> str:
+        from experiments.docgen.pipeline_reference import pipelines_page
+        from pipelines.registry import describe_pipelines
+
+        return pipelines_page(describe_pipelines())
+
+    def exit_codes() -> str:
+        from experiments.docgen.pipeline_reference import exit_codes_page
+
+        return exit_codes_page()
+
+    def performance() -> str:
+        from experiments.docgen.performance import performance_page
+
+        return performance_page(root / "docs" / "data" / "timings.csv")
+
+    return {
+        "reference/cli.md": cli,
+        "reference/spec.md": spec,
+        "reference/pipelines.md": pipelines,
+        "reference/exit-codes.md": exit_codes,
+        "performance.md": performance,
+    }
+
+
+def generated_pages(root: Path) -> dict[str, str]:
+    """Every generated page's text, by its path under ``docs/``."""
+    return {path: make() for path, make in page_makers(root).items()}
