@@ -71,3 +71,15 @@ def test_an_odd_count_leaves_the_middle_problem_out():
                         for p in ("arm", "ref") for i in range(5)])
     test = slope_test(odd, "arm", "ref", seed=0, n_resamples=999)
     assert test.half == 2 and test.difference == 0  # T/2 is the middle of five: in neither half
+
+
+def test_one_position_a_side_gives_the_difference_without_a_permutation_p():
+    # Two problems in one ordering (a smoke run of a memory spec): the halves are one problem each,
+    # too few for a permutation test, yet the difference itself is defined.
+    rows = [{"pipeline": pipeline, "seed": 0, "task_id": task, "passed": passed}
+            for pipeline, outcomes in (("ref", (True, False)), ("arm", (False, True)))
+            for task, passed in zip(PROBLEMS[:2], outcomes, strict=True)]
+    test = slope_test(pd.DataFrame(rows), "arm", "ref", seed=0, n_resamples=999)
+    assert (test.orderings, test.half) == (1, 1)
+    assert test.difference == pytest.approx(2.0)  # arm: 0 → 1; ref: 1 → 0
+    assert math.isnan(test.p_positions) and math.isnan(test.p_orderings)
