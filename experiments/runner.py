@@ -100,6 +100,24 @@ class ExperimentResult:
         ]
         return pd.DataFrame(rows)
 
+    @property
+    def problems(self) -> Any:
+        """A pandas DataFrame: one row per problem × pipeline × seed, what compare's statistics
+        are computed from (``result.comparison.problems`` adds compare's ``messages`` column).
+
+        Columns: ``pipeline`` (the label, marked for a positive control), ``seed``, ``run_id``
+        (the child run), ``task_id``, ``status`` (passed / failed / timed_out / error), ``reason``
+        and ``detail`` (why it failed), ``passed`` (bool: the hidden tests passed), ``iterations``,
+        ``prompt_tokens``, ``completion_tokens``, ``total_tokens``, ``lm_calls``,
+        ``cached_lm_calls``, ``latency_s``, ``parsed`` (False: some role's reply was unparseable),
+        ``isolation`` (the sandbox's level), ``final_code``, ``usage_by_role`` (JSON text: per role
+        its calls and tokens), and ``extra.<figure>`` for each figure the pipeline's outcome model
+        declares (empty where another pipeline's row has no such figure). Rows come in run
+        order: pipeline by pipeline, seed by seed, problems in the dataset's order."""
+        from experiments.problems_frame import problems_frame
+
+        return problems_frame(self.children)
+
 
 def make_pipeline(
     name: str, params: PipelineParams, prompts: str | None = None, registry_uri: str | None = None
