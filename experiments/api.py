@@ -18,6 +18,7 @@ from experiments.runner import ExperimentResult, run_experiment
 from experiments.spec import ExperimentSpec, parse_spec
 from experiments.spec.files import load_yaml
 from experiments.spec.overrides import RunOverrides
+from experiments.spec.pipeline import anchored_pipeline_files
 
 
 def offline_defaults() -> None:
@@ -52,6 +53,9 @@ def load_experiment(
     overrides = overrides or RunOverrides()
     source = _source(spec)
     written = spec if isinstance(spec, dict) else load_yaml(Path(spec))
+    if isinstance(written, dict):  # a file pipeline (my_pipes.py:Name) is the spec's file's neighbour
+        base = Path.cwd() if isinstance(spec, dict) else Path(spec).parent
+        written = anchored_pipeline_files(written, base)
     data = overrides.apply(written) if isinstance(written, dict) else written  # else parse_spec says
     return parse_spec(data, source, blame=lambda error: overrides.blamed(
         error, written, ExperimentSpec.model_validate))
@@ -206,10 +210,12 @@ def optimize(
     )
 
 
-def list_pipelines() -> list[dict[str, Any]]:
-    """Every registered pipeline, as ``critiquelab pipelines`` prints it: ``name``, ``summary``
-    and ``params`` — one row per parameter with ``name``, ``type``, ``default``, ``required``,
+def list_pipelines(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every installed pipeline (critiquelab's and plugins'), or only ``names`` (registered names
+    or ``module:Name`` / ``file.py:Name`` references; an unknown one is a one-line UserError), as
+    ``critiquelab pipelines`` prints them: ``name``, ``summary``, ``roles``, ``figures`` and
+    ``params`` — one row per parameter with ``name``, ``type``, ``default``, ``required``,
     ``allowed`` (range or choices) and ``description``, generated from its typed model."""
     from pipelines.registry import describe_pipelines
 
-    return describe_pipelines()
+    return describe_pipelines(names)

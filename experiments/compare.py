@@ -220,13 +220,12 @@ def figure_tables(runs: Sequence[ComparedRun], notices: list[str]) -> dict[str, 
     """Per label, the table metrics of its pipeline's figures, as the pipeline's registered
     outcome model summarises them. A run of a pipeline not registered here (renamed, or from
     other code) gets only the columns every pipeline has, and a notice says so."""
-    from pipelines.registry import outcome_model, pipeline_names
+    from pipelines.registry import is_pipeline, outcome_model
 
-    registered = set(pipeline_names())
     pipelines = {run.label: run.pipeline for run in runs}  # a label's runs are of one pipeline
     tables: dict[str, FigureMetrics] = {}
     for label, pipeline in pipelines.items():
-        if pipeline in registered:
+        if is_pipeline(pipeline):  # installed, or a module/file reference that still loads
             tables[label] = outcome_model(pipeline).table_metrics
         else:
             notices.append(f"{label}: pipeline '{pipeline}' is not registered here; only the metrics "
@@ -301,17 +300,19 @@ def compare_runs(
     :class:`UserError`, raised before anything is read or written. ``log=False`` writes the
     files but attaches nothing to MLflow. ``tracking``: the MLflow tracking URI (default
     ``$MLFLOW_TRACKING_URI``, else the data directory's store). ``viewer_url``: where the
-    report's links to each discordant problem point (default ``critiquelab view``'s own address,
-    http://127.0.0.1:8470; an http(s) URL, checked first like the other options).
+    report's links to each problem's transcripts point: a live ``critiquelab view`` (an http(s)
+    URL, checked first like the other options, e.g. http://127.0.0.1:8470); by default the
+    compared runs' viewer pages are written beside the report (``viewer/``), so the links open
+    from disk and travel with the report.
     """
     from eval.statistics import check_bootstrap_options
 
     check_bootstrap_options(
         n_resamples, bootstrap_seed, confidence, resamples_name="n_resamples", seed_name="bootstrap_seed"
     )
-    from experiments.viewer.server import DEFAULT_URL, check_viewer_url
+    from experiments.viewer.server import REPORT_PAGES, check_viewer_url
 
-    viewer_url = check_viewer_url(viewer_url or DEFAULT_URL)
+    viewer_url = check_viewer_url(viewer_url) if viewer_url is not None else None
     run_ids = [runs] if isinstance(runs, str) else list(runs)
     if not run_ids:
         raise UserError("compare needs a parent run id or one or more pipeline run ids")
@@ -330,8 +331,13 @@ def compare_runs(
     title = f"Pipeline comparison: {run_ids[0] if single_parent else f'{len(resolved)} runs'}"
     result = report_comparison(
         problems, resolved, client, out, title=title, notices=notices, bootstrap_seed=bootstrap_seed,
-        n_resamples=n_resamples, confidence=confidence, viewer_url=viewer_url,
+        n_resamples=n_resamples, confidence=confidence, viewer_url=viewer_url or REPORT_PAGES,
     )
+    if viewer_url is None:  # the links' pages, written beside the report: they open from disk
+        from experiments.viewer.data import ViewerData
+        from experiments.viewer.server import Viewer, export
+
+        export(Viewer(ViewerData(client.tracking_uri)), out / REPORT_PAGES, [r.run_id for r in resolved])
     logged = None
     if log:
         tags = {

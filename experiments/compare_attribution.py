@@ -39,13 +39,12 @@ class AttributionSection:
 def attribute_problems(problems: Any, runs: Sequence[ComparedRun]) -> dict[str, tuple[str, ...]]:
     """Set ``problems[COLUMN]`` (None where a problem is not attributable) from each run's
     registered outcome model; returns, per label attributed, the places its problems can end."""
-    from pipelines.registry import outcome_model, pipeline_names
+    from pipelines.registry import is_pipeline, outcome_model
 
-    registered = set(pipeline_names())
     problems[COLUMN] = None
     ends: dict[str, tuple[str, ...]] = {}
     for run in runs:
-        if run.pipeline not in registered or not outcome_model(run.pipeline).attribution_ends():
+        if not is_pipeline(run.pipeline) or not outcome_model(run.pipeline).attribution_ends():
             continue
         model = outcome_model(run.pipeline)
         rows = problems.index[problems["run_id"] == run.run_id]

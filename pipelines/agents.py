@@ -11,6 +11,7 @@ from typing import Any
 
 import dspy
 
+from core.errors import UserError
 from pipelines.agent_traces import AgentTraces
 from pipelines.pool.context import current_run_id
 from pipelines.pool.message_pool import MessagePool
@@ -34,6 +35,9 @@ class TaskContext:
     # Agents of one thread may publish from several threads (parallel agents): the log must keep
     # the pool's order, so stamping and appending happen together.
     _publishing: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Pool name -> the agent listening under it: two agents under one name would share one queue,
+    # each taking the other's messages, so the second is refused (see claim).
+    _listeners: dict[str, object] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.thread_id:
@@ -42,6 +46,24 @@ class TaskContext:
     def agent_name(self, role: str) -> str:
         # Agent names are unique per thread, so concurrent tasks never share a queue.
         return f"{role}@{self.thread_id[:12]}"
+
+    def claim(self, name: str, agent: object) -> None:
+        """Record ``agent`` as the one listening under pool name ``name``; another agent already
+        listening there (two agents of one role, neither given a name of its own) is refused
+        with one line, as a pipeline's mistake, instead of their queues silently merging."""
+        with self._publishing:
+            holder = self._listeners.setdefault(name, agent)
+        if holder is not agent:
+            role = agent_role(name)
+            raise UserError(
+                f"two agents listen under the pool name '{role}' ({type(holder).__name__} and "
+                f"{type(agent).__name__}) in one task: give each its own name, e.g. "
+                f"self.name = ctx.agent_name(f'{role}{{index}}') after Agent.__init__")
+
+    def release(self, name: str, agent: object) -> None:
+        with self._publishing:
+            if self._listeners.get(name) is agent:
+                del self._listeners[name]
 
     def publish(
         self, *, intent: str, sender: str, content: str = "", summary: str = "",
@@ -97,6 +119,7 @@ class Agent(abc.ABC):
         self.name = ctx.agent_name(self.role)
 
     def listen(self, intents: Iterable[str], *, to_me_only: bool = False) -> None:
+        self.ctx.claim(self.name, self)
         self.ctx.pool.subscribe(
             self.name, intents=list(intents), thread_id=self.ctx.thread_id, to_me_only=to_me_only
         )
@@ -107,6 +130,7 @@ class Agent(abc.ABC):
 
     def close(self) -> None:
         self.ctx.pool.unsubscribe(self.name)
+        self.ctx.release(self.name, self)
 
 
 # A guard against agents that would answer each other forever; no pipeline comes near it.

@@ -28,6 +28,14 @@ and registers them. A new pipeline copies this pattern (see :mod:`pipelines.crit
             ...
             return dspy.Prediction(code=final, outcome=ReflexionOutcome(trials=..., ...))
 
+Decorating only marks the class: a pipeline is *found* through the entry-point group
+:data:`ENTRY_POINTS` (``critiquelab.pipelines``; critiquelab's own are listed in its pyproject as
+another package lists its own, ``reflexion = "pipelines.reflexion:Reflexion"``), or named where
+it is by a spec (``package.module:Name``, ``path/to/file.py:Name``). The installed ones are read
+once per process, at the first lookup (:func:`rescan` reads them again); a plugin that fails to
+import, or a name two pipelines take, is one :class:`UserError` line. Nothing is registered at
+import time, and there is no registry object but the cached lookups.
+
 Every field has a ``description`` and its range (``ge``/``le``/``gt``) or choices (``Literal``);
 defaults live only in the model. The model checks a spec's ``params`` once, when the spec is
 parsed (before anything runs or is written), and the runner builds the pipeline from that instance
@@ -47,15 +55,16 @@ run metrics (:meth:`~pipelines.outcomes.Outcome.run_metrics`) and comparison col
 
 from __future__ import annotations
 
-import importlib
+import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import dspy
 
 from core.errors import UserError
+from core.plugins import Loaded, entry_point_objects, is_reference, load_reference
 from pipelines.outcomes import Outcome
 from pipelines.params import PipelineParams, describe_params
 from pipelines.roles import RoleDeclaration, RoleMap, declare_roles, undeclared_roles
@@ -72,14 +81,12 @@ class _Registered:
     roles: RoleMap
 
 
-_REGISTRY: dict[str, _Registered] = {}
-# Modules whose import registers the built-in pipelines; loaded on first lookup, not at import.
-_BUILTIN_MODULES = (
-    "pipelines.baseline", "pipelines.self_refine", "pipelines.reflexion",
-    "pipelines.critic_loop.pipeline", "pipelines.debate.pipeline", "pipelines.vote.pipeline",
-    "pipelines.tree_search.pipeline", "pipelines.scratchpad_team.pipeline", "pipelines.architect.pipeline",
-    "pipelines.sop.pipeline", "pipelines.role_play.pipeline", "pipelines.distinguish.pipeline",
-)
+# The entry-point group every pipeline is installed under, critiquelab's own included (its
+# pyproject lists them): one mechanism, so a plugin is found exactly as a built-in is.
+ENTRY_POINTS = "critiquelab.pipelines"
+# The attribute ``register_pipeline`` leaves on the class it decorates: ``(name, _Registered)``.
+# Read from the class's own __dict__, so a subclass that is not registered itself is no pipeline.
+_MARK = "__critiquelab_pipeline__"
 
 
 def register_pipeline(
@@ -97,30 +104,104 @@ def register_pipeline(
         raise TypeError(f"pipeline '{name}': outcome must be an Outcome model, got {outcome!r}")
 
     def decorate(factory: F) -> F:
-        known = _REGISTRY.get(name)
-        if known is not None and known.factory is not factory:
-            raise ValueError(f"pipeline name '{name}' is already registered")
-        _REGISTRY[name] = _Registered(factory, params, outcome, declared)
+        # Only marked: the registry reads the mark where the class is installed or referenced
+        # (see _installed), so importing a module registers nothing anywhere.
+        setattr(factory, _MARK, (name, _Registered(factory, params, outcome, declared)))
         return factory
 
     return decorate
 
 
-def _load_builtins() -> None:
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
+def _marked(value: Any) -> tuple[str, _Registered] | None:
+    mark = getattr(value, "__dict__", {}).get(_MARK)
+    return mark if isinstance(mark, tuple) else None
+
+
+@functools.cache
+def _installed() -> dict[str, _Registered]:
+    """Every pipeline installed under :data:`ENTRY_POINTS`, loaded on the first lookup and kept
+    for the process. An entry point that fails to import, points to no registered pipeline, or
+    whose name is not its pipeline's, and a name two pipelines take, are one UserError line."""
+    found: dict[str, tuple[_Registered, Loaded]] = {}
+    for loaded in entry_point_objects(ENTRY_POINTS):
+        mark = _marked(loaded.value)
+        if mark is None:
+            raise UserError(f"{loaded.source}: not a pipeline (a class decorated with @register_pipeline)")
+        name, registered = mark
+        if name != loaded.name:
+            raise UserError(f"{loaded.source}: registers pipeline '{name}'; name the entry point '{name}'")
+        if name in found and found[name][0].factory is not registered.factory:
+            raise UserError(f"pipeline '{name}' is registered twice: by {found[name][1].source} and by "
+                            f"{loaded.source}; uninstall or rename one")
+        found[name] = (registered, loaded)
+    if not any(loaded.distribution == "critiquelab" for _, loaded in found.values()):
+        raise UserError("critiquelab's own pipelines are not installed (no entry points of group "
+                        f"{ENTRY_POINTS}): reinstall it, e.g. pip install -e .")
+    return {name: registered for name, (registered, _) in found.items()}
+
+
+@functools.cache
+def _referenced(reference: str) -> tuple[str, _Registered]:
+    """The pipeline ``module:Name`` or ``file.py:Name`` names: the one its module registers as
+    ``Name``, or its class ``Name``. Its registered name may not be an installed pipeline's."""
+    module, wanted = load_reference(reference, "pipeline")
+    marks = [mark for value in vars(module).values() if (mark := _marked(value)) is not None]
+    chosen = [(n, r) for n, r in marks if wanted in (n, getattr(r.factory, "__name__", None))]
+    if not chosen:
+        names = ", ".join(sorted({n for n, _ in marks})) or "none"
+        raise UserError(f"pipeline '{reference}': {module.__name__} registers no pipeline named or "
+                        f"defined as '{wanted}' (it registers: {names})")
+    name, registered = chosen[0]
+    installed = _installed().get(name)
+    if installed is not None and installed.factory is not registered.factory:
+        raise UserError(f"pipeline '{reference}' registers the name '{name}', which an installed "
+                        "pipeline has; rename it")
+    return name, registered
 
 
 def _registered(name: str) -> _Registered:
-    _load_builtins()
-    if name not in _REGISTRY:
-        raise UserError(f"unknown pipeline '{name}'; registered: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+    if is_reference(name):
+        return _referenced(name)[1]
+    installed = _installed()
+    if name not in installed:
+        raise UserError(f"unknown pipeline '{name}'; registered: {', '.join(sorted(installed))} "
+                        "(or name one as package.module:Name or path/to/file.py:Name)")
+    return installed[name]
 
 
 def pipeline_names() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
+    """The installed pipelines' names (critiquelab's and every plugin's)."""
+    return sorted(_installed())
+
+
+def rescan() -> None:
+    """Look for installed pipelines again on the next lookup: after ``pip install``-ing a plugin
+    into a running process (a notebook), whose pipelines were read once, at the first lookup."""
+    _installed.cache_clear()
+    _referenced.cache_clear()
+
+
+def is_pipeline(name: str) -> bool:
+    """Whether ``name`` (a registered name or a reference) names a pipeline here: a run's
+    recorded name read later (compare, rescore) that does not is shown with the columns every
+    pipeline has. A broken installed plugin is still the error it is everywhere."""
+    installed = _installed()
+    if not is_reference(name):
+        return name in installed
+    try:
+        _referenced(name)
+    except UserError:  # a module or file that no longer loads here
+        return False
+    return True
+
+
+def registered_name(name: str) -> str:
+    """The name pipeline ``name`` registered itself under: ``name`` itself, or for a reference
+    (``module:Name``) the name its module gave it — a spec entry's default label."""
+    if is_reference(name):
+        return _referenced(name)[0]
+    _registered(name)  # an unknown name: the same one line as everywhere
+    return name
 
 
 def params_model(name: str) -> type[PipelineParams]:
@@ -147,9 +228,10 @@ def role_map(name: str) -> RoleMap:
 def program_roles(program: Any) -> RoleMap:
     """The roles of ``program``: its registered pipeline's declaration, or, for a module no
     registration describes, one role per predictor named after its attribute."""
-    _load_builtins()
-    registered = next((r for r in _REGISTRY.values() if r.factory is type(program)), None)
-    return registered.roles if registered is not None else undeclared_roles(program)
+    mark = getattr(type(program), _MARK, None)
+    if isinstance(mark, tuple) and isinstance(mark[1], _Registered):
+        return mark[1].roles
+    return undeclared_roles(program)
 
 
 def outcome_model(name: str) -> type[Outcome]:
@@ -172,11 +254,12 @@ def create_pipeline(name: str, **values: Any) -> dspy.Module:
     return build_pipeline(name, validate_params(name, values))
 
 
-def describe_pipelines() -> list[dict[str, Any]]:
-    """Every registered pipeline: ``name``, ``summary`` (its docstring's first paragraph),
-    ``params`` (:func:`pipelines.params.describe_params` of its model), ``roles`` and ``figures``
-    (the per-problem figures its outcome model declares)."""
-    _load_builtins()
+def describe_pipelines(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every installed pipeline, or only ``names`` (registered names or references, in that
+    order; an unknown one is a one-line UserError): ``name``, ``summary`` (its docstring's first
+    paragraph), ``params`` (:func:`pipelines.params.describe_params` of its model), ``roles`` and
+    ``figures`` (the per-problem figures its outcome model declares)."""
+    chosen = [(name, _registered(name)) for name in names] if names else sorted(_installed().items())
     return [
         {
             "name": name,
@@ -186,5 +269,5 @@ def describe_pipelines() -> list[dict[str, Any]]:
             "predictors": registered.roles.predictor_names(),
             "figures": [name for name, field in registered.outcome.model_fields.items() if not field.exclude],
         }
-        for name, registered in sorted(_REGISTRY.items())
+        for name, registered in chosen
     ]

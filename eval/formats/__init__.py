@@ -4,29 +4,82 @@
 - ``mbpp``: ``text, code, test_list`` … — prompt, entry point and ``check`` are built.
 - ``evalplus``: HumanEval+ / MBPP+ — inputs checked against the canonical solution's outputs.
 
+Formats are found through the entry-point group ``critiquelab.formats`` (:data:`ENTRY_POINTS`):
+critiquelab's pyproject lists these three there, and an installed package adds its own with a
+line ``NAME = "its_module:ITS_FORMAT"`` (a :class:`DatasetFormat` whose ``name`` is ``NAME``).
 A spec names its format (``dataset.format``) or leaves it to :func:`detect_format`, which looks
-only at the column names.
+only at the column names (and so only ever picks one of the three).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
-from typing import Literal
+from typing import Annotated
+
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
-from eval.formats import evalplus, humaneval, mbpp
+from core.plugins import entry_point_objects
 from eval.formats.base import DatasetFormat, FormatOptions
 
-FormatName = Literal["humaneval", "mbpp", "evalplus"]
-FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (humaneval.FORMAT, mbpp.FORMAT, evalplus.FORMAT)}
+ENTRY_POINTS = "critiquelab.formats"
 
-__all__ = ["FORMATS", "DatasetFormat", "FormatName", "FormatOptions", "detect_format", "get_format"]
+__all__ = ["ENTRY_POINTS", "DatasetFormat", "FormatName", "FormatOptions", "detect_format", "format_names",
+           "get_format", "rescan"]
+
+
+@functools.cache
+def _formats() -> dict[str, DatasetFormat]:
+    """Every installed format, loaded on first use and kept for the process; an entry point
+    that fails to import, is no format, is named otherwise than its format, or takes a name
+    another has, is one UserError line."""
+    found: dict[str, tuple[DatasetFormat, str]] = {}
+    for loaded in entry_point_objects(ENTRY_POINTS):
+        value = loaded.value
+        if not isinstance(value, DatasetFormat):
+            raise UserError(f"{loaded.source}: not a dataset format (an eval.formats.DatasetFormat)")
+        if value.name != loaded.name:
+            raise UserError(f"{loaded.source}: is format '{value.name}'; name the entry point '{value.name}'")
+        if value.name in found and found[value.name][0] is not value:
+            raise UserError(f"dataset format '{value.name}' is registered twice: by {found[value.name][1]} "
+                            f"and by {loaded.source}; uninstall or rename one")
+        found[value.name] = (value, loaded.source)
+    if "humaneval" not in found:
+        raise UserError(f"critiquelab's dataset formats are not installed (no entry points of group "
+                        f"{ENTRY_POINTS}): reinstall it, e.g. pip install -e .")
+    return {name: value for name, (value, _) in found.items()}
+
+
+def rescan() -> None:
+    """Look for installed formats again on the next use (after installing a plugin in a
+    running process)."""
+    _formats.cache_clear()
+
+
+def format_names() -> list[str]:
+    """The installed formats' names."""
+    return list(_formats())
 
 
 def get_format(name: str) -> DatasetFormat:
-    if name not in FORMATS:
-        raise UserError(f"unknown dataset format '{name}'; known: {', '.join(FORMATS)}")
-    return FORMATS[name]
+    formats = _formats()
+    if name not in formats:
+        raise UserError(f"unknown dataset format '{name}'; known: {', '.join(formats)}")
+    return formats[name]
+
+
+def _installed_format(name: str) -> str:
+    try:
+        get_format(name)
+    except UserError as exc:
+        raise PydanticCustomError("dataset_format", "{message}", {"message": str(exc)}) from exc
+    return name
+
+
+# A format's name as a spec or an option gives it: checked against the installed formats.
+FormatName = Annotated[str, AfterValidator(_installed_format)]
 
 
 def detect_format(columns: Collection[str]) -> tuple[str, str]:

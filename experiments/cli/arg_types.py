@@ -41,6 +41,17 @@ def comma_separated(text: str) -> list[str]:
     return parts
 
 
+def dataset_format(text: str) -> str:
+    """``--format``: an installed dataset format (critiquelab's, or a plugin's: eval.formats)."""
+    from core.errors import UserError
+    from eval.formats import get_format
+
+    try:
+        return get_format(text).name
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def comma_separated_ints(text: str) -> list[int]:
     try:
         return [int(part) for part in comma_separated(text)]

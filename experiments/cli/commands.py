@@ -189,7 +189,7 @@ def _cmd_pipelines(args: argparse.Namespace) -> int:
     from experiments.api import list_pipelines
     from experiments.cli.pipelines_listing import render_pipelines
 
-    print(render_pipelines(list_pipelines(), shutil.get_terminal_size().columns))
+    print(render_pipelines(list_pipelines(args.names or None), shutil.get_terminal_size().columns))
     return 0
 
 

@@ -12,6 +12,7 @@ from experiments.cli.arg_types import (
     comma_separated,
     comma_separated_ints,
     data_home,
+    dataset_format,
     output_dir,
     port,
     prompt_prefix,
@@ -20,7 +21,18 @@ from experiments.cli.arg_types import (
 from experiments.cli.memory import add_memory_parser
 from experiments.cli.rescore import add_rescore_parser
 
-DESCRIPTION = "``critiquelab``: a thin command line over :mod:`experiments.api`."
+# Printed by --help as written (plain text: no reST or Markdown markup a terminal would show raw).
+DESCRIPTION = """\
+Run multi-agent code-generation experiments, compare their pipelines, look at what the
+agents did, and optimise and export their prompts. Everything here is also a Python API
+(experiments.api)."""
+EPILOG = """\
+'critiquelab VERB --help' shows a verb's options; 'critiquelab pipelines' lists the pipelines
+a spec can name.
+
+exit codes: 0 done; 2 bad input (one line naming it, nothing written); 3 a service (model
+endpoint, Chroma, MLflow) failed mid-run (run the same command again to resume); 130 interrupted
+(resumable)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,8 +51,9 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--dataset", help="'humaneval', a .jsonl/.parquet/saved-dataset path, or "
                      "hf://OWNER/NAME (a Hugging Face Hub dataset in the local cache, e.g. "
                      "hf://evalplus/humanevalplus)")
-    run.add_argument("--format", choices=["humaneval", "mbpp", "evalplus"],
-                     help="the dataset's format (default: the spec's dataset.format, else detected)")
+    run.add_argument("--format", type=dataset_format, metavar="FORMAT",
+                     help="the dataset's format: humaneval, mbpp, evalplus or an installed plugin's "
+                     "(default: the spec's dataset.format, else detected)")
     run.add_argument("--limit", type=int, help="only the first N problems")
     run.add_argument("--task-ids", type=comma_separated, help="comma-separated task ids")
     run.add_argument("--split", choices=["dev", "test", "all"],
@@ -79,8 +92,9 @@ def _add_compare(commands: Any) -> None:
     compare.add_argument("--resamples", type=int, default=9999,
                          help="bootstrap resamples, 99 to 1000000 (default 9999)")
     compare.add_argument("--no-log", action="store_true", help="do not attach the report to MLflow")
-    compare.add_argument("--viewer-url", help="where the report links discordant problems: the root of "
-                         "a `critiquelab view` (default http://127.0.0.1:8470)")
+    compare.add_argument("--viewer-url", help="link the report's problems to a running 'critiquelab view' "
+                         "at this URL, e.g. http://127.0.0.1:8470 (default: the compared runs' pages are "
+                         "written beside the report, under viewer/, and open from disk)")
 
 
 def _add_optimize(commands: Any) -> None:
@@ -114,7 +128,8 @@ def _common_options(parser: argparse.ArgumentParser, default: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="critiquelab", description=DESCRIPTION)
+    parser = _Parser(prog="critiquelab", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     _common_options(parser, None)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run(commands)
@@ -133,7 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     models = commands.add_parser("models", help="bundled model files")
     models.add_argument("action", choices=["list", "fetch"])
     models.add_argument("name", nargs="?", default="local", help="'local', 'local-1.5b' or a key")
-    commands.add_parser("pipelines", help="list registered pipelines and their typed params")
+    pipelines = commands.add_parser("pipelines", help="list registered pipelines and their typed params")
+    pipelines.add_argument("names", nargs="*", metavar="NAME",
+                           help="only these: registered names or package.module:Name / file.py:Name "
+                           "(default: every installed pipeline)")
     add_memory_parser(commands)
     add_rescore_parser(commands)
     for verb in commands.choices.values():

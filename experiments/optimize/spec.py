@@ -22,7 +22,7 @@ from experiments.controls import optimisation_refusal
 from experiments.spec import DatasetSpec, ModelSpec
 from experiments.spec.execution import ExecutionSpec
 from experiments.spec.files import format_validation_error, load_yaml
-from experiments.spec.pipeline import PipelineSpec
+from experiments.spec.pipeline import PipelineSpec, anchored_entry
 from experiments.spec.stores import TrackingSpec
 from experiments.spec.strict import PrintableName, StrictModel
 from optimizers.optimizer_params import OptimizerParams, optimizer_params
@@ -155,7 +155,10 @@ class OptimizeSpec(StrictModel):
 
 
 def load_optimize_spec(path: Path) -> OptimizeSpec:
-    return parse_optimize_spec(load_yaml(path), str(path))
+    data = load_yaml(path)
+    if isinstance(data, dict) and "pipeline" in data:  # a file pipeline (my_pipes.py:Name): beside the spec
+        data = {**data, "pipeline": anchored_entry(data["pipeline"], path.parent)}
+    return parse_optimize_spec(data, str(path))
 
 
 def parse_optimize_spec(data: Any, source: str) -> OptimizeSpec:

@@ -6,6 +6,7 @@ memory. Its ``params`` become the pipeline's own params model here, the one vali
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -21,13 +22,14 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
+from core.plugins import anchored
 from experiments.controls import memory_refusal
 from experiments.serving.model_files import resolve_bundled
 from experiments.spec.strict import PrintableName
 from experiments.urls import http_url_problem
 from pipelines.memory.config import MemoryConfig
 from pipelines.params import PipelineParams
-from pipelines.registry import params_model, pipeline_roles, validate_params
+from pipelines.registry import params_model, pipeline_roles, registered_name, validate_params
 
 
 def _endpoint_url(url: str | None) -> str | None:
@@ -100,10 +102,13 @@ class PipelineSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    name: str = Field(description="A registered pipeline (see `critiquelab pipelines`).")
+    name: str = Field(description="A registered pipeline (see `critiquelab pipelines`: critiquelab's and "
+                      "installed plugins'), or one from your own code: `package.module:Name` (an "
+                      "importable module) or `path/to/file.py:Name` (relative to the spec's "
+                      "directory), Name being its registered name or its class.")
     label: PrintableName | None = Field(
         default=None,
-        description="Name in results; defaults to `name`. Must be unique.",
+        description="Name in results; defaults to the pipeline's registered name. Must be unique.",
     )
     # Always given: the validator below puts the pipeline's own model here (its defaults if the
     # spec has no params). SerializeAsAny: dumped as that model, every field, not as the empty base.
@@ -176,4 +181,21 @@ class PipelineSpec(BaseModel):
 
     @property
     def display_name(self) -> str:
-        return self.label or self.name
+        return self.label or registered_name(self.name)
+
+
+def anchored_entry(entry: Any, base: Path) -> Any:
+    """A spec's pipeline entry named by a relative file (``my_pipes.py:Name``) named by its
+    absolute path from ``base`` (the spec's directory): the name a run records then loads from
+    any directory, as ``compare`` and ``rescore`` read it later. Anything else is unchanged."""
+    if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+        return {**entry, "name": anchored(entry["name"], base)}
+    return entry
+
+
+def anchored_pipeline_files(spec: dict[str, Any], base: Path) -> dict[str, Any]:
+    """``spec`` with each of its ``pipelines`` :func:`anchored_entry`."""
+    pipelines = spec.get("pipelines")
+    if not isinstance(pipelines, list):
+        return spec
+    return {**spec, "pipelines": [anchored_entry(entry, base) for entry in pipelines]}

@@ -4,7 +4,7 @@ as static files that open from disk."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from html import escape
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +30,9 @@ _ROUTES = (
 
 
 DEFAULT_URL = f"http://{HOST}:{DEFAULT_PORT}"
+# Where compare writes the compared runs' pages beside its report (its links' relative root), so
+# the report's problem links open from disk, with no viewer running, and travel with the report.
+REPORT_PAGES = "viewer"
 
 
 def check_viewer_url(url: str, name: str = "viewer_url") -> str:
@@ -84,15 +87,21 @@ class Viewer:
             return pair_page(self.data, runs, self._task(runs[0].run_id, parts[2]))
         raise UserError(f"no page at '{path}'")
 
-    def all_pages(self, run_id: str | None = None) -> Iterator[tuple[str, str]]:
+    def all_pages(self, run_id: str | Collection[str] | None = None) -> Iterator[tuple[str, str]]:
         """(path, html) of every page: the index, each pipeline run, each problem, and each problem
-        whose outcome differs between two runs of one parent, side by side."""
-        runs = [r for r in self.data.runs() if r.label]
+        whose outcome differs between two runs of one parent, side by side. ``run_id``: only the
+        pipeline runs with this id or parent id (or any of these)."""
+        every = self.data.runs()
+        runs = [r for r in every if r.label]
         if run_id is not None:
-            runs = [r for r in runs if run_id in (r.run_id, r.parent_id)]
+            wanted = {run_id} if isinstance(run_id, str) else set(run_id)
+            runs = [r for r in runs if wanted & {r.run_id, r.parent_id}]
             if not runs:
-                raise UserError(f"run '{run_id}': no pipeline run with this id or parent id")
-        yield "index.html", self.page("/")
+                named = ", ".join(sorted(wanted))
+                raise UserError(f"run '{named}': no pipeline run with this id or parent id")
+        # The index lists only the runs written here (and their parents), so every link resolves.
+        shown = {r.run_id for r in runs} | {r.parent_id for r in runs}
+        yield "index.html", index_page([r for r in every if r.run_id in shown])
         for run in runs:
             yield f"runs/{run.run_id}.html", self.page(f"/runs/{run.run_id}.html")
             for problem in self.data.problems(run.run_id):
@@ -109,7 +118,7 @@ class Viewer:
                                pair_page(self.data, (a, b), problem.task_id))
 
 
-def export(viewer: Viewer, out: Path, run_id: str | None = None) -> int:
+def export(viewer: Viewer, out: Path, run_id: str | Collection[str] | None = None) -> int:
     """Write every page under ``out`` (checked first: a directory that can take them); returns
     how many."""
     from experiments.paths import check_writable_dir

@@ -5,6 +5,7 @@ baseline, which neither revises nor chooses, is not attributed."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import pandas as pd
@@ -103,7 +104,9 @@ def test_counts_and_shares_per_pipeline_in_the_tables_and_mlflow(attributed):
     assert "| vote | 1 (0.17) | 1 (0.17) | 4 (0.67) |" in section
     html = comparison.files["html"].read_text()
     loop_run = next(c.run_id for c in result.children if c.pipeline == "critic_loop")
-    assert f'href="http://127.0.0.1:8470/problems/{loop_run}/HumanEval_3-' in html  # the echo, to open
+    # The echo, to open: its page written beside the report, so the link works from disk.
+    link = re.search(rf'href="(viewer/problems/{loop_run}/HumanEval_3-[^"]+)"', html)
+    assert link and (comparison.out_dir / link.group(1)).is_file()
 
     logged = MlflowClient(tracking_uri(home)).get_run(result.parent_run_id).data.metrics
     assert logged["attribution.critic_loop.echo"] == 1 and logged["attribution.vote.chosen_passing"] == 4

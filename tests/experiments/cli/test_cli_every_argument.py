@@ -81,6 +81,8 @@ def _cases(tmp_path, api_base: str) -> dict[tuple[str, str], tuple[list[str], st
         ("models", "name"): (["models", "fetch", "no-such-model"], "no-such-model"),
         ("models", "home"): (["models", "list", "--home", str(a_file)], "a_file"),
         ("pipelines", "home"): (["pipelines", "--home", str(a_file)], "a_file"),
+        ("pipelines", "names"): (["pipelines", "debate", "no_such_pipeline"],
+                                 "unknown pipeline 'no_such_pipeline'"),
         ("memory search", "text"): (["memory", "search", " "], "argument text"),
         ("memory search", "k"): (["memory", "search", "x", "--k", "0"], "--k"),
         ("memory search", "role"): (["memory", "search", "x", "--role", "nobody"], "nobody"),
