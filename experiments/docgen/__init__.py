@@ -35,6 +35,11 @@ def page_makers(root: Path) -> dict[str, Callable[[], str]]:
 
         return exit_codes_page()
 
+    def study_files() -> str:
+        from experiments.docgen.study_reference import study_files_page
+
+        return study_files_page()
+
     def performance() -> str:
         from experiments.docgen.performance import performance_page
 
@@ -45,6 +50,7 @@ def page_makers(root: Path) -> dict[str, Callable[[], str]]:
         "reference/spec.md": spec,
         "reference/pipelines.md": pipelines,
         "reference/exit-codes.md": exit_codes,
+        "reference/study-files.md": study_files,
         "performance.md": performance,
     }
 
