@@ -3,6 +3,9 @@
     from experiments.api import RunOverrides, run
     result = run("experiments/baseline.yaml", overrides=RunOverrides(limit=5))
     result.summary()
+
+    study = load_study("studies/test_half_selection")   # committed results, no data directory
+    study.outcomes                                       # one row per arm × seed × problem
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import FieldError, UserError
 from experiments.estimate import Estimate, estimate_run
@@ -19,6 +22,9 @@ from experiments.spec import ExperimentSpec, parse_spec
 from experiments.spec.files import load_yaml
 from experiments.spec.overrides import RunOverrides
 from experiments.spec.pipeline import anchored_pipeline_files
+
+if TYPE_CHECKING:
+    from experiments.studies.read import Study
 
 
 def offline_defaults() -> None:
@@ -219,3 +225,27 @@ def list_pipelines(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
     from pipelines.registry import describe_pipelines
 
     return describe_pipelines(names)
+
+
+def load_study(path: str | Path) -> Study:
+    """A committed study folder, checked (a missing or altered file is a one-line UserError):
+    ``.outcomes`` is its per-problem DataFrame (one row per arm × seed × problem, the final
+    programs included), ``.manifest`` its provenance and evidence status, ``.compare()``
+    compare's tables and paired tests re-computed from its files, with no data directory."""
+    from experiments.studies.read import load_study as load
+
+    return load(path)
+
+
+def write_study(
+    run_ids: str | Sequence[str], out: str | Path, *, evidence: str, tuned_on: str = "",
+    notes: Sequence[str] = (), home: str | Path | None = None, replace: bool = False,
+) -> Path:
+    """Write the study of finished runs (a parent run id, or pipeline run ids) into the folder
+    ``out`` — what ``critiquelab study write`` does. ``evidence``: ``held_out`` or ``in_sample``."""
+    from experiments.studies.write import write_study as write
+
+    if evidence not in ("held_out", "in_sample"):
+        raise UserError(f"evidence '{evidence}': use held_out or in_sample")
+    return write(run_ids, out, evidence="held_out" if evidence == "held_out" else "in_sample",
+                 tuned_on=tuned_on, notes=notes, home=Path(home) if home else None, replace=replace)

@@ -16,6 +16,7 @@ from support.rescore_tasks import write_datasets
 from support.specs import fake_spec
 
 from core.errors import UserError
+from experiments import api
 from experiments.api import run
 from experiments.cli import main
 from experiments.compare import compare_runs
@@ -94,7 +95,7 @@ def test_compare_of_a_study_needs_no_data_directory_and_matches_the_live_one(stu
     assert list(again.table["pass@1"]) == list(live.table["pass@1"]) == [0.6, 0.6]
     assert list(again.pairs["mcnemar_p"]) == list(live.pairs["mcnemar_p"])
     assert "held out" in again.markdown  # the study's evidence status travels with its figures
-    frame = loaded.outcomes
+    frame = api.load_study(study).outcomes  # the notebook's way in
     assert {"arm", "seed", "task_id", "passed", "final_code", "tokens_by_model"} <= set(frame.columns)
     assert frame.groupby("arm")["passed"].sum().to_dict() == {"baseline": 3, "vote": 3}
 
