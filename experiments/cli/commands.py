@@ -11,11 +11,13 @@ import shutil
 import socket
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import UserError
 from experiments.cli.memory import cmd_memory
 from experiments.cli.rescore import cmd_rescore
+from experiments.cli.study import cmd_study
 
 if TYPE_CHECKING:
     from experiments.spec.overrides import RunOverrides
@@ -33,6 +35,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.estimate:
         return _cmd_estimate(args)
+    if args.study is not None:  # refused before the run, not after hours of it
+        from experiments.studies.write import check_destination
+
+        if args.evidence is None:
+            raise UserError("--study needs --evidence held_out|in_sample: what a reader is told beside "
+                            "its figures")
+        check_destination(args.study, replace=False)
     result = run(
         args.spec, overrides=_overrides(args), home=args.home, fresh=args.fresh, cache=not args.no_cache,
         progress=not args.no_progress, compare=args.compare,
@@ -45,6 +54,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result.comparison is not None:  # its notices repeat the runs' warnings, printed just above
         _print_notices([n for n in result.comparison.notices if n not in result.warnings])
         print(f"\n{result.comparison.markdown}\nReport: {result.comparison.files['html']}")
+    if args.study is not None:
+        from experiments.studies.write import write_study
+
+        folder = write_study(result.parent_run_id, args.study, evidence=args.evidence, tuned_on=args.tuned_on,
+                             notes=args.note, home=args.home)
+        print(f"study written to {folder} (commit it; `critiquelab compare {folder}` re-computes it)")
     return 0
 
 
@@ -64,6 +79,8 @@ def _print_notices(notices: list[str]) -> None:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from eval.statistics import check_bootstrap_options
     from experiments.compare import compare_runs
+    from experiments.paths import data_dir as default_data_dir
+    from experiments.studies.read import is_study, load_study
 
     # Checked here too so the message names the flags rather than compare_runs' parameters.
     check_bootstrap_options(
@@ -73,6 +90,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         from experiments.viewer.server import check_viewer_url
 
         check_viewer_url(args.viewer_url, "--viewer-url")
+    if len(args.runs) == 1 and is_study(args.runs[0]):  # from the study's files: nothing to log
+        out = args.out or (args.home or default_data_dir()) / "reports" / f"study-{Path(args.runs[0]).name}"
+        result = load_study(args.runs[0]).compare(out, bootstrap_seed=args.bootstrap_seed,
+                                                  n_resamples=args.resamples)
+        _print_notices(result.notices)
+        print(result.markdown)
+        print(f"Report: {result.files['html']}")
+        return 0
     result = compare_runs(
         args.runs, home=args.home, out=args.out, log=not args.no_log,
         bootstrap_seed=args.bootstrap_seed, n_resamples=args.resamples, viewer_url=args.viewer_url,
@@ -197,4 +222,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _cmd_run, "compare": _cmd_compare, "export": _cmd_export, "optimize": _cmd_optimize,
     "ui": _cmd_ui, "view": _cmd_view, "models": _cmd_models,
     "pipelines": _cmd_pipelines, "memory": cmd_memory, "rescore": cmd_rescore,
+    "study": cmd_study,
 }

@@ -20,6 +20,7 @@ from experiments.cli.arg_types import (
 )
 from experiments.cli.memory import add_memory_parser
 from experiments.cli.rescore import add_rescore_parser
+from experiments.cli.study import add_evidence_options, add_study_parser
 
 # Printed by --help as written (plain text: no reST or Markdown markup a terminal would show raw).
 DESCRIPTION = """\
@@ -78,6 +79,14 @@ def _add_run(commands: Any) -> None:
     )
     run.add_argument("--prompts", help="exported prompts to load: a `critiquelab export` directory or its "
                      "program.json, or Prompt Registry URIs prompts:/NAME/VERSION (comma-separated)")
+    run.add_argument("--strict", action="store_const", const=True, default=None,
+                     help="refuse to report a run with unusable model replies (unparsed, no code, "
+                     "fallbacks, cut at max_tokens, no token usage): exit 3 at the first; finished "
+                     "problems are kept, so the run resumes")
+    run.add_argument("--study", type=output_dir, metavar="DIR",
+                     help="when the run ends, write its study (results as committed files) into DIR, "
+                     "e.g. studies/NAME; needs --evidence")
+    add_evidence_options(run, required=False)
     run.add_argument("--estimate", action="store_true",
                      help="print the expected LM calls, tokens and wall time per pipeline (from earlier runs "
                      "in this data directory, or shipped defaults) and exit: no model call, nothing written")
@@ -85,7 +94,8 @@ def _add_run(commands: Any) -> None:
 
 def _add_compare(commands: Any) -> None:
     compare = commands.add_parser("compare", help="compare pipelines: table, paired tests, plots, report")
-    compare.add_argument("runs", nargs="+", help="a parent run id (all its pipeline runs) or run ids")
+    compare.add_argument("runs", nargs="+", help="a parent run id (all its pipeline runs) or run ids, or "
+                         "one study folder (re-computed from its files alone)")
     compare.add_argument("--out", type=output_dir, help="report directory (default <data dir>/reports/<id>)")
     compare.add_argument("--bootstrap-seed", type=int, default=0,
                          help="seed of the paired bootstrap, 0 to 2**32-1 (default 0)")
@@ -154,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "(default: every installed pipeline)")
     add_memory_parser(commands)
     add_rescore_parser(commands)
+    add_study_parser(commands)
     for verb in commands.choices.values():
         _common_options(verb, argparse.SUPPRESS)
     return parser
