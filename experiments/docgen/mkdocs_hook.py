@@ -3,10 +3,12 @@ time: they exist only in the build, so there is no copy to fall behind the code.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
 
 from experiments.docgen import generated_pages
 
@@ -19,3 +21,12 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
             files.remove(existing)
         files.append(File.generated(config, path, content=text))
     return files
+
+
+# Docstrings cross-reference in Sphinx's roles (:func:`run`); rendered as Markdown, the role's name
+# would be left in front of the code span it names.
+_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj):(?=<code>)")
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    return _ROLE.sub("", html)
