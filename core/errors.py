@@ -24,7 +24,9 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     "the spec file and field — before anything is written. A usage error of the parser ends so too",
     ExitCode.SERVICE_FAILED: "an external service (the model endpoint, a Chroma or MLflow server) "
     "failed mid-run after its bounded retries (a ServiceError): one line saying what failed; "
-    "the runs are marked KILLED and the same command resumes them",
+    "the runs are marked KILLED and the same command resumes them. Also `run --strict` (spec `strict: "
+    "true`) refusing to report a run with a model reply its role could not use, a fallback, no code, a "
+    "reply cut at `max_tokens` or no token usage, before that problem is checkpointed",
     ExitCode.INTERRUPTED: "Ctrl-C, SIGTERM or SIGHUP (the terminal closed): runs marked KILLED, model "
     "server stopped, pool flushed; the process ends within seconds even with a request in flight; the "
     "same command resumes",
