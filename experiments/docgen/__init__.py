@@ -1,7 +1,8 @@
 """The documentation's generated pages: references read from the code (the CLI's parser, the spec's
-pydantic models, the pipeline registry, the exit codes) and the performance page from its data, so
-none of them can drift from what the code does. :mod:`experiments.docgen.mkdocs_hook` adds them
-to the site at build time (``mkdocs build``); :func:`generated_pages` returns them as text."""
+pydantic models, the pipeline registry, the exit codes) and the performance page from its data and
+the benchmark scripts' docstrings, so none of them can drift from what the code does.
+:mod:`experiments.docgen.mkdocs_hook` adds them to the site at build time (``mkdocs build``);
+:func:`generated_pages` returns them as text."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def page_makers(root: Path) -> dict[str, Callable[[], str]]:
     def performance() -> str:
         from experiments.docgen.performance import performance_page
 
-        return performance_page(root / "docs" / "data" / "timings.csv")
+        return performance_page(root / "docs" / "data" / "timings.csv", root / "benchmarks")
 
     return {
         "reference/cli.md": cli,

@@ -3,6 +3,7 @@ the latest figure of each measure with its date and machine, then every measurem
 
 from __future__ import annotations
 
+import ast
 import csv
 from pathlib import Path
 
@@ -34,7 +35,16 @@ def _row(row: dict[str, str], *, with_measure: bool) -> list[str]:
     return [cell(row["measure"]), *figure] if with_measure else figure
 
 
-def performance_page(path: Path) -> str:
+def benchmarks_section(folder: Path) -> str:
+    """Each script in ``folder`` with the first paragraph of its docstring (what it measures)."""
+    lines = []
+    for script in sorted(folder.glob("*.py")):
+        doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+        lines.append(f"- `{script.name}` — {cell(doc.split(chr(10) * 2)[0])}")
+    return "\n".join(lines) + "\n"
+
+
+def performance_page(path: Path, benchmarks: Path | None = None) -> str:
     rows = read_timings(path)
     # The latest of each measure; on one day, the last row written that day.
     latest: dict[str, dict[str, str]] = {}
@@ -52,4 +62,7 @@ def performance_page(path: Path) -> str:
         table(["measure", *header], [_row(row, with_measure=True) for row in latest.values()]),
         "## History\n",
         table(["measure", *header], [_row(row, with_measure=True) for row in history]),
+        *(["## Benchmarks\n",
+           f"Run by hand (`.venv/bin/python {benchmarks.name}/NAME.py --help`); they print their figures.\n",
+           benchmarks_section(benchmarks)] if benchmarks is not None else []),
     ])
