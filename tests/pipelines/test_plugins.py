@@ -166,3 +166,20 @@ def test_the_example_package_installs_and_is_listed_with_its_params_and_roles(tm
     assert "  max_steps  int   5        >= 1, <= 12" in block
     assert "  roles: planner, coder" in block.splitlines()
     assert not list(EXAMPLE.rglob("*.egg-info")) and not (EXAMPLE / "build").exists()  # checkout untouched
+
+
+def test_an_installed_dataset_format_is_one_a_spec_and_run_format_can_name(tmp_path):
+    from experiments.api import load_experiment
+    from experiments.cli.parser import build_parser
+
+    spec = {**_spec("baseline"), "dataset": {"source": "humaneval", "format": "team_rows"}}
+    spec["model"]["api_base"] = "http://127.0.0.1:9/v1"
+    with pytest.raises(UserError, match=r"dataset.format: unknown dataset format 'team_rows'; "
+                                        r"known: evalplus, humaneval, mbpp"):
+        load_experiment(spec)
+    module = ("import dataclasses\nfrom eval.formats.humaneval import FORMAT as F\n"
+              "FORMAT = dataclasses.replace(F, name='team_rows')\n")
+    with _plugin(tmp_path, "[critiquelab.formats]\nteam_rows = team_rows:FORMAT\n", {"team_rows.py": module}):
+        assert load_experiment(spec).dataset.format == "team_rows"
+        args = build_parser().parse_args(["run", "x.yaml", "--format", "team_rows"])
+        assert args.format == "team_rows"
