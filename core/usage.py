@@ -38,6 +38,14 @@ class RoleUsage:
     reuse_reported_prompt_tokens: int = 0
     # Replies that ended because they reached the request's max_tokens: cut off, not finished.
     truncated_replies: int = 0
+    # What the role could not use (counted where a role's reply is parsed, pipelines.role_call):
+    # role calls whose reply did not parse into the signature's fields, replies of a code-writing
+    # role that hold no code, LM calls beyond a role call's first (DSPy asking again after a reply
+    # it could not parse), and fallbacks the pipeline took in place of the role's answer.
+    unparsed_replies: int = 0
+    codeless_replies: int = 0
+    reply_retries: int = 0
+    fallbacks: int = 0
 
 
 @dataclass
@@ -85,6 +93,24 @@ class UsageMeter:
                 model_s=model_s, truncated_replies=truncated_replies,
             )
 
+    def count(
+        self, role: str, *, unparsed_replies: int = 0, codeless_replies: int = 0, reply_retries: int = 0,
+        fallbacks: int = 0,
+    ) -> None:
+        """Count what ``role`` could not use (see :class:`RoleUsage`); on the task's meter too.
+        Nothing to count adds no role (a role is listed by the calls it made)."""
+        if not (unparsed_replies or codeless_replies or reply_retries or fallbacks):
+            return
+        with self._lock:
+            usage = self.by_role.setdefault(role, RoleUsage())
+            usage.unparsed_replies += unparsed_replies
+            usage.codeless_replies += codeless_replies
+            usage.reply_retries += reply_retries
+            usage.fallbacks += fallbacks
+        if self.parent is not None:
+            self.parent.count(role, unparsed_replies=unparsed_replies, codeless_replies=codeless_replies,
+                              reply_retries=reply_retries, fallbacks=fallbacks)
+
     def exchange(
         self, request: Any, replies: list[str], forget: Callable[[], None] | None = None,
         *, settings: dict[str, Any] | None = None,
@@ -121,6 +147,10 @@ class UsageMeter:
                 total.reused_prompt_tokens += usage.reused_prompt_tokens
                 total.reuse_reported_prompt_tokens += usage.reuse_reported_prompt_tokens
                 total.truncated_replies += usage.truncated_replies
+                total.unparsed_replies += usage.unparsed_replies
+                total.codeless_replies += usage.codeless_replies
+                total.reply_retries += usage.reply_retries
+                total.fallbacks += usage.fallbacks
         return total
 
 

@@ -24,6 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from eval.results import ProblemResult
 
 FigureMetrics = Callable[[Sequence[ProblemResult]], Mapping[str, float]]
+# What a role could not use, counted per role where its reply is parsed (pipelines.role_call):
+# replies that did not parse, a code-writing role's replies without code, DSPy asking again after
+# a reply it could not parse, and fallbacks the pipeline took instead of the role's answer.
+UNUSABLE_COUNTS = ("unparsed_replies", "codeless_replies", "reply_retries", "fallbacks")
 
 
 def summarize(results: Sequence[ProblemResult], figures: FigureMetrics | None = None) -> dict[str, float]:
@@ -47,6 +51,7 @@ def summarize(results: Sequence[ProblemResult], figures: FigureMetrics | None = 
         "problems_with_truncated_replies": sum(r.truncated_replies > 0 for r in results),
         "problem_latency_s": sum(r.latency_s for r in results),
     }
+    metrics.update(unusable_reply_metrics(results))
     if n:  # per-problem means; datasets are never empty, but no problem means no mean
         metrics["pass_at_1"] = passed / n
         metrics["tokens_per_problem"] = (prompt + completion) / n
@@ -57,6 +62,8 @@ def summarize(results: Sequence[ProblemResult], figures: FigureMetrics | None = 
     for role, usage in _usage_by_role(results).items():
         metrics[f"role.{role}.calls"] = usage["calls"]
         metrics[f"role.{role}.tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        for key in UNUSABLE_COUNTS:
+            metrics[f"role.{role}.{key}"] = usage[key]
     for status, count in Counter(r.status.value for r in results).items():
         metrics[f"status.{status}"] = count
     for reason, count in Counter(r.reason for r in results if r.reason).items():
@@ -79,11 +86,36 @@ def prefix_reuse_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
     }
 
 
+def unusable_reply_metrics(results: Sequence[ProblemResult]) -> dict[str, float]:
+    """The run's totals of :data:`UNUSABLE_COUNTS` (a real 0 when none), and the problems that
+    had a reply their role could not use or a fallback (run_warnings says so too)."""
+    metrics: dict[str, float] = {key: 0 for key in UNUSABLE_COUNTS}
+    for result in results:
+        for usage in result.usage_by_role.values():
+            for key in UNUSABLE_COUNTS:
+                metrics[key] += usage.get(key, 0)
+    metrics["problems_with_unusable_replies"] = sum(bool(unusable_by_role(r)) for r in results)
+    return metrics
+
+
+def unusable_by_role(result: ProblemResult) -> dict[str, dict[str, int]]:
+    """Per role, the problem's replies its role could not use and fallbacks taken (the
+    :data:`UNUSABLE_COUNTS` but retries, which end in a usable reply or in an unparsed one), for
+    the roles that had any."""
+    found = {}
+    for role, usage in result.usage_by_role.items():
+        counts = {key: int(usage.get(key, 0)) for key in UNUSABLE_COUNTS if key != "reply_retries"}
+        if any(counts.values()):
+            found[role] = counts
+    return found
+
+
 def _usage_by_role(results: Sequence[ProblemResult]) -> dict[str, dict[str, float]]:
     totals: dict[str, dict[str, float]] = {}
     for result in results:
         for role, usage in result.usage_by_role.items():
-            into = totals.setdefault(role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            into = totals.setdefault(role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                            **dict.fromkeys(UNUSABLE_COUNTS, 0)})
             for key in into:
                 into[key] += usage.get(key, 0)
     return totals

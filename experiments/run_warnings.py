@@ -5,14 +5,25 @@ from __future__ import annotations
 
 from eval.results import ProblemResult
 from eval.scoring import NO_CODE
+from experiments.reply_warnings import retry_warnings, unusable_reply_warnings
 from experiments.spec import ExperimentSpec
 
 
 def child_run_warnings(spec: ExperimentSpec, label: str, seed: int,
                        results: list[ProblemResult]) -> list[str]:
     """Every warning the child run ``label``/``seed`` carries, one line each."""
+    return (refusable_warnings(label, seed, results) + retry_warnings(label, seed, results)
+            + speculation_warnings(spec, label, seed))
+
+
+def refusable_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
+    """The warnings that say a run's numbers may not measure its method — what the endpoint
+    answered, not how the method did — which ``strict`` refuses to report
+    (:func:`experiments.reply_warnings.refuse_if_faulty` checks the same per problem). Not
+    refusable: retries (they end in a reply that parsed, or in one counted as unparsed) and
+    speculative decoding (a serving choice the spec made)."""
     return (no_code_warnings(label, seed, results) + usage_warnings(label, seed, results)
-            + truncation_warnings(label, seed, results) + speculation_warnings(spec, label, seed))
+            + truncation_warnings(label, seed, results) + unusable_reply_warnings(label, seed, results))
 
 
 def no_code_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:

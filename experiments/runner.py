@@ -32,6 +32,7 @@ from experiments.memory_run import (
 )
 from experiments.paths import data_dir as default_data_dir
 from experiments.progress import ProgressBar
+from experiments.reply_warnings import refuse_if_faulty
 from experiments.run_warnings import child_run_warnings
 from experiments.serving.lazy_lm import LazyLM
 from experiments.serving.provision import resolve_model
@@ -204,6 +205,9 @@ def _run_child(
     run_id, logged = child_run(tracker, ctx.parent_id, ctx.siblings, label, seed)
     params, resolved = _resolve_params(pipeline_spec, seed, finished)
     done = store.load(label, seed, resolved)
+    # strict: nothing faulty is reported, a problem kept by an earlier run without it neither
+    refuse_if_faulty(spec.strict, label, seed, [done[p.task_id] for p in problems if p.task_id in done],
+                     checkpointed=True)
     pending = [p for p in problems if p.task_id not in done]
     pending_ids = {p.task_id for p in pending}
     if not pending and logged is not None and logged.info.status == "FINISHED":
@@ -248,6 +252,7 @@ def _run_child(
             solving = ctx.executor.solve(job, pending, pool)
             with contextlib.closing(solving):  # an error here stops the problems in flight too
                 for result in solving:
+                    refuse_if_faulty(spec.strict, label, seed, [result])  # before it is checkpointed
                     if tracer is not None and result.task_id not in traced:  # queued; see close()
                         tracer.submit(result, pool.history(thread_id=result.thread_id), time.time())
                     result.resolved_params = resolved

@@ -87,6 +87,9 @@ def solve_and_score(
                 "calls": u.calls, "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3),
                 "model_s": round(u.model_s, 3), "timed_tokens": u.timed_tokens,
+                # what the role could not use (pipelines.role_call): metrics and warnings per role
+                "unparsed_replies": u.unparsed_replies, "codeless_replies": u.codeless_replies,
+                "reply_retries": u.reply_retries, "fallbacks": u.fallbacks,
             }
             for role, u in meter.by_role.items()
         },

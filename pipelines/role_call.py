@@ -121,7 +121,8 @@ def call_role(
     ``memories`` text; ``after_failure`` tells memory whether the call is a retry after the visible
     examples failed (None: memory judges from the inputs). A reply the role cannot use (unparsed,
     or no code from a code-writing role) is dropped from the LM cache, so a later run asks the
-    model again."""
+    model again, and is counted for ``role`` on the task's meter (a prompt too long for the context
+    as an unparsed reply: the role got no answer either way), with DSPy's retries."""
     if recall is None and MEMORIES_FIELD not in inputs:
         recall = recalled(predictor.signature, role, inputs, after_failure)
     extra = _with_recall(predictor, recall, inputs) if recall is not None else {}
@@ -141,9 +142,16 @@ def call_role(
             # One problem's conversation outgrew the model (a long critique round, a big
             # debate): an unparsed step for this problem, not the end of the experiment.
             parsed, error = False, f"context window exceeded: {str(exc).splitlines()[0][:300]}"
-    if not _usable(predictor, outputs, parsed):
+    usable = _usable(predictor, outputs, parsed)
+    if not usable:
         meter.forget_replies()  # not kept in the LM cache: a later run asks again, not replays it
     total = meter.total()
+    # Counted here, where every role's reply is parsed, so no pipeline has to: the run's metrics
+    # and warnings name the roles whose replies were unusable (experiments.run_warnings). Each
+    # role call is one predictor call, which asks once; calls beyond that are DSPy asking again
+    # (ChatAdapter falls back to JSONAdapter) after a reply it could not parse.
+    meter.count(role, unparsed_replies=int(not parsed), codeless_replies=int(parsed and not usable),
+                reply_retries=max(total.calls - 1, 0))
     usage: dict[str, float] = {
         "calls": total.calls, "cached_calls": total.cached_calls,
         "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
@@ -152,3 +160,13 @@ def call_role(
         role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error,
         exchanges=list(meter.exchanges), memory_ids=memory_ids,
     )
+
+
+def fell_back(role: str) -> None:
+    """Count a fallback the pipeline took because it could not use ``role``'s answer (a judge that
+    did not decide, a critique that could not be read): the pipeline goes on without that role's
+    say, so it is counted and warned about as an unparsed reply is (experiments.run_warnings).
+    Called by the pipeline where it decides so, in the role call's context (its task's meter)."""
+    meter = current_meter()
+    if meter is not None:
+        meter.count(role, fallbacks=1)

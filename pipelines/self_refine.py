@@ -18,7 +18,7 @@ from pipelines.params import MaxIterations, PipelineParams
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
-from pipelines.role_call import call_role
+from pipelines.role_call import call_role, fell_back
 from pipelines.threads import ThreadOutcome, run_thread
 from signatures.coder import Coder
 from signatures.fixer import Fixer
@@ -46,8 +46,9 @@ class SelfReviewAgent(Agent):
         self.reviews += 1
         step = call_role(self.feedback, self.role, prompt=self.ctx.prompt, code=message.content,
                          execution_feedback="none")
-        if not step.parsed:
+        if not step.parsed:  # the loop ends without the self-review's say: a fallback
             verdict, text = "unparsed", step.raw
+            fell_back(self.role)
         else:
             verdict = "approve" if step.get("is_correct") else "request_changes"
             text = step.get("feedback") or ""

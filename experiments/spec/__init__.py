@@ -271,6 +271,16 @@ class ExperimentSpec(StrictModel):
         "`token_budget_from` starts once every child listed before it has finished. Local "
         "executor only.",
     )
+    strict: bool = Field(
+        default=False,
+        description="Refuse to report a run whose numbers may not measure its method: the first "
+        "problem with a model reply its role could not use (unparsed, no code where code was asked "
+        "for), a fallback the pipeline took instead of a role's answer, no code in the answer, a "
+        "reply cut at max_tokens or calls that reported no token usage stops the run with one line "
+        "(exit 3) before that problem is checkpointed. The finished problems are kept: the same "
+        "command resumes once the endpoint is fixed, or without strict reports the run with its "
+        "warnings. Also `critiquelab run --strict`.",
+    )
 
     @field_validator("pipelines")
     @classmethod

@@ -80,6 +80,9 @@ class RunOverrides(BaseModel):
     prompts: Annotated[str | Path | None, _Replaces(("prompts",))] = Field(
         default=None, description="prompts: exported prompts loaded into every pipeline."
     )
+    strict: Annotated[bool | None, _Replaces(("strict",))] = Field(
+        default=None, description="strict: refuse to report a run with unusable replies (exit 3)."
+    )
     ray: Annotated[str | None, _Replaces(("execution", "address"))] = Field(
         default=None,
         description="execution.address, with execution.executor set to 'ray': the Ray cluster to "

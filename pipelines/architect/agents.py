@@ -17,7 +17,7 @@ from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import TaskContext
 from pipelines.architect.plan import defined_functions
 from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role
+from pipelines.role_call import RoleResult, call_role, fell_back
 from signatures.team_contracts import (
     DeveloperInput,
     DeveloperOutput,
@@ -147,7 +147,8 @@ class ReviewerWorker:
                f"Criteria: {'; '.join(request.criteria)}")
         step = call_role(self.reviewer, "team_reviewer", prompt=self.ctx.prompt, code=code,
                          review_request=ask, verification=verification.report)
-        if not step.parsed:
+        if not step.parsed:  # the team stops without the review's say: a fallback
+            fell_back("team_reviewer")
             publish_in(self.ctx, session, intent=Intent.CRITIQUE, sender=self.name, content=step.raw,
                        summary="review unparsed", step=step, verdict="unparsed")
             return None

@@ -35,7 +35,7 @@ from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, Pip
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
-from pipelines.role_call import call_role
+from pipelines.role_call import call_role, fell_back
 from pipelines.threads import converse
 from signatures.architect import Architect
 from signatures.developer import Developer
@@ -123,7 +123,8 @@ class ArchitectAgent(Agent):
         proposed = [t if isinstance(t, TaskAssignment) else TaskAssignment.model_validate(t)
                     for t in step.get("tasks") or []]
         plan = make_plan(proposed, self.ctx.entry_point, max_tasks=self.params.max_tasks)
-        if not step.parsed:
+        if not step.parsed:  # the default plan stands in for the architect's: a fallback
+            fell_back(self.role)
             plan.notes.insert(0, f"the plan was unparseable ({step.error or 'no tasks read'})")
         contract = ArchitectPlan(tasks=plan.tasks, waves=[[t.task_id for t in w] for w in plan.waves],
                                  notes=plan.notes)

@@ -13,7 +13,7 @@ from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.controls import oracle_feedback
 from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import call_role
+from pipelines.role_call import call_role, fell_back
 from signatures.review import Finding, Review, render_review
 
 CHANGES = ("request_changes", "reject")
@@ -80,8 +80,10 @@ class CriticAgent(Agent):
             )
             content, verdict = review.model_dump_json(), review.verdict
         else:
-            # Never read an unparseable review as an approval; record it as what it is.
+            # Never read an unparseable review as an approval; record it as what it is. The loop
+            # then ends without the critic's say: a fallback, counted and warned about.
             content, verdict = step.raw, "unparsed"
+            fell_back(self.role)
         self.ctx.publish(
             intent=Intent.CRITIQUE, sender=self.name, content=content,
             summary=f"review {self.reviews}: {verdict}", in_reply_to=message.id, step=step,

@@ -17,7 +17,7 @@ from pipelines.agents import TaskContext
 from pipelines.critic_loop.agents import CHANGES, CriticAgent
 from pipelines.parallel_agents import ParallelCalls
 from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role
+from pipelines.role_call import RoleResult, call_role, fell_back
 from signatures.focused_critic import FOCUS_INSTRUCTIONS
 from signatures.review import Finding, Review
 
@@ -76,6 +76,8 @@ class PanelCriticAgent(CriticAgent):
         for kind, step in zip(self.critics, steps, strict=True):
             reviews[kind] = review = _review_of(step)
             verdict = review.verdict if review else "unparsed"
+            if review is None:  # the panel goes on without this critic's say
+                fell_back(f"critic_{kind}")
             self.ctx.publish(
                 intent=Intent.PANEL_REVIEW, sender=self.ctx.agent_name(f"critic_{kind}"),
                 content=review.model_dump_json() if review else step.raw,

@@ -10,7 +10,7 @@ import dspy
 from eval.assembly import assemble_program
 from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import call_role
+from pipelines.role_call import call_role, fell_back
 
 Topology = Literal["full", "ring", "star"]
 TOPOLOGIES: tuple[str, ...] = get_args(Topology)
@@ -145,6 +145,7 @@ class JudgeAgent(Agent):
         else:
             # An unusable verdict is recorded as such; the first debater's solution stands in.
             final, how = codes[0], "fallback"
+            fell_back(self.role)  # counted and warned about (pipelines.role_call)
         self.ctx.publish(
             intent=Intent.VERDICT, sender=self.name, content=final, step=step,
             summary=f"judge: {how} {choice if how == 'chosen' else ''}".strip(),

@@ -12,7 +12,7 @@ import dspy
 from eval.visible_examples import code_feedback, visible_examples
 from pipelines.agents import Agent, TaskContext
 from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import call_role
+from pipelines.role_call import call_role, fell_back
 from pipelines.scratchpad.access import AgentAccess
 from pipelines.scratchpad.channels import ChannelSpec
 from pipelines.scratchpad.events import ScratchpadIntent
@@ -177,6 +177,8 @@ class TeamReviewerAgent(ScratchpadAgent):
         step = call_role(self.reviewer, self.role, prompt=self.ctx.prompt,
                          scratchpad=render(snapshot, self.refused))
         verdict = str(step.get("verdict")) if step.parsed else "unparsed"
+        if not step.parsed:  # the team stops without the review's say: a fallback
+            fell_back(self.role)
         findings = [f.model_dump() if isinstance(f, Finding) else f for f in step.get("findings") or []]
         entry = {"review": len(self.reviewed), "code_version": code_version, "verdict": verdict,
                  "findings": findings, "summary": str(step.get("summary") or step.raw)}

@@ -16,7 +16,7 @@ from eval.visible_examples import VisibleExample, execution_feedback, visible_ex
 from pipelines.agents import TaskContext
 from pipelines.handoff import HandoffAgent, code_of
 from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role
+from pipelines.role_call import RoleResult, call_role, fell_back
 from signatures.engineer import CodeArtifact
 from signatures.handoff import Handoff
 from signatures.product_manager import Spec
@@ -285,6 +285,8 @@ class ReviewerAgent(HandoffAgent):
         step = call_role(self.critic, self.role, prompt=self.ctx.prompt, code=code,
                          execution_feedback=reports[-1].content if reports else "none")
         verdict = step.get("verdict") if step.parsed else "unparsed"
+        if verdict == "unparsed":  # the line stops without the review's say: a fallback
+            fell_back(self.role)
         if verdict in ("approve", "unparsed"):
             self.ctx.publish(
                 intent=Intent.STATUS, sender=self.name, summary=f"review: {verdict}",
