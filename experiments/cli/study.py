@@ -10,6 +10,14 @@ from typing import Any
 
 from experiments.cli.arg_types import output_dir
 
+
+def one_line(text: str) -> str:
+    """Text a study shows inside one table line: printable, with no line break."""
+    if not text.isprintable():
+        raise argparse.ArgumentTypeError(f"must be one line of printable text, got {ascii(text)[:60]}")
+    return text
+
+
 EVIDENCE_HELP = ("held_out (nothing reported was chosen on these problems) or in_sample (a choice "
                  "reported was made on them); printed beside every figure of the study")
 
@@ -18,9 +26,9 @@ def add_evidence_options(parser: argparse.ArgumentParser, *, required: bool) -> 
     """--evidence, --tuned-on and --note: what a study says about its own figures."""
     parser.add_argument("--evidence", choices=["held_out", "in_sample"], required=required,
                         help=EVIDENCE_HELP)
-    parser.add_argument("--tuned-on", default="", metavar="TEXT",
+    parser.add_argument("--tuned-on", default="", metavar="TEXT", type=one_line,
                         help="which problems any choice reported here was tuned on, e.g. 'dev half'")
-    parser.add_argument("--note", action="append", default=[], metavar="TEXT",
+    parser.add_argument("--note", action="append", default=[], metavar="TEXT", type=one_line,
                         help="a line a reader must know beside the figures (repeatable)")
 
 
@@ -32,7 +40,7 @@ def add_study_parser(commands: Any) -> None:
     write.add_argument("runs", nargs="+", help="a parent run id (all its pipeline runs) or pipeline run ids")
     write.add_argument("--out", type=output_dir, required=True, help="the study folder, e.g. studies/NAME")
     add_evidence_options(write, required=True)
-    write.add_argument("--description", help="one sentence (default: the spec's description)")
+    write.add_argument("--description", type=one_line, help="one sentence (default: the spec's description)")
     write.add_argument("--replace", action="store_true", help="write over a study folder that holds files")
     check = verbs.add_parser("check", help="check study folders: files, checksums, columns, finished runs")
     check.add_argument("folders", nargs="+", type=Path, help="study folders")

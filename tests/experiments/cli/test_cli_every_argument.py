@@ -38,6 +38,7 @@ def _cases(tmp_path, api_base: str) -> dict[tuple[str, str], tuple[list[str], st
     a_file.write_text("x")
     run = ["run", str(spec), "--no-progress"]
     missing = str(tmp_path / "missing.yaml")
+    write = ["study", "write", "--out", str(tmp_path / "study"), "--evidence", "held_out"]
     return {
         ("run", "spec"): (["run", missing], "missing.yaml"),
         ("run", "model"): ([*run, "--model", "nomodel"], "model 'nomodel'"),
@@ -108,6 +109,24 @@ def _cases(tmp_path, api_base: str) -> dict[tuple[str, str], tuple[list[str], st
         ("rescore", "dataset_format"): (["rescore", "r", "--dataset", "d", "--format", "csv"], "--format"),
         ("rescore", "out"): (["rescore", "r", "--dataset", "d", "--out", str(a_file)], "argument --out"),
         ("rescore", "home"): (["rescore", "r", "--dataset", "d", "--home", str(a_file)], "a_file"),
+        ("run", "study"): ([*run, "--study", str(a_file), "--evidence", "held_out"], "argument --study"),
+        ("run", "evidence"): ([*run, "--evidence", "maybe"], "argument --evidence"),
+        ("run", "tuned_on"): ([*run, "--tuned-on", "dev\nhalf"], "argument --tuned-on"),
+        ("run", "note"): ([*run, "--note", "a\x00b"], "argument --note"),
+        ("study write", "runs"): ([*write, "no-such-run"], "no MLflow store"),
+        ("study write", "out"): (["study", "write", "r", "--evidence", "held_out", "--out", str(a_file)],
+                                 "argument --out"),
+        ("study write", "evidence"): ([*write, "r", "--evidence", "maybe"], "argument --evidence"),
+        ("study write", "tuned_on"): ([*write, "r", "--tuned-on", "a\rb"], "argument --tuned-on"),
+        ("study write", "note"): ([*write, "r", "--note", "a\nb"], "argument --note"),
+        ("study write", "description"): ([*write, "r", "--description", "a\nb"], "argument --description"),
+        ("study check", "folders"): (["study", "check", str(tmp_path / "nostudy")], "no such folder"),
+        ("study show", "folder"): (["study", "show", str(a_file)], "no such folder"),
+        ("study tables", "files"): (["study", "tables", str(tmp_path / "none.md"), "--root", str(tmp_path)],
+                                    "is not a file"),
+        ("study tables", "root"): (["study", "tables", str(a_file), "--root", str(tmp_path / "nodir")],
+                                   "does not exist"),
+        ("study", "home"): (["study", "check", str(tmp_path), "--home", str(a_file)], "a_file"),
     }
 
 
