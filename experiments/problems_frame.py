@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from eval.results import TABLE_COLUMNS, results_table
+from eval.results import TABLE_COLUMNS, ProblemResult, results_table
 from experiments.controls import marked_label
 
-if TYPE_CHECKING:  # the runner imports this module when asked for the frame
-    from experiments.runner import ChildRun
+
+class ChildRun(Protocol):
+    """What of :class:`experiments.runner.ChildRun` the frame reads (the runner imports this
+    module, so it is described here, not imported)."""
+
+    pipeline: str
+    seed: int
+    run_id: str
+    results: list[ProblemResult]
+    control: str
 
 LEADING = ("pipeline", "seed", "run_id", "task_id")
 
