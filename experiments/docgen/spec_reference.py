@@ -4,6 +4,7 @@ default, allowed values and description, so the page says what the validator acc
 from __future__ import annotations
 
 import json
+import re
 import types
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -76,13 +77,23 @@ def _default(field: FieldInfo) -> str:
     return code(_yaml(value)) if value != "" else '`""`'
 
 
-def _section(prefix: str, path: str, model: type[BaseModel]) -> str:
-    anchor = f"{prefix}-{path.replace('[]', '').replace('.', '-').lower()}" if path else prefix
+def _anchor(prefix: str, path: str) -> str:
+    return f"{prefix}-{path.replace('[]', '').replace('.', '-').lower()}" if path else prefix
+
+
+def _linked(type_cell: str, anchors: dict[str, str]) -> str:
+    """A type cell with each spec model's name a link to its section."""
+    return re.sub(r"\b[A-Z]\w+\b", lambda m: f"[{m[0]}](#{anchors[m[0]]})" if m[0] in anchors else m[0],
+                  type_cell)
+
+
+def _section(prefix: str, path: str, model: type[BaseModel], anchors: dict[str, str]) -> str:
+    anchor = _anchor(prefix, path)
     heading = f"### `{path}` {{#{anchor}}}\n" if path else f"### top level {{#{anchor}}}\n"
     doc = model.__doc__ if model.__doc__ != BaseModel.__doc__ else None
     intro = f"\n{cell(doc)}\n" if doc else ""
     rows = [
-        [code(name), cell(_type_name(field.annotation)), _default(field), _allowed(field),
+        [code(name), _linked(cell(_type_name(field.annotation)), anchors), _default(field), _allowed(field),
          cell(field.description or "")]
         for name, field in model.model_fields.items()
     ]
@@ -107,7 +118,9 @@ def _paths(root: type[BaseModel]) -> list[tuple[str, type[BaseModel]]]:
 def spec_section(title: str, prefix: str, root: type[BaseModel], intro: str) -> str:
     """One spec format: its top-level fields, then a section per nested model (anchors
     ``PREFIX-PATH``, e.g. ``run-dataset``)."""
-    sections = [_section(prefix, path, model) for path, model in _paths(root)]
+    paths = _paths(root)
+    anchors = {model.__name__: _anchor(prefix, path) for path, model in paths}
+    sections = [_section(prefix, path, model, anchors) for path, model in paths]
     return "\n".join([f"## {title}\n\n{intro}\n", *sections])
 
 
