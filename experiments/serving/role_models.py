@@ -1,4 +1,4 @@
-"""The LMs of roles that a spec gives their own model or temperature, and token use per model.
+"""The LMs of roles that a spec gives their own model, temperature or max_tokens, and token use per model.
 
 A role's ``model`` other than the experiment's is provisioned like the experiment's (a bundled
 model served on 127.0.0.1, or a LiteLLM endpoint checked with one request) the first time it is
@@ -74,6 +74,8 @@ class RoleModels:
                 lm = lm.copy(seed=seed)
             if role.temperature is not None:
                 lm = lm.copy(temperature=role.temperature)
+            if role.max_tokens is not None:
+                lm = lm.copy(max_tokens=role.max_tokens)
             lms.update(dict.fromkeys(_call_names(pipeline, name), lm))
         return lms
 

@@ -342,6 +342,14 @@ class ExperimentSpec(StrictModel):
                 if bundled is not None and (problem := longer_than_trained(bundled, self.model.n_ctx)):
                     message = f"pipeline '{pipeline.display_name}': roles.{role}: {problem}"
                     raise PydanticCustomError("n_ctx", "{message}", {"message": message})
+                # As for model.max_tokens: a limit past the slot's context would cut replies, not fail.
+                served = settings.model or self.model.id
+                if settings.max_tokens is not None and resolve_bundled(served) is not None \
+                        and settings.max_tokens >= self.model.n_ctx:
+                    message = (f"pipeline '{pipeline.display_name}': roles.{role}: max_tokens "
+                               f"{settings.max_tokens} leaves no room for the prompt in n_ctx "
+                               f"{self.model.n_ctx}; lower it or raise model.n_ctx")
+                    raise PydanticCustomError("max_tokens", "{message}", {"message": message})
         return self
 
     @model_validator(mode="after")

@@ -16,7 +16,9 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializeAsAny,
+    SerializerFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -61,7 +63,7 @@ def bundled_endpoint(model: str) -> str:
 
 
 class RoleSpec(BaseModel):
-    """One role's own model and sampling (``roles: {fixer: {temperature: 0.8}}``)."""
+    """One role's own model, sampling and reply limit (``roles: {fixer: {temperature: 0.8}}``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
@@ -77,6 +79,19 @@ class RoleSpec(BaseModel):
         description="This role's temperature; default: the model's. Calls a pipeline samples itself "
         "(vote samples, debaters, tree search children) keep their own.",
     )
+    max_tokens: int | None = Field(
+        default=None, ge=1,
+        description="Most tokens one reply of this role may take; default: the model's max_tokens "
+        "(with a bundled model it must leave room for the prompt in model.n_ctx).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_limit(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Left out when not given, so the cost keys of specs written before it stay as they were.
+        dumped = handler(self)
+        if isinstance(dumped, dict) and dumped.get("max_tokens") is None:
+            dumped.pop("max_tokens", None)
+        return dumped
 
     @field_validator("model")
     @classmethod
@@ -125,8 +140,9 @@ class PipelineSpec(BaseModel):
     )
     roles: dict[str, RoleSpec] = Field(
         default_factory=dict,
-        description="Role name (as in the role.NAME metrics) -> its own model and/or temperature, "
-        "e.g. {fixer: {temperature: 0.8}, critic: {model: local-1.5b}}.",
+        description="Role name (as in the role.NAME metrics) -> its own model, temperature and/or "
+        "max_tokens, e.g. {fixer: {temperature: 0.8}, critic: {model: local-1.5b}, "
+        "judge: {max_tokens: 2048}}.",
     )
     memory: MemoryConfig | None = Field(
         default=None,
