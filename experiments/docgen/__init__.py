@@ -1,6 +1,7 @@
 """The documentation's generated pages: references read from the code (the CLI's parser, the spec's
 pydantic models, the pipeline registry, the exit codes) and the performance page from its data and
-the benchmark scripts' docstrings, so none of them can drift from what the code does.
+the benchmark scripts' docstrings, and the example plugin's README as a page, so none of them can
+drift from what the code (or the file) says.
 :mod:`experiments.docgen.mkdocs_hook` adds them to the site at build time (``mkdocs build``);
 :func:`generated_pages` returns them as text."""
 
@@ -46,7 +47,15 @@ def page_makers(root: Path) -> dict[str, Callable[[], str]]:
 
         return performance_page(root / "docs" / "data" / "timings.csv", root / "benchmarks")
 
+    def example_pipeline() -> str:
+        # The example package's README, as its author keeps it beside the code (docs/ excludes the
+        # package's folder, whose tests run what it shows).
+        readme = Path("docs/examples/critiquelab_example_pipeline/README.md")
+        text = (root / readme).read_text(encoding="utf-8") if (root / readme).is_file() else "# The example\n"
+        return f"{text}\n---\n*This page is `{readme.as_posix()}`, the example package's README.*\n"
+
     return {
+        "guides/example-pipeline.md": example_pipeline,
         "reference/cli.md": cli,
         "reference/spec.md": spec,
         "reference/pipelines.md": pipelines,

@@ -96,3 +96,8 @@ def test_the_shipped_timings_render() -> None:
 
 def test_prose_in_a_cell_stays_one_line_and_shows_as_written() -> None:
     assert cell("a | b\n<dir> 2**3 [a-z] `x|y`") == r"a \| b &lt;dir&gt; 2\*\*3 \[a-z] `x\|y`"
+
+
+def test_the_worked_example_page_is_the_example_packages_readme() -> None:
+    readme = ROOT / "docs" / "examples" / "critiquelab_example_pipeline" / "README.md"
+    assert generated_pages(ROOT)["guides/example-pipeline.md"].startswith(readme.read_text())
