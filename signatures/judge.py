@@ -15,7 +15,29 @@ class Judge(dspy.Signature):
     proposals: str = dspy.InputField(desc="The debaters' final solutions, numbered from 1.")
     transcript: str = dspy.InputField(desc="The debaters' arguments, round by round.")
     choice: int = dspy.OutputField(desc="The number of the chosen solution.")
-    rationale: str = dspy.OutputField(desc="One or two sentences explaining the choice.")
+    # As the debater's (signatures.debater): fields that say what they must not hold, so the reply
+    # does not copy solutions or the docstring (measured: the 0.5B filled merged_code with the
+    # prompt's stub, docstring and all, where it was to stay empty).
+    rationale: str = dspy.OutputField(desc="One or two sentences of prose, no code, explaining the choice.")
     merged_code: str = dspy.OutputField(
-        desc="A merged solution only if no proposal is right as is; otherwise leave empty."
+        desc="Empty unless no solution is right as is; then the merged function's def line and body, "
+        "without the docstring."
     )
+
+
+GROUNDED_PROPOSALS_DESC = (
+    "The debaters' final solutions, numbered from 1, each followed by what it did on the examples "
+    "shown in the problem."
+)
+GROUNDED_NOTE = (
+    " Each solution was run on the examples shown in the problem: never choose one that fails an "
+    "example while another passes them all."
+)
+
+
+def grounded_judge() -> type[dspy.Signature]:
+    """:class:`Judge` for an execution-grounded debate: each numbered solution is followed by what
+    it did on the prompt's visible examples."""
+    signature: type[dspy.Signature] = Judge.with_instructions(Judge.instructions + GROUNDED_NOTE)
+    updated: type[dspy.Signature] = signature.with_updated_fields("proposals", desc=GROUNDED_PROPOSALS_DESC)
+    return updated

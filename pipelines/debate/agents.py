@@ -3,12 +3,13 @@ their topology lets them see, and a judge who decides once the last round is in.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import dspy
 
 from eval.assembly import assemble_program
 from pipelines.agents import Agent, TaskContext, sampling_config
+from pipelines.debate.grounding import Grounding, rule_override, with_results
 from pipelines.pool.messages import Intent, Message
 from pipelines.role_call import call_role, fell_back
 
@@ -41,9 +42,11 @@ class DebaterAgent(Agent):
     def __init__(
         self, ctx: TaskContext, index: int, count: int, *, rounds: int, topology: str,
         proposer: dspy.Module, debater: dspy.Module, temperature: float,
+        grounding: Grounding | None = None,
     ) -> None:
         super().__init__(ctx)
         self.index = index
+        self.grounding = grounding  # None: debaters read code and prose only
         self.name = debater_name(ctx, index)
         self.rounds = rounds
         self.proposer = proposer
@@ -58,6 +61,18 @@ class DebaterAgent(Agent):
     def _config(self, round_: int) -> dict[str, float | int]:
         return sampling_config(self.index + 100 * round_, self.temperature)
 
+    def _results(self) -> dict[str, Any]:
+        """Grounded: what the current code did on the visible examples, for its message."""
+        assert self.code is not None
+        return self.grounding.results(self.code).metadata() if self.grounding is not None else {}
+
+    def _read(self, message: Message) -> str:
+        """A neighbour's solution as this debater reads it (grounded: with its results)."""
+        report = message.metadata.get("visible_report") if self.grounding is not None else None
+        argument = message.metadata.get("argument") or "(proposal)"
+        solution = with_results(message.content, report)
+        return f"Debater {message.metadata['debater'] + 1} says: {argument}\n{solution}"
+
     def handle(self, message: Message) -> None:
         if message.intent == Intent.TASK_ASSIGNMENT:
             step = call_role(self.proposer, "coder", config=self._config(0), prompt=self.ctx.prompt)
@@ -65,7 +80,7 @@ class DebaterAgent(Agent):
             self.ctx.publish(
                 intent=Intent.PROPOSAL, sender=self.name, content=self.code, in_reply_to=message.id,
                 summary=f"debater {self.index}: initial proposal", step=step, round=0,
-                debater=self.index,
+                debater=self.index, **self._results(),
             )
         elif message.sender in self.sees:
             self.heard.setdefault(int(message.metadata["round"]), {})[message.sender] = message
@@ -77,14 +92,17 @@ class DebaterAgent(Agent):
             and len(self.heard.get(self.done_rounds, {})) == len(self.sees)
         ):
             others = "\n\n".join(
-                f"Debater {m.metadata['debater'] + 1} says: {m.metadata.get('argument') or '(proposal)'}\n"
-                f"```python\n{m.content}\n```"
+                self._read(m)
                 for m in sorted(self.heard[self.done_rounds].values(), key=lambda m: m.metadata["debater"])
             )
             round_ = self.done_rounds + 1
+            # Grounded, the signature has the own_results field (appended: the shared prefix stays).
+            own: dict[str, Any] = {}
+            if self.grounding is not None:
+                own["own_results"] = self.grounding.results(self.code).report
             step = call_role(
                 self.debater, self.role, config=self._config(round_), prompt=self.ctx.prompt,
-                own_code=self.code, others=others,
+                own_code=self.code, others=others, **own,
             )
             self.code = step.get("revised_code") or self.code
             self.done_rounds = round_
@@ -92,7 +110,7 @@ class DebaterAgent(Agent):
             self.ctx.publish(
                 intent=Intent.ARGUMENT, sender=self.name, content=self.code,
                 summary=f"debater {self.index}, round {round_}: {argument[:120]}", step=step,
-                round=round_, debater=self.index, argument=argument,
+                round=round_, debater=self.index, argument=argument, **self._results(),
             )
 
 
@@ -101,11 +119,19 @@ class JudgeAgent(Agent):
 
     role = "judge"
 
-    def __init__(self, ctx: TaskContext, judge: dspy.Module, *, count: int, rounds: int) -> None:
+    def __init__(
+        self, ctx: TaskContext, judge: dspy.Module, *, count: int, rounds: int,
+        grounding: Grounding | None = None, show_results: bool = False, rule: bool = False,
+    ) -> None:
         super().__init__(ctx)
         self.judge = judge
         self.count = count
         self.rounds = rounds
+        # show_results: the judge reads each solution's visible-example results beside it; rule:
+        # an answer failing those examples is replaced by a final solution passing them all.
+        self.grounding = grounding
+        self.show_results = show_results and grounding is not None
+        self.rule = rule and grounding is not None
         self.final: dict[int, Message] = {}
         # (round, debater) -> argument: the transcript is read in that order, never in order of
         # arrival, which depends on how the debaters' calls were scheduled.
@@ -123,7 +149,11 @@ class JudgeAgent(Agent):
 
     def _decide(self) -> None:
         codes = [self.final[i].content for i in range(self.count)]
-        proposals = "\n\n".join(f"Solution {i + 1}:\n```python\n{c}\n```" for i, c in enumerate(codes))
+        reports = [self._report(c) for c in codes]
+        proposals = "\n\n".join(
+            f"Solution {i + 1}:\n{with_results(code, report)}"
+            for i, (code, report) in enumerate(zip(codes, reports, strict=True))
+        )
         transcript = "\n".join(
             f"Round {round_}, debater {debater + 1}: {argument}"
             for (round_, debater), argument in sorted(self.arguments.items())
@@ -146,9 +176,29 @@ class JudgeAgent(Agent):
             # An unusable verdict is recorded as such; the first debater's solution stands in.
             final, how = codes[0], "fallback"
             fell_back(self.role)  # counted and warned about (pipelines.role_call)
+        final, override = self._apply_rule(final, codes)
         self.ctx.publish(
             intent=Intent.VERDICT, sender=self.name, content=final, step=step,
-            summary=f"judge: {how} {choice if how == 'chosen' else ''}".strip(),
+            summary=f"judge: {how} {choice if how == 'chosen' else ''}".strip()
+            + (f"; rule: solution {override + 1}" if override is not None else ""),
             choice=choice if how == "chosen" else None, decision=how,
             rationale=step.get("rationale") or "",
+            **self._rule_metadata(override),
         )
+
+    def _rule_metadata(self, override: int | None) -> dict[str, Any]:
+        """Under the rule, which final solution replaced the judge's answer (None: none did)."""
+        return {"rule_override": override} if self.rule else {}
+
+    def _report(self, code: str) -> str | None:
+        return self.grounding.results(code).report if self.show_results and self.grounding else None
+
+    def _apply_rule(self, verdict: str, codes: list[str]) -> tuple[str, int | None]:
+        """The answer under the visible_pass rule, and the index of the final solution that
+        replaced the judge's (None: the judge's answer stands)."""
+        if not self.rule or self.grounding is None:
+            return verdict, None
+        grounding = self.grounding
+        finals = [grounding.results(code).passed for code in codes]
+        override = rule_override(grounding.results(verdict).passed, finals)
+        return (verdict, None) if override is None else (codes[override], override)

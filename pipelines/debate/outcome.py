@@ -105,7 +105,34 @@ class ConsensusFigures(FigureGroup):
         return selection_end(row.passed, row.figures.debaters_final_passed)
 
 
-class DebateOutcome(Outcome, ConsensusFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
+class JudgeRuleFigures(FigureGroup):
+    """How often the visible_pass rule (``judge_rule``) replaced the judge's answer."""
+
+    rule_override: bool | None = Field(
+        default=None,
+        description="Under judge_rule visible_pass: whether the judge's answer failed a visible "
+        "example while a final solution passed them all, so that solution became the answer "
+        "(None: no rule).",
+    )
+
+    @classmethod
+    def summarise_run(cls, rows: Sequence[Scored[Self]]) -> dict[str, float]:
+        """``rule_overrides``: answers the rule replaced (only where the rule ran)."""
+        ruled = [r for r in rows if r.figures.rule_override is not None]
+        return {"rule_overrides": sum(bool(r.figures.rule_override) for r in ruled)} if ruled else {}
+
+    @classmethod
+    def summarise_table(cls, rows: Sequence[Scored[Self]]) -> dict[str, float]:
+        """The same count pooled over seeds, and how many of the replaced answers pass."""
+        ruled = [r for r in rows if r.figures.rule_override is not None]
+        if not ruled:
+            return {}
+        overridden = [r for r in ruled if r.figures.rule_override]
+        return {"rule_overrides": len(overridden),
+                "rule_overrides_passed": sum(r.passed for r in overridden)}
+
+
+class DebateOutcome(Outcome, ConsensusFigures, JudgeRuleFigures):
     """Figures of ``debate``."""
 
     consensus: bool = Field(description="Whether a majority of debaters' final solutions behave alike.")

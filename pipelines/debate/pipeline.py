@@ -16,15 +16,16 @@ from pydantic import Field
 from eval.behaviour import behaviour_signatures, largest_group
 from pipelines.agents import Agent, TaskContext
 from pipelines.debate.agents import DebaterAgent, JudgeAgent, Topology
+from pipelines.debate.grounding import Grounding, JudgeRule
 from pipelines.debate.outcome import DebateOutcome
-from pipelines.params import ParallelAgents, PipelineParams, SamplingTemperature
+from pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
 from pipelines.pool.context import current_pool
 from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.threads import converse
 from signatures.coder import Coder
-from signatures.debater import Debater
-from signatures.judge import Judge
+from signatures.debater import Debater, grounded_debater
+from signatures.judge import Judge, grounded_judge
 
 
 def debate_metrics(
@@ -48,6 +49,9 @@ def debate_metrics(
         "consensus": consensus,
         "final_in_majority": consensus and final_print == fingerprints[-1][majority[0]],
         "judge_decision": verdicts[-1].metadata.get("decision", "") if verdicts else "none",
+        # Only where the rule ran (its message says which solution replaced the judge's answer).
+        "rule_override": (verdicts[-1].metadata["rule_override"] is not None
+                          if verdicts and "rule_override" in verdicts[-1].metadata else None),
         "messages": len(history),
         "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
     }
@@ -71,6 +75,19 @@ class DebateParams(PipelineParams):
         default=0.7,
         description="Sampling temperature of the debaters' proposals and arguments.",
     )
+    execution_feedback: bool = Field(
+        default=False,
+        description="Grounded debate: run each proposal and revision on the examples visible in the "
+        "prompt (never the hidden tests); debaters and the judge read each solution's results "
+        "beside its code (which examples pass, what a failing call returned or raised).",
+    )
+    judge_rule: JudgeRule = Field(
+        default="none",
+        description="visible_pass: an answer (the judge's choice or merge) that fails a visible "
+        "example is replaced by the lowest-numbered final solution passing them all, where one "
+        "does (counted: rule_override); none: the judge's answer stands.",
+    )
+    feedback_timeout_s: FeedbackTimeout
     parallel_agents: ParallelAgents = Field(
         default=3,
         description="Debaters' model calls in flight at once (1: one after another). The proposals, "
@@ -94,20 +111,28 @@ class Debate(dspy.Module):
         # a params model is checked when it is made: nothing to validate here
         self.params = params if params is not None else DebateParams.defaults()
         self.proposer = dspy.Predict(Coder)
-        self.debater = dspy.Predict(Debater)
-        self.judge = dspy.Predict(Judge)
+        grounded = self.params.execution_feedback
+        # Grounded roles read each solution's results; every other run's prompts stay as they were.
+        self.debater = dspy.Predict(grounded_debater() if grounded else Debater)
+        self.judge = dspy.Predict(grounded_judge() if grounded else Judge)
 
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
-        count, rounds = self.params.debaters, self.params.rounds
+        params = self.params
+        count, rounds = params.debaters, params.rounds
+        grounded, rule = params.execution_feedback, params.judge_rule == "visible_pass"
+        # The rule reads the visible examples' results even where no role is shown them.
+        grounding = Grounding(prompt, entry_point, params.feedback_timeout_s) if grounded or rule else None
         agents: list[Agent] = [
             DebaterAgent(
-                ctx, i, count, rounds=rounds, topology=self.params.topology,
-                proposer=self.proposer, debater=self.debater, temperature=self.params.temperature,
+                ctx, i, count, rounds=rounds, topology=params.topology, proposer=self.proposer,
+                debater=self.debater, temperature=params.temperature,
+                grounding=grounding if grounded else None,
             )
             for i in range(count)
         ]
-        agents.append(JudgeAgent(ctx, self.judge, count=count, rounds=rounds))
+        agents.append(JudgeAgent(ctx, self.judge, count=count, rounds=rounds, grounding=grounding,
+                                 show_results=grounded, rule=rule))
         # Broadcast: every debater starts.
         history = converse(ctx, agents, None, parallel=self.params.parallel_agents)
         final, by_round, metrics = debate_metrics(prompt, entry_point, history, count, rounds)

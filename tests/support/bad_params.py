@@ -38,7 +38,10 @@ BAD_PARAMS: list[tuple[str, dict, str]] = [
     ("debate", {"topology": "mesh"}, "params.topology: must be one of full, ring, star (got 'mesh')"),
     ("debate", {"temperature": 3}, "params.temperature: must be <= 2.0 (got 3)"),
     ("debate", {"judges": 2},
-     "params.judges: unknown field; allowed: debaters, rounds, topology, temperature, parallel_agents"),
+     "params.judges: unknown field; allowed: debaters, rounds, topology, temperature, execution_feedback, "
+     "judge_rule, feedback_timeout_s, parallel_agents"),
+    ("debate", {"judge_rule": "majority"},
+     "params.judge_rule: must be one of none, visible_pass (got 'majority')"),
     ("debate", {"parallel_agents": 0}, "params.parallel_agents: must be >= 1 (got 0)"),
     ("debate", {"parallel_agents": 17}, "params.parallel_agents: must be <= 16 (got 17)"),
     ("vote", {"k": 0}, "params.k: must be >= 1 (got 0)"),
