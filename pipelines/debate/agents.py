@@ -30,6 +30,15 @@ def neighbours(index: int, count: int, topology: str) -> list[int]:
     raise ValueError(f"unknown topology '{topology}'; use one of {TOPOLOGIES}")
 
 
+def prose(argument: str) -> str:
+    """An argument as others read it: its text before any code block. Small debaters often paste
+    their whole function (docstring and all) into the argument; the function is read beside it
+    anyway, and each copy would grow every later request (the judge's transcript holds them all).
+    The step's trace keeps the reply as written."""
+    text = argument.split("```", 1)[0].strip()
+    return text or argument.strip()
+
+
 def debater_name(ctx: TaskContext, index: int) -> str:
     return ctx.agent_name(f"debater{index}")
 
@@ -106,7 +115,7 @@ class DebaterAgent(Agent):
             )
             self.code = step.get("revised_code") or self.code
             self.done_rounds = round_
-            argument = step.get("argument") or ("(unparsed reply)" if not step.parsed else "")
+            argument = prose(step.get("argument") or ("(unparsed reply)" if not step.parsed else ""))
             self.ctx.publish(
                 intent=Intent.ARGUMENT, sender=self.name, content=self.code,
                 summary=f"debater {self.index}, round {round_}: {argument[:120]}", step=step,

@@ -150,3 +150,17 @@ def test_ungrounded_requests_are_those_of_a_debate_without_the_params():
     assert sorted(map(json.dumps, plain)) == sorted(map(json.dumps, with_defaults))  # sent in parallel
     assert not any(RESULTS_HEADING in str(r) or "own_results" in str(r) for r in plain)
 
+
+
+def test_code_pasted_into_an_argument_is_not_passed_on():
+    pasted = f"Mine adds, here it is:\n```python\n{GOOD}\n```\nIt returns the sum."
+    scripts = {**_scripts(first=(GOOD, GOOD, GOOD), judge=_always(1)),
+               "debater": lambda text, body: {"argument": pasted, "revised_code": GOOD}}
+    _, history, _, _ = _run("debate", scripts, debaters=3, rounds=2)
+    arguments = [m for m in history if m.intent == Intent.ARGUMENT]
+    assert {m.metadata["argument"] for m in arguments} == {"Mine adds, here it is:"}
+    assert arguments[0].metadata["trace"]["outputs"]["argument"] == pasted  # the trace keeps the reply
+    second_round = [m for m in arguments if m.metadata["round"] == 2]
+    assert all(m.metadata["trace"]["inputs"]["others"].count("```python") == 2 for m in second_round)
+    transcript = history[-1].metadata["trace"]["inputs"]["transcript"]
+    assert "```" not in transcript and transcript.count("Mine adds") == 6
