@@ -232,7 +232,7 @@ def test_format_flag_and_unknown_format(tmp_path, capsys, home):
     assert "no field 'prompt' (needed for 'prompt' in format 'evalplus')" in err
     spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\ndataset: {format: apps}\n")
     err = _refused(capsys, home, str(spec))
-    assert "dataset.format" in err and "'mbpp'" in err
+    assert "dataset.format: unknown dataset format 'apps'; known: evalplus, humaneval, mbpp" in err
 
 
 @pytest.mark.parametrize("execution", [{}, {"executor": "ray", "address": "head:6379", "max_batch": 4}])
