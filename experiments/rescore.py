@@ -61,20 +61,25 @@ class RescoredRun(BaseModel):
     change: PassChange = Field(description="Passed before and after, lost and gained, on the common tasks.")
 
 
-class RescoreResult(BaseModel):
-    """What a rescore read, scored and logged."""
+class _Rescored(BaseModel):
+    """What every rescore reports: the tests used, what was left out, where its files are."""
 
-    source_run_id: str = Field(description="The run given: a pipeline run or a parent run.")
-    run_id: str = Field(description="The new run: the rescored pipeline run, or the parent of them.")
-    experiment_id: str = Field(description="The MLflow experiment of both.")
     dataset: str = Field(description="The dataset whose tests were used, as given.")
     dataset_format: str = Field(description="Its format (given or detected).")
     dataset_fingerprint: str = Field(description="Its SHA-256 ('humaneval' for the package's; for an "
                                      "hf:// dataset, datasets' fingerprint of the split read).")
-    runs: list[RescoredRun] = Field(description="One per pipeline run rescored.")
-    missing: list[str] = Field(description="The run's task ids the dataset lacks, left out.")
+    missing: list[str] = Field(description="The task ids the dataset lacks, left out.")
     notices: list[str] = Field(default_factory=list, description="One line each: what was left out.")
     out_dir: Path = Field(description="Where summary.md and changes.csv were written.")
+
+
+class RescoreResult(_Rescored):
+    """What a rescore of MLflow runs read, scored and logged."""
+
+    source_run_id: str = Field(description="The run given: a pipeline run or a parent run.")
+    run_id: str = Field(description="The new run: the rescored pipeline run, or the parent of them.")
+    experiment_id: str = Field(description="The MLflow experiment of both.")
+    runs: list[RescoredRun] = Field(description="One per pipeline run rescored.")
 
     def table(self) -> str:
         """Per pipeline × seed: problems, passed before / after, lost, gained, pass@1 before / after."""
@@ -244,14 +249,16 @@ def _write_files(result: RescoreResult, scored: list[_Scored]) -> None:
         f"# Rescore of {result.source_run_id} on {result.dataset} ({result.dataset_format})\n\n"
         f"{result.table()}{notes}"
     )
-    rows = [
-        {"pipeline": item.run.label, "seed": item.run.seed, "task_id": task,
-         "passed_before": item.before[task], "passed_after": bool(passed), "reason_after": reason}
-        for item in scored
-        for task, passed, reason in zip(item.table["task_id"].astype(str), item.table["passed"],
-                                        item.table["reason"], strict=True)
-    ]
+    rows = [row for item in scored for row in _change_rows(item.run, item.before, item.table)]
     pd.DataFrame(rows).to_csv(result.out_dir / "changes.csv", index=False)
+
+
+def _change_rows(run: ComparedRun, before: dict[str, bool], table: Any) -> list[dict[str, Any]]:
+    """``changes.csv``'s rows of one run: each task's pass before and after, and why after."""
+    return [{"pipeline": run.label, "seed": run.seed, "task_id": task, "passed_before": before[task],
+             "passed_after": bool(passed), "reason_after": reason}
+            for task, passed, reason in zip(table["task_id"].astype(str), table["passed"], table["reason"],
+                                            strict=True)]
 
 
 def rescore_run(
@@ -309,17 +316,11 @@ def rescore_run(
     return result
 
 
-class StudyRescore(BaseModel):
+class StudyRescore(_Rescored):
     """A study's final programs scored on another dataset's tests; nothing is logged."""
 
     study: str = Field(description="The study folder rescored.")
-    dataset: str = Field(description="The dataset whose tests were used, as given.")
-    dataset_format: str = Field(description="Its format (given or detected).")
-    dataset_fingerprint: str = Field(description="Its SHA-256 (see RescoreResult).")
     changes: list[PassChange] = Field(description="Per arm × seed: passed before and after, lost, gained.")
-    missing: list[str] = Field(description="The study's task ids the dataset lacks, left out.")
-    notices: list[str] = Field(default_factory=list, description="One line each: what was left out.")
-    out_dir: Path = Field(description="Where summary.md and changes.csv were written.")
 
     def table(self) -> str:
         return changes_markdown(self.changes)
@@ -356,10 +357,7 @@ def rescore_study(
         table = _rescored_table(original.fillna({"reason": "", "detail": ""}), by_id, timeout_s, arm.pipeline)
         before = _outcomes(original)
         changes.append(pass_change(arm.label, arm.seed, before, _outcomes(table)))
-        rows += [{"pipeline": arm.label, "seed": arm.seed, "task_id": task, "passed_before": before[task],
-                  "passed_after": bool(passed), "reason_after": reason}
-                 for task, passed, reason in zip(table["task_id"].astype(str), table["passed"],
-                                                 table["reason"], strict=True)]
+        rows += _change_rows(arm, before, table)
     result = StudyRescore(
         study=str(study), dataset=source, dataset_format=chosen_format,
         dataset_fingerprint=dataset_fingerprint(source), changes=changes, missing=missing, notices=notices,

@@ -26,26 +26,26 @@ def add_rescore_parser(commands: Any) -> None:
                          "(default <data dir>/reports/rescore-<new run id>)")
 
 
+def _print(source: str, notices: list[str], dataset: str, dataset_format: str, table: str) -> None:
+    for notice in notices:
+        print(f"critiquelab: note: {notice}", file=sys.stderr)
+    print(f"Rescore of {source} on {dataset} ({dataset_format}):\n")
+    print(table)
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from experiments.rescore import rescore_run, rescore_study
     from experiments.studies.read import is_study
 
-    if is_study(args.run_id):
+    if is_study(args.run_id):  # a committed study: from its files, nothing logged
         scored = rescore_study(args.run_id, args.dataset, dataset_format=args.dataset_format, out=args.out,
                                home=args.home)
-        for notice in scored.notices:
-            print(f"critiquelab: note: {notice}", file=sys.stderr)
-        print(f"Rescore of study {args.run_id} on {scored.dataset} ({scored.dataset_format}):\n")
-        print(scored.table())
+        _print(f"study {args.run_id}", scored.notices, scored.dataset, scored.dataset_format, scored.table())
         print(f"files in {scored.out_dir}")
         return 0
-
     result = rescore_run(args.run_id, args.dataset, dataset_format=args.dataset_format, home=args.home,
                          out=args.out)
-    for notice in result.notices:
-        print(f"critiquelab: note: {notice}", file=sys.stderr)
-    print(f"Rescore of {result.source_run_id} on {result.dataset} ({result.dataset_format}):\n")
-    print(result.table())
+    _print(result.source_run_id, result.notices, result.dataset, result.dataset_format, result.table())
     print(f"MLflow run {result.run_id} (experiment {result.experiment_id}); files in {result.out_dir}")
     print("see the passes lost next to the original: "
           f"critiquelab compare {result.source_run_id} {result.run_id}")
