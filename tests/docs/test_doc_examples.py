@@ -8,7 +8,9 @@ here), and runs too where it can without a model server or a placeholder: a line
 ``--api-base`` (the scripted LM answers), ``--estimate``, ``--help`` or the ``pipelines`` verb;
 it must exit 0. The endpoint the pages name, ``http://127.0.0.1:8000/v1``, is replaced by the
 scripted LM's (:mod:`support.golden_lm`, which answers every role), and each page gets a data
-directory and working directory of its own (the shipped specs reachable as ``experiments/…``).
+directory and working directory of its own (the shipped specs reachable as ``experiments/…``);
+a ``yaml`` block that starts with a comment naming a file (``# my_experiment.yaml``) is written
+there first.
 ``<!-- skip: next -->`` before a block skips it (say why beside it).
 """
 
@@ -46,12 +48,13 @@ def _python(example: Example) -> None:
 
 def command_lines(block: str) -> list[list[str]]:
     """The ``critiquelab`` commands of a shell block, each as its arguments after the program
-    (continuation lines joined, comments and a ``$`` prompt dropped)."""
+    (continuation lines joined, comments and a ``$`` prompt dropped, ``a && b`` read as two)."""
     commands = []
     for line in block.replace("\\\n", " ").splitlines():
-        words = shlex.split(line.strip().removeprefix("$ "), comments=True)
-        if words and words[0] in PROGRAMS:
-            commands.append(words[1:])
+        for command in line.replace("&&", ";").split(";"):
+            command = command.strip().removeprefix("$ ")
+            if command.split(" ", 1)[0] in PROGRAMS:  # other lines may hold what shlex cannot read
+                commands.append(shlex.split(command, comments=True)[1:])
     return commands
 
 
@@ -93,10 +96,25 @@ def scripted_lm(problems: list[Any]) -> Any:
     return respond
 
 
-SYBIL = Sybil(parsers=[CodeBlockParser("python", _python), CodeBlockParser("bash", _bash), SkipParser()])
-# The site's pages; docs/examples/ holds packages whose READMEs their own tests run.
-PAGES = sorted(page.as_posix() for page in (path.relative_to(DOCS) for path in DOCS.rglob("*.md"))
-               if page.parts[0] != "examples")
+def _yaml(example: Example) -> None:
+    """A YAML block whose first line names a file (``# my_experiment.yaml``) is that file: written
+    to the working directory, so the commands after it read it."""
+    text = str(example.parsed)
+    first = text.split("\n", 1)[0].removeprefix("#").strip()
+    if text.startswith("#") and first.endswith((".yaml", ".yml")) and " " not in first:
+        Path(first).write_text(text.replace(DOCUMENTED_ENDPOINT, _endpoint(example)))
+
+
+SYBIL = Sybil(parsers=[CodeBlockParser("python", _python), CodeBlockParser("bash", _bash),
+                       CodeBlockParser("yaml", _yaml), SkipParser()])
+def _no_bundled_model(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("a documented example would serve a bundled model: give it the documented "
+                         f"endpoint ({DOCUMENTED_ENDPOINT}) or leave it to be parsed only")
+
+
+# The README and the site's pages; docs/examples/ holds packages whose READMEs their own tests run.
+SITE = sorted(path.relative_to(ROOT) for path in DOCS.rglob("*.md"))
+PAGES = ["README.md", *(page.as_posix() for page in SITE if page.parts[1] != "examples")]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -111,7 +129,10 @@ def test_examples_run(page: str, humaneval_problems: list[Any], tmp_path: Path,
     monkeypatch.chdir(work)
     monkeypatch.setenv("CRITIQUELAB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TMPDIR", str(sandbox_tmpdir))
-    document = SYBIL.parse(DOCS / page)
+    # An example that would serve a bundled model (no --api-base) is to be parse-checked only:
+    # here it fails at once instead of running the real model for minutes.
+    monkeypatch.setattr("experiments.serving.provision.LocalModelServer", _no_bundled_model)
+    document = SYBIL.parse(ROOT / page)
     with FakeOpenAIServer(scripted_lm(humaneval_problems), pass_body=True) as lm:
         document.namespace["__endpoint__"] = lm.api_base
         for example in document:
@@ -123,4 +144,5 @@ def test_every_documented_command_is_checked() -> None:
     continuation and a comment are all read."""
     block = "$ critiquelab run spec.yaml \\\n    --limit 2  # two\n  .venv/bin/critiquelab pipelines\nls\n"
     assert command_lines(block) == [["run", "spec.yaml", "--limit", "2"], ["pipelines"]]
+    assert command_lines("scripts/setup.sh && critiquelab run s.yaml; ls") == [["run", "s.yaml"]]
     assert runnable(["run", "s.yaml", "--api-base", "u"]) and not runnable(["compare", "RUN_ID"])
