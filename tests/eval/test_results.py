@@ -19,7 +19,8 @@ def _result(task_id, status, **extra):
     return ProblemResult(task_id=task_id, pipeline="debate", seed=3, status=status, reason="assertion",
                          detail="expected 2", iterations=2, prompt_tokens=10, completion_tokens=5, lm_calls=3,
                          cached_lm_calls=1, latency_s=1.5, final_code="def f(): pass", parsed=False,
-                         usage_by_role={"judge": {"prompt_tokens": 7.0, "completion_tokens": 2.0}}, extra=extra)
+                         usage_by_role={"judge": {"prompt_tokens": 7.0, "completion_tokens": 2.0}},
+                         extra=extra)
 
 
 def test_the_table_reads_back_into_the_results_it_was_made_of(tmp_path):
