@@ -11,6 +11,7 @@ class ExitCode(IntEnum):
     documentation's exit-code reference is generated from (:data:`EXIT_MEANINGS`)."""
 
     DONE = 0
+    CHECK_FAILED = 1
     BAD_INPUT = 2
     SERVICE_FAILED = 3
     INTERRUPTED = 130
@@ -19,6 +20,8 @@ class ExitCode(IntEnum):
 
 EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.DONE: "done",
+    ExitCode.CHECK_FAILED: "a check found what it checks for: `critiquelab study tables --check` names each "
+    "file whose tables differ from their studies",
     ExitCode.BAD_INPUT: "bad input (a UserError: spec, option, dataset, endpoint, store or "
     "data directory): one line naming the problem — the option, when the value came from one, else "
     "the spec file and field — before anything is written. A usage error of the parser ends so too",

@@ -55,10 +55,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _print_notices([n for n in result.comparison.notices if n not in result.warnings])
         print(f"\n{result.comparison.markdown}\nReport: {result.comparison.files['html']}")
     if args.study is not None:
+        from experiments.api import load_experiment
         from experiments.studies.write import write_study
 
+        # From the store the run logged to: a spec's tracking server, not the local one.
+        tracking = load_experiment(args.spec, _overrides(args)).tracking.uri
         folder = write_study(result.parent_run_id, args.study, evidence=args.evidence, tuned_on=args.tuned_on,
-                             notes=args.note, home=args.home)
+                             notes=args.note, home=args.home, tracking=tracking)
         print(f"study written to {folder} (commit it; `critiquelab compare {folder}` re-computes it)")
     return 0
 

@@ -31,9 +31,8 @@ EPILOG = """\
 'critiquelab VERB --help' shows a verb's options; 'critiquelab pipelines' lists the pipelines
 a spec can name.
 
-exit codes: 0 done; 2 bad input (one line naming it, nothing written); 3 a service (model
-endpoint, Chroma, MLflow) failed mid-run (run the same command again to resume); 130 interrupted
-(resumable)."""
+exit codes (the documentation's exit-code reference says each in full): """ + ", ".join(
+    f"{code.value} {code.name.lower().replace('_', ' ')}" for code in ExitCode) + "."
 
 
 class _Parser(argparse.ArgumentParser):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from core.errors import ExitCode
 from experiments.cli.arg_types import output_dir
 
 
@@ -16,6 +17,12 @@ def one_line(text: str) -> str:
     if not text.isprintable():
         raise argparse.ArgumentTypeError(f"must be one line of printable text, got {ascii(text)[:60]}")
     return text
+
+
+def a_path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(text)
 
 
 EVIDENCE_HELP = ("held_out (nothing reported was chosen on these problems) or in_sample (a choice "
@@ -52,6 +59,9 @@ def add_study_parser(commands: Any) -> None:
                         help="Markdown files (default: README.md and docs/**/*.md here)")
     tables.add_argument("--root", type=Path, default=Path("studies"),
                         help="the studies folder (default studies)")
+    tables.add_argument("--docs", type=a_path, default=Path("docs"),
+                        help="the documentation's folder, whose pages link to the site's study pages "
+                        "(default docs)")
     tables.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 naming each file whose tables differ from its studies")
 
@@ -60,14 +70,14 @@ def _tables(args: argparse.Namespace) -> int:
     from experiments.studies.tables import refresh_files
 
     files = args.files or [p for p in [Path("README.md"), *sorted(Path("docs").rglob("*.md"))] if p.is_file()]
-    changed = refresh_files(files, args.root, check=args.check)
+    changed = refresh_files(files, args.root, check=args.check, docs=args.docs)
     for path in changed:
         print(f"{path}: {'differs from its studies' if args.check else 'tables regenerated'}")
     if args.check and changed:
         print(f"critiquelab: {len(changed)} file(s) out of date; run `critiquelab study tables`",
               file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.CHECK_FAILED
+    return ExitCode.DONE
 
 
 def cmd_study(args: argparse.Namespace) -> int:

@@ -66,5 +66,8 @@ def page_makers(root: Path) -> dict[str, Callable[[], str]]:
 
 
 def generated_pages(root: Path) -> dict[str, str]:
-    """Every generated page's text, by its path under ``docs/``."""
-    return {path: make() for path, make in page_makers(root).items()}
+    """Every generated page's text, by its path under ``docs/``: the references and one page per
+    committed study (:mod:`experiments.docgen.study_pages`)."""
+    from experiments.docgen.study_pages import study_pages
+
+    return {**{path: make() for path, make in page_makers(root).items()}, **study_pages(root)}

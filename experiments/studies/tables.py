@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,34 +109,45 @@ def _pair(pairs: Any, label: str, reference: str) -> dict[str, Any]:
     raise UserError(f"no paired comparison of {label} and {reference}")
 
 
-def index_table(root: Path, link_base: str) -> str:
+def index_table(root: Path, link: Callable[[str], str]) -> str:
     lines = ["| study | question | problems | evidence |", "|---|---|---|---|"]
     for folder in sorted(p for p in root.iterdir() if (p / "manifest.json").is_file()):
         study = load_study(folder)
         manifest = study.manifest
         evidence = manifest.evidence.replace("_", "-")
-        lines.append(f"| [{manifest.name}]({link_base}{folder.name}) | {manifest.description} | "
+        lines.append(f"| [{manifest.name}]({link(folder.name)}) | {manifest.description} | "
                      f"{manifest.dataset.problems} ({manifest.dataset.split}) | {evidence} |")
     return "\n".join(lines) + "\n"
 
 
-def refresh_text(text: str, where: Path, root: Path) -> str:
-    """``text`` (the file ``where``) with every block regenerated from the studies in ``root``."""
-    link_base = os.path.relpath(root, where.parent).replace(os.sep, "/") + "/"
+def _linker(where: Path, root: Path, docs: Path) -> Callable[[str], str]:
+    """How the file ``where`` links to a study: a page of the documentation to the study's page
+    of the site (``docs/studies/NAME.md``, generated at build time: the site cannot link outside
+    itself), any other file (the README) to the study's folder."""
+    here = where.resolve().parent
+    if docs.resolve() in where.resolve().parents:
+        pages = docs.resolve() / "studies"
+        return lambda name: os.path.relpath(pages / f"{name}.md", here).replace(os.sep, "/")
+    return lambda name: os.path.relpath(root.resolve() / name, here).replace(os.sep, "/")
+
+
+def refresh_text(text: str, where: Path, root: Path, docs: Path = Path("docs")) -> str:
+    """``text`` (the file ``where``) with every block regenerated from the studies in ``root``;
+    ``docs``: the documentation's folder (its pages link to the site's study pages)."""
+    link = _linker(where, root, docs)
 
     def study_block(match: re.Match[str]) -> str:
         args = parse_args(match.group("args"), str(where))
-        folder = root / args.name
-        body = study_table(load_study(folder), args, f"{link_base}{args.name}")
+        body = study_table(load_study(root / args.name), args, link(args.name))
         return f"{match.group(1)}{body}{match.group(4)}"
 
     text = STUDY_BLOCK.sub(study_block, text)
-    return INDEX_BLOCK.sub(lambda m: f"{m.group(1)}{index_table(root, link_base)}{m.group(3)}", text)
+    return INDEX_BLOCK.sub(lambda m: f"{m.group(1)}{index_table(root, link)}{m.group(3)}", text)
 
 
-def refresh_files(paths: Sequence[Path], root: Path, *, check: bool) -> list[Path]:
+def refresh_files(paths: Sequence[Path], root: Path, *, check: bool, docs: Path = Path("docs")) -> list[Path]:
     """Regenerate the blocks of ``paths``; return the files whose blocks changed (``check``:
-    that would change — nothing is written)."""
+    that would change — nothing is written). ``docs``: the documentation's folder."""
     if not root.is_dir():
         raise UserError(f"studies folder '{root}' does not exist")
     changed = []
@@ -144,7 +155,7 @@ def refresh_files(paths: Sequence[Path], root: Path, *, check: bool) -> list[Pat
         if not path.is_file():
             raise UserError(f"'{path}' is not a file")
         text = path.read_text()
-        new = refresh_text(text, path, root)
+        new = refresh_text(text, path, root, docs)
         if new != text:
             changed.append(path)
             if not check:

@@ -214,6 +214,8 @@ def test_documentation_tables_come_from_the_study_and_drift_is_caught(written, t
     page.write_text("# Findings\n\nProse a person wrote.\n\n<!-- study: weak_tests vs=baseline -->\n"
                     "<!-- /study -->\n\n<!-- studies -->\n<!-- /studies -->\n")
     assert main(["study", "tables", str(page), "--root", str(root), "--check"]) == 1
+    assert main(["study", "tables", str(page), "--root", str(root), "--docs", str(tmp_path / "docs")]) == 0
+    assert "](studies/weak_tests.md)" in page.read_text()  # a page links to the site's study page
     assert main(["study", "tables", str(page), "--root", str(root)]) == 0
     text = page.read_text()
     assert "Prose a person wrote." in text and "held out: nothing reported here was chosen" in text

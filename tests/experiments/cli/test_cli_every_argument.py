@@ -126,6 +126,8 @@ def _cases(tmp_path, api_base: str) -> dict[tuple[str, str], tuple[list[str], st
                                     "is not a file"),
         ("study tables", "root"): (["study", "tables", str(a_file), "--root", str(tmp_path / "nodir")],
                                    "does not exist"),
+        ("study tables", "docs"): (["study", "tables", str(a_file), "--root", str(tmp_path / "nodir"),
+                                    "--docs", ""], "argument --docs"),
         ("study", "home"): (["study", "check", str(tmp_path), "--home", str(a_file)], "a_file"),
     }
 

@@ -22,4 +22,4 @@ def test_help_is_plain_text(argv, capsys, monkeypatch):
     assert text.startswith("usage: critiquelab") and not REST.findall(text), text
     if not argv:
         assert "Run multi-agent code-generation experiments" in text
-        assert "exit codes: 0 done; 2 bad input" in text
+        assert "0 done, 1 check failed, 2 bad input, 3 service failed, 130 interrupted" in text
