@@ -78,6 +78,21 @@ def exporting_pipeline(state_file: Path) -> str | None:
     return pipeline if isinstance(pipeline, str) else None
 
 
+def _fields_differ(predictor: Any, saved: Any) -> str | None:
+    """Why ``saved`` (a predictor's dumped state) cannot be loaded into ``predictor``, or None.
+    DSPy pairs saved fields with the signature's by position, so a prompt exported from another
+    configuration (debate without execution_feedback into a grounded debate: one field more)
+    would put each description on the wrong field, silently."""
+    fields = (saved.get("signature") or {}).get("fields") if isinstance(saved, Mapping) else None
+    if not isinstance(fields, list):
+        return None  # no signature in the state: nothing is paired
+    have = [field.json_schema_extra["prefix"] for field in predictor.signature.fields.values()]
+    got = [field.get("prefix") if isinstance(field, Mapping) else None for field in fields]
+    if got == have:
+        return None
+    return f"its fields ({', '.join(map(str, got))}) are not the predictor's ({', '.join(have)})"
+
+
 def load_role_state(program: dspy.Module, state: Mapping[str, Any], source: str) -> list[str]:
     """Load ``state`` (keyed by role, see :func:`migrate_state`) into ``program`` in place: each
     predictor takes its role's state, or, failing that, the state under its own name (an old
@@ -90,6 +105,11 @@ def load_role_state(program: dspy.Module, state: Mapping[str, Any], source: str)
         role = roles.role_of(name)
         key = name if name in state and name != role and role not in state else role
         if key in state:
+            differs = _fields_differ(predictor, state[key])
+            if differs:
+                raise UserError(f"{source}: the prompt of role '{key}' cannot be loaded into pipeline "
+                                f"'{roles.pipeline}' ({name}): {differs}; it was exported from another "
+                                "configuration of the role")
             predictor.load_state(state[key])
             loaded.append(name)
     if not loaded:

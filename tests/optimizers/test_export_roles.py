@@ -164,3 +164,16 @@ def test_gepas_selector_picks_the_predictor_of_the_chosen_role():
                             named_predictor_id_to_update_next_for_program_candidate=[0])
     selector = RoleComponentSelector(["coder"], declared_roles(debate).role_of)
     assert selector(state, [], [], 0, {}) == ["proposer"]  # type: ignore[arg-type]
+
+
+def test_a_prompt_from_another_configuration_of_a_role_is_refused_not_garbled(tmp_path):
+    """DSPy pairs a saved prompt's fields with the signature's by position: an ungrounded debate's
+    debater (no own_results field) loaded into a grounded one would shift every description."""
+    export_program(create_pipeline("debate"), tmp_path / "plain", pipeline="debate", formats=["json"],
+                   source="test")
+    grounded = create_pipeline("debate", execution_feedback=True)
+    with pytest.raises(UserError) as error:
+        load_prompts_into(grounded, tmp_path / "plain")
+    assert "role 'debater' cannot be loaded into pipeline 'debate'" in str(error.value)
+    assert "Own Results" in str(error.value)
+    load_prompts_into(create_pipeline("debate"), tmp_path / "plain")  # the same configuration loads
