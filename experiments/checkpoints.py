@@ -28,7 +28,7 @@ from experiments.paths import path_segment
 from experiments.serving.provision import ModelIdentity
 from experiments.spec import ExperimentSpec
 from experiments.spec.execution import ExecutionSpec
-from experiments.tracking.provenance import code_fingerprint
+from experiments.tracking.provenance import PROJECT_ROOT, code_fingerprint
 from pipelines.params import SCHEDULING_ONLY, marked_fields
 
 MANIFEST = "manifest.json"
@@ -93,6 +93,26 @@ def input_fingerprints(spec: ExperimentSpec, registry_uri: str) -> InputFingerpr
     return InputFingerprints(dataset_fingerprint(spec.dataset.location), prompts)
 
 
+def outside_code(spec: ExperimentSpec) -> dict[str, str]:
+    """SHA-256 of the code of each pipeline defined outside the project (a plugin, a file a spec
+    names): :func:`code_fingerprint` covers only the project's packages, so an edited plugin would
+    otherwise reuse the results of its earlier code. A module inside a package counts with every
+    ``.py`` file of that package's folder."""
+    from pipelines.registry import pipeline_source
+
+    found = {}
+    for pipeline in spec.pipelines:
+        source = pipeline_source(pipeline.name)
+        if source is None or PROJECT_ROOT in source.parents:
+            continue
+        files = sorted(source.parent.rglob("*.py")) if (source.parent / "__init__.py").is_file() else [source]
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.name.encode() + path.read_bytes())
+        found[pipeline.name] = digest.hexdigest()
+    return found
+
+
 def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, fingerprints: InputFingerprints) -> str:
     """What determines a problem's result; the subset (split, limit, task ids) and concurrency do
     not, so a larger run reuses a smaller run's finished problems."""
@@ -116,6 +136,8 @@ def checkpoint_key(spec: ExperimentSpec, identity: ModelIdentity, fingerprints: 
         "prompts": fingerprints.prompts or None,
         "code": code_fingerprint(),
         **({"order_seed": spec.order_seed} if spec.order_seed is not None else {}),
+        # Only when there is such code: every other configuration keeps the key it had.
+        **({"outside_code": outside} if (outside := outside_code(spec)) else {}),
     }
     blob = json.dumps(material, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

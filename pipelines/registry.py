@@ -59,6 +59,7 @@ import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import dspy
@@ -232,6 +233,13 @@ def program_roles(program: Any) -> RoleMap:
     if isinstance(mark, tuple) and isinstance(mark[1], _Registered):
         return mark[1].roles
     return undeclared_roles(program)
+
+
+def pipeline_source(name: str) -> Path | None:
+    """The file defining pipeline ``name`` (None where Python cannot say): what a checkpoint of a
+    plugin's pipeline is keyed on, as the project's own code is on its fingerprint."""
+    source = inspect.getsourcefile(_registered(name).factory)
+    return Path(source).resolve() if source else None
 
 
 def outcome_model(name: str) -> type[Outcome]:

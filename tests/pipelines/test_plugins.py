@@ -183,3 +183,19 @@ def test_an_installed_dataset_format_is_one_a_spec_and_run_format_can_name(tmp_p
         assert load_experiment(spec).dataset.format == "team_rows"
         args = build_parser().parse_args(["run", "x.yaml", "--format", "team_rows"])
         assert args.format == "team_rows"
+
+
+def test_a_plugins_code_is_part_of_its_checkpoint_key(tmp_path):
+    """code_fingerprint covers only the project's packages: an edited plugin must not reuse the
+    results of its earlier code, and a spec of built-ins keeps the key it had."""
+    from experiments.api import load_experiment
+    from experiments.checkpoints import outside_code
+
+    (tmp_path / "my_pipes.py").write_text(SHOUT)
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(_spec("my_pipes.py:Shout")))
+    before = outside_code(load_experiment(spec_path))
+    (tmp_path / "my_pipes.py").write_text(SHOUT.replace("SHOUT. ", "WHISPER. "))
+    after = outside_code(load_experiment(spec_path))
+    assert len(before) == 1 and before.keys() == after.keys() and before != after
+    assert outside_code(load_experiment(_spec("baseline"))) == {}
