@@ -24,11 +24,11 @@ from typing import Any
 import yaml
 
 from core.errors import UserError
+from experiments.tracking.store import PARENT_TAG
 from optimizers.export import render_messages
 from pipelines.controls import CONTROL_TAG
 from pipelines.registry import program_roles
 
-PARENT_TAG = "mlflow.parentRunId"
 SENT_FILE = "sent.json"
 
 
