@@ -166,6 +166,10 @@ def _outcome_rows(folder: Path) -> list[dict[str, Any]]:
         absent = [c for c in OUTCOME_COLUMNS if c not in row]
         if absent:
             raise _refuse(folder, f"{OUTCOMES} line {number} has no '{absent[0]}' column")
+        kinds = {"arm": str, "seed": int, "task_id": str, "run_id": str, "passed": bool}
+        wrong = next((c for c, kind in kinds.items() if not isinstance(row[c], kind)), None)
+        if wrong is not None:
+            raise _refuse(folder, f"{OUTCOMES} line {number}: '{wrong}' is not a {kinds[wrong].__name__}")
         key = (row["arm"], row["seed"], row["task_id"])
         if key in seen:
             raise _refuse(folder, f"{OUTCOMES} line {number}: task id {row['task_id']} appears twice for "

@@ -150,6 +150,12 @@ def _drop_passed(folder):
     _rewrite(folder, OUTCOMES, "".join(json.dumps(line) + "\n" for line in lines))
 
 
+def _listed_arm(folder):
+    lines = [json.loads(line) for line in (folder / OUTCOMES).read_text().splitlines()]
+    lines[2]["arm"] = ["baseline"]
+    _rewrite(folder, OUTCOMES, "".join(json.dumps(line) + "\n" for line in lines))
+
+
 def _twice(folder):
     lines = (folder / OUTCOMES).read_text().splitlines()
     _rewrite(folder, OUTCOMES, "\n".join([*lines, lines[0]]) + "\n")
@@ -169,6 +175,7 @@ def _unfinished(folder):
     (lambda f: (f / MANIFEST).unlink(), "not a study folder"),
     (_drop_passed, "line 4 has no 'passed' column"),
     (_twice, "appears twice for arm baseline seed 0"),
+    (_listed_arm, "line 3: 'arm' is not a str"),
     (_unfinished, "had not finished (RUNNING)"),
 ])
 def test_a_broken_study_is_one_line_exit_2(study, damage, expected, capsys):
