@@ -152,8 +152,39 @@ def write_study(
         raise UserError("study write needs a parent run id or one or more pipeline run ids")
     out = Path(out)
     check_destination(out, replace)
-    home = Path(home) if home else default_data_dir()
-    client = open_client(home, tracking, f"study write {' '.join(ids)}")
+    client = open_client(Path(home) if home else default_data_dir(), tracking, f"study write {' '.join(ids)}")
+    resolved, records, specs = _finished_runs(client, ids)
+    parent_ids = [r.run_id for r in records if not r.label]
+    spec_by_run = {r.run_id: specs[parent_ids.index(r.parent_id)] if r.parent_id else {} for r in resolved}
+    problems = load_problems_frame(client, resolved)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
+        staging = Path(tmp) / "study"
+        staging.mkdir()
+        (staging / SPEC).write_text("---\n".join(yaml.safe_dump(s, sort_keys=False) for s in specs))
+        with (staging / OUTCOMES).open("w") as handle:
+            for line in _outcome_lines(problems, spec_by_run):
+                handle.write(json.dumps(line, sort_keys=False, ensure_ascii=False) + "\n")
+        (staging / RUNS).write_text(json.dumps([r.model_dump(mode="json") for r in records], indent=1) + "\n")
+        (staging / SUMMARY).write_text("")
+        manifest = _manifest(out.name, description, evidence, tuned_on, notes, records, specs, problems,
+                             resolved)
+        _write_manifest(staging, manifest)
+        study = load_study(staging, verify=False)
+        (staging / SUMMARY).write_text(study.compare(Path(tmp) / "report").markdown)
+        _write_manifest(staging, manifest)
+        load_study(staging)  # what was written reads back and its checksums hold
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    return out
+
+
+def _finished_runs(
+    client: Any, ids: Sequence[str]
+) -> tuple[list[ComparedRun], list[RecordedRun], list[dict[str, Any]]]:
+    """The pipeline runs ``ids`` name (a parent: all of its), their records — parents first —
+    and each parent's spec as run; a run that has not finished is one UserError line."""
     notices: list[str] = []
     resolved = resolve_runs(client, ids, notices)
     missing = [n for n in notices if "has no finished run" in n]
@@ -166,32 +197,9 @@ def write_study(
     parents = [client.get_run(p) for p in parent_ids]
     for parent in parents:
         _finished(parent, "experiment run")
-    specs = [_spec_of(client, p) for p in parent_ids]
-    spec_by_run = {r.run_id: specs[parent_ids.index(r.parent_id)] if r.parent_id else {} for r in resolved}
-    problems = load_problems_frame(client, resolved)
     records = [_recorded(p) for p in parents]
     records += [_recorded(c, r) for c, r in zip(children, resolved, strict=True)]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
-        staging = Path(tmp) / "study"
-        staging.mkdir()
-        (staging / SPEC).write_text("---\n".join(yaml.safe_dump(s, sort_keys=False) for s in specs))
-        with (staging / OUTCOMES).open("w") as handle:
-            for line in _outcome_lines(problems, spec_by_run):
-                handle.write(json.dumps(line, sort_keys=False, ensure_ascii=False) + "\n")
-        (staging / RUNS).write_text(json.dumps([r.model_dump(mode="json") for r in records], indent=1) + "\n")
-        (staging / SUMMARY).write_text("")
-        manifest = _manifest(out.name, description, evidence, tuned_on, notes, records, parents, specs,
-                             problems, resolved)
-        _write_manifest(staging, manifest)
-        study = load_study(staging, verify=False)
-        (staging / SUMMARY).write_text(study.compare(Path(tmp) / "report").markdown)
-        _write_manifest(staging, manifest)
-        load_study(staging)  # what was written reads back and its checksums hold
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    return out
+    return resolved, records, [_spec_of(client, p) for p in parent_ids]
 
 
 def _spec_of(client: Any, parent_id: str) -> dict[str, Any]:
@@ -207,7 +215,7 @@ def _spec_of(client: Any, parent_id: str) -> dict[str, Any]:
 
 def _manifest(
     name: str, description: str | None, evidence: Evidence, tuned_on: str, notes: Sequence[str],
-    records: Sequence[RecordedRun], parents: Sequence[Any], specs: Sequence[Mapping[str, Any]],
+    records: Sequence[RecordedRun], specs: Sequence[Mapping[str, Any]],
     problems: Any, resolved: Sequence[ComparedRun],
 ) -> StudyManifest:
     parent_records = [r for r in records if not r.label]
