@@ -22,6 +22,8 @@ def study_page(folder: Path) -> str:
         ("commit", code(manifest.git_commit)),
         ("models", ", ".join(f"{code(m)} {code(h[:16])}" for m, h in manifest.model_sha256.items())),
         ("ran", cell(f"{manifest.started} to {manifest.ended} ({manifest.wall_time_s:,.0f} s of runs)")),
+        ("model calls", cell(f"{manifest.lm_calls:,}, {manifest.cached_lm_calls:,} of them replayed from "
+                             "the LM cache")),
         ("machine", cell(manifest.machine)),
         ("versions", ", ".join(f"{k} {v}" for k, v in sorted(manifest.versions.items()))),
     ]

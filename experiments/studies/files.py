@@ -96,6 +96,10 @@ class StudyManifest(_Frozen):
     started: str = Field(description="When the first run started (UTC, ISO 8601).")
     ended: str = Field(description="When the last run ended (UTC, ISO 8601).")
     wall_time_s: float = Field(ge=0, description="Seconds the pipeline runs took, summed.")
+    lm_calls: int = Field(ge=0, description="Model calls the outcomes record.")
+    cached_lm_calls: int = Field(
+        ge=0, description="Of those, answered from the LM cache: a replay of recorded replies (the runs' "
+        "times are then not the model's; the replies and outcomes are).")
     machine: str = Field(
         description="The machine the study was written on (the runs' own when written by `run --study`).")
     written: str = Field(description="When the study was written (UTC, ISO 8601).")

@@ -238,6 +238,8 @@ def _manifest(
         started=_iso(min(r.start_time for r in child_records)),
         ended=_iso(max(r.end_time for r in child_records)),
         wall_time_s=round(sum(r.metrics.get("wall_time_s", 0.0) for r in child_records), 1),
+        lm_calls=int(problems["lm_calls"].sum()),
+        cached_lm_calls=int(problems["cached_lm_calls"].sum()) if "cached_lm_calls" in problems else 0,
         machine=_machine(), written=datetime.now(UTC).isoformat(timespec="seconds"), files={},
     )
 

@@ -74,6 +74,7 @@ def test_a_study_holds_the_run_as_plain_files(study, finished_run):
     assert manifest["model_sha256"] == {"openai/fake": "n/a"} and "dspy" in manifest["versions"]
     assert manifest["dataset"] == {"source": manifest["dataset"]["source"], "split": "all", "problems": 5}
     assert len(manifest["git_commit"]) >= 40
+    assert manifest["lm_calls"] == sum(c.metrics["lm_calls"] for c in finished_run.children) > 0
     for name in (SPEC, OUTCOMES, RUNS, "summary.md"):
         assert manifest["files"][name] == file_sha256(study / name)
     lines = [json.loads(line) for line in (study / OUTCOMES).read_text().splitlines()]
