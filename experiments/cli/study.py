@@ -56,7 +56,8 @@ def add_study_parser(commands: Any) -> None:
     tables = verbs.add_parser("tables", help="regenerate the study tables marked in Markdown files "
                               "(<!-- study: NAME --> … <!-- /study -->)")
     tables.add_argument("files", nargs="*", type=Path,
-                        help="Markdown files (default: README.md and docs/**/*.md here)")
+                        help="Markdown files (default: README.md, the studies folder's README.md and "
+                        "the documentation's pages)")
     tables.add_argument("--root", type=Path, default=Path("studies"),
                         help="the studies folder (default studies)")
     tables.add_argument("--docs", type=a_path, default=Path("docs"),
@@ -69,7 +70,8 @@ def add_study_parser(commands: Any) -> None:
 def _tables(args: argparse.Namespace) -> int:
     from experiments.studies.tables import refresh_files
 
-    files = args.files or [p for p in [Path("README.md"), *sorted(Path("docs").rglob("*.md"))] if p.is_file()]
+    found = [Path("README.md"), args.root / "README.md", *sorted(args.docs.rglob("*.md"))]
+    files = args.files or [p for p in found if p.is_file()]
     changed = refresh_files(files, args.root, check=args.check, docs=args.docs)
     for path in changed:
         print(f"{path}: {'differs from its studies' if args.check else 'tables regenerated'}")
