@@ -22,8 +22,10 @@ BEFORE_MEMORY = {
     "self_refine.feedback": "eb9a679c8812b9f5",
     "self_refine.refiner": "2caceb5f2b2fbb4c",
     "debate.proposer": "3c9687c9d85378c6",
-    "debate.debater": "042c453f8a4aff8c",
-    "debate.judge": "a399ee0189d54693",
+    # debater and judge: their field descriptions changed on purpose (issue #57: prose-only
+    # arguments, code once, no docstring), not by memory
+    "debate.debater": "e5d20eb128ff4b0a",
+    "debate.judge": "87cfef53702a0080",
     "vote.coder": "3c9687c9d85378c6",
 }
 
