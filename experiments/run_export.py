@@ -45,7 +45,7 @@ class RunProgram:
     notices: list[str] = field(default_factory=list)
 
 
-def _artifact_text(client: Any, run_id: str, path: str) -> str | None:
+def artifact_text(client: Any, run_id: str, path: str) -> str | None:
     """An artifact's text, or None if the run has no such artifact."""
     folder = path.rpartition("/")[0]
     if not any(a.path == path for a in client.list_artifacts(run_id, folder or None)):
@@ -81,7 +81,7 @@ def rebuild(client: Any, parent_id: str, child: Any) -> RunProgram:
     from optimizers.export_roles import load_role_state
     from pipelines.budget import TokenBudgetParams
 
-    config = _artifact_text(client, parent_id, "config.yaml")
+    config = artifact_text(client, parent_id, "config.yaml")
     if config is None:
         raise UserError(f"run {child.info.run_id}: its parent {parent_id} has no config.yaml; "
                         "cannot tell which program it ran")
@@ -95,7 +95,7 @@ def rebuild(client: Any, parent_id: str, child: Any) -> RunProgram:
         params = params.with_measured_budget(0.0)  # the budget changes no prompt
     program = make_pipeline(pipeline_spec.name, params)
     for source in (f"prompts/{label}/program.json", "prompts/program.json"):
-        loaded = _artifact_text(client, parent_id, source)
+        loaded = artifact_text(client, parent_id, source)
         if loaded is not None:
             load_role_state(program, json.loads(loaded), f"run {parent_id} {source}")
             break
@@ -115,7 +115,7 @@ def rebuild(client: Any, parent_id: str, child: Any) -> RunProgram:
 def _read_sent(client: Any, rebuilt: RunProgram, *, check: bool = True) -> None:
     """Each role's first recorded request from the run's message log and, with ``check``, a
     notice for a role whose recorded system message differs from the rebuilt program's."""
-    log = _artifact_text(client, rebuilt.run_id, "messages.jsonl")
+    log = artifact_text(client, rebuilt.run_id, "messages.jsonl")
     if log is None:
         rebuilt.notices.append(f"{rebuilt.label}: run {rebuilt.run_id} has no messages.jsonl: the prompts "
                                "are rebuilt from its spec, with no recorded request to check them against")

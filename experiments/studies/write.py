@@ -203,13 +203,12 @@ def _finished_runs(
 
 
 def _spec_of(client: Any, parent_id: str) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            path = client.download_artifacts(parent_id, "config.yaml", tmp)
-        except Exception as exc:
-            raise UserError(f"experiment run {parent_id} has no config.yaml artifact "
-                            "(not a critiquelab run?)") from exc
-        loaded = yaml.safe_load(Path(path).read_text())
+    from experiments.run_export import artifact_text
+
+    text = artifact_text(client, parent_id, "config.yaml")
+    if text is None:
+        raise UserError(f"experiment run {parent_id} has no config.yaml artifact (not a critiquelab run?)")
+    loaded = yaml.safe_load(text)
     return loaded if isinstance(loaded, dict) else {}
 
 
