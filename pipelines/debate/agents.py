@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args
 
 import dspy
 
-from eval.assembly import assemble_program
+from eval.assembly import assemble_program, extract_code
 from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.debate.grounding import Grounding, rule_override, with_results
 from pipelines.pool.messages import Intent, Message
@@ -70,6 +70,12 @@ class DebaterAgent(Agent):
     def _config(self, round_: int) -> dict[str, float | int]:
         return sampling_config(self.index + 100 * round_, self.temperature)
 
+    def _code(self, reply: str | None) -> str:
+        """The code of a debater's reply, as it is scored: a model often fences its code field and
+        echoes the results it read after it, which its neighbours and the judge would otherwise
+        read as code (fence in fence) beside a stale report."""
+        return extract_code(reply, self.ctx.entry_point) if reply else ""
+
     def _results(self) -> dict[str, Any]:
         """Grounded: what the current code did on the visible examples, for its message."""
         assert self.code is not None
@@ -85,7 +91,7 @@ class DebaterAgent(Agent):
     def handle(self, message: Message) -> None:
         if message.intent == Intent.TASK_ASSIGNMENT:
             step = call_role(self.proposer, "coder", config=self._config(0), prompt=self.ctx.prompt)
-            self.code = step.get("code") or step.raw
+            self.code = self._code(step.get("code") or step.raw)
             self.ctx.publish(
                 intent=Intent.PROPOSAL, sender=self.name, content=self.code, in_reply_to=message.id,
                 summary=f"debater {self.index}: initial proposal", step=step, round=0,
@@ -113,7 +119,7 @@ class DebaterAgent(Agent):
                 self.debater, self.role, config=self._config(round_), prompt=self.ctx.prompt,
                 own_code=self.code, others=others, **own,
             )
-            self.code = step.get("revised_code") or self.code
+            self.code = self._code(step.get("revised_code")) or self.code
             self.done_rounds = round_
             argument = prose(step.get("argument") or ("(unparsed reply)" if not step.parsed else ""))
             self.ctx.publish(

@@ -1,6 +1,6 @@
 """Execution-grounded debate with the judge rule on the real bundled model, one HumanEval problem:
 every proposal and revision is run on the prompt's visible examples, the judge reads the results,
-and no reply is cut at max_tokens."""
+and no reply is cut at the reply limits the shipped specs give debaters and the judge."""
 
 import json
 from pathlib import Path
@@ -22,7 +22,9 @@ def test_grounded_debate_with_the_judge_rule_on_bundled_model(home):
         "dataset": {"source": "humaneval", "limit": 1},
         "model": {"id": "local"},
         "pipelines": [{"name": "debate", "params": {"debaters": 2, "rounds": 1, "execution_feedback": True,
-                                                    "judge_rule": "visible_pass"}}],
+                                                    "judge_rule": "visible_pass"},
+                       # the reply limits the shipped debate specs give these roles (issue #57)
+                       "roles": {"debater": {"max_tokens": 2048}, "judge": {"max_tokens": 2048}}}],
     }
     debate = run(spec, progress=False).children[0]
     (result,) = debate.results
