@@ -37,8 +37,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Intent, Message
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Intent, Message
 
 Workload = Callable[[MessagePool, str], None]
 
@@ -270,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         critic_loop_on_vs_off(args.critic_loop, args.lm_cache, args.problem_lm_s, args.repeats)
         return 0
 
-    from pipelines.pool.chroma_store import ChromaPoolStore
-    from pipelines.pool.embedder import MiniLMEmbedder
+    from runtime.pool.chroma_store import ChromaPoolStore
+    from runtime.pool.embedder import MiniLMEmbedder
 
     def workload(pool: MessagePool, task_id: str) -> None:
         simulated_critic_loop(pool, task_id, lm_latency=args.lm_latency, rounds=args.rounds)

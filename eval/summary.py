@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from eval.results import ProblemResult
 
 FigureMetrics = Callable[[Sequence[ProblemResult]], Mapping[str, float]]
-# What a role could not use, counted per role where its reply is parsed (pipelines.role_call):
+# What a role could not use, counted per role where its reply is parsed (runtime.role_call):
 # replies that did not parse, a code-writing role's replies without code, DSPy asking again after
 # a reply it could not parse, and fallbacks the pipeline took instead of the role's answer.
 UNUSABLE_COUNTS = ("unparsed_replies", "codeless_replies", "reply_retries", "fallbacks")

@@ -21,7 +21,7 @@ from typing import Any
 
 from core.errors import UserError
 from pipelines.controls import CONTROL_TAG, NO_CONTROL, WHY_FENCED, control_of, refuse_control_runs
-from pipelines.memory.config import MemoryConfig
+from runtime.memory.config import MemoryConfig
 
 
 def marked_label(label: str, control: str) -> str:

@@ -1,7 +1,7 @@
 """What the runner does for a pipeline with ``memory:`` on, and the problem order of a run.
 
 Kept apart from the runner so it stays the hub that calls things: open the memory bank, give
-the pipeline's roles the memory field and wrap it (:class:`pipelines.memory.task_hook.WithMemory`),
+the pipeline's roles the memory field and wrap it (:class:`pipelines.with_memory.task_hook.WithMemory`),
 check a warm start against the optimisers' split rule, and compute the run's memory metrics.
 """
 
@@ -17,13 +17,13 @@ from eval.results import ProblemResult
 from experiments.spec import ExperimentSpec
 from experiments.spec.pipeline import PipelineSpec
 from optimizers.splits import Split, SplitOverlapError
-from pipelines.memory.bank import MemoryBank, memory_dir
-from pipelines.memory.config import MemoryConfig
-from pipelines.memory.consolidation import consolidate
-from pipelines.memory.episodic import served_task_ids, stored_task_ids
-from pipelines.memory.injection import RunMemory, enable_memory
-from pipelines.memory.metrics import error_blocks, recall_quality, reuse, size
-from pipelines.memory.task_hook import WithMemory
+from pipelines.with_memory.metrics import error_blocks, recall_quality, reuse, size
+from pipelines.with_memory.task_hook import WithMemory
+from runtime.memory.bank import MemoryBank, memory_dir
+from runtime.memory.config import MemoryConfig
+from runtime.memory.consolidation import consolidate
+from runtime.memory.episodic import served_task_ids, stored_task_ids
+from runtime.memory.injection import RunMemory, enable_memory
 
 ERROR_BLOCK = 10  # problems per block when failure reasons are counted over the run's order
 

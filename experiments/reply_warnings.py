@@ -1,8 +1,8 @@
 """Warnings about what a run's roles could not use, and ``strict``'s refusal to report a run with
 a warning that says its numbers may not measure the method.
 
-Counted per role where every reply is parsed (:func:`pipelines.role_call.call_role`, with the
-pipelines' fallbacks, :func:`pipelines.role_call.fell_back`): an endpoint that answers every role
+Counted per role where every reply is parsed (:func:`runtime.role_call.call_role`, with the
+pipelines' fallbacks, :func:`runtime.role_call.fell_back`): an endpoint that answers every role
 with a code block (a misconfigured model) leaves every critique unread and every judge undecided,
 and a critic loop then measures a baseline. Those runs say so on screen, on the MLflow run and
 in ``compare`` (:mod:`experiments.run_warnings`), naming the roles and their counts.

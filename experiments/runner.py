@@ -53,11 +53,11 @@ from experiments.tracking.store import (
 from experiments.tracking.traces import ProblemTracer, trace_checkpointed
 from pipelines.budget import TokenBudgetParams, budget_source
 from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
-from pipelines.memory.bank import memory_dir
 from pipelines.params import PipelineParams
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.store_lock import HeldStores
 from pipelines.registry import build_pipeline, outcome_model
+from runtime.memory.bank import memory_dir
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.store_lock import HeldStores
 
 
 @dataclass
@@ -422,7 +422,7 @@ def _check_chroma_server(spec: ExperimentSpec) -> None:
     the models start or anything is written."""
     url = spec.pool.chroma_url
     if url and (spec.pool.persist or any(memory_of(p) for p in spec.pipelines)):
-        from pipelines.pool.chroma_store import check_chroma_server
+        from runtime.pool.chroma_store import check_chroma_server
 
         check_chroma_server(url)
 
@@ -431,7 +431,7 @@ def _open_pool(spec: ExperimentSpec, home: Path) -> MessagePool:
     """The experiment's message pool; closing it flushes every message to the store."""
     if not spec.pool.persist:
         return MessagePool()
-    from pipelines.pool.chroma_process import ChromaProcessStore  # Chroma in a child: off the agents' CPU
+    from runtime.pool.chroma_process import ChromaProcessStore  # Chroma in a child: off the agents' CPU
 
     if spec.pool.chroma_url:
         return MessagePool(ChromaProcessStore(url=spec.pool.chroma_url))

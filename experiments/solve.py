@@ -27,7 +27,7 @@ from eval.verdict import Verdict
 from pipelines.controls import ORACLE_FEEDBACK, control_of, using_oracle
 from pipelines.figure_groups import RevisionFigures
 from pipelines.outcomes import Outcome
-from pipelines.role_lms import using_role_lms
+from runtime.role_lms import using_role_lms
 from signatures.adapter import CodeAdapter
 
 
@@ -87,7 +87,7 @@ def solve_and_score(
                 "calls": u.calls, "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3),
                 "model_s": round(u.model_s, 3), "timed_tokens": u.timed_tokens,
-                # what the role could not use (pipelines.role_call): metrics and warnings per role
+                # what the role could not use (runtime.role_call): metrics and warnings per role
                 "unparsed_replies": u.unparsed_replies, "codeless_replies": u.codeless_replies,
                 "reply_retries": u.reply_retries, "fallbacks": u.fallbacks,
             }

@@ -345,8 +345,8 @@ def evaluate(
     seeded draw from them repeats. With ``traces``, the run's role calls are appended to it,
     labelled — how an optimisation without earlier runs gets pool traces of its own train split."""
     from optimizers.training_examples import TaskOutcome, label_thread
-    from pipelines.pool.context import using_pool
-    from pipelines.pool.message_pool import MessagePool
+    from runtime.pool.context import using_pool
+    from runtime.pool.message_pool import MessagePool
 
     results: dict[str, bool] = {}
     with dspy.context(lm=lm, adapter=CodeAdapter()), MessagePool() as pool, using_pool(pool):

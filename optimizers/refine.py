@@ -135,9 +135,9 @@ def run_and_explain(
     from eval.scoring import score_code
     from optimizers.compile import feedback_text, redact_hidden_tests
     from optimizers.training_examples import assert_no_hidden_tests, label_thread
-    from pipelines.pool.context import using_pool
-    from pipelines.pool.message_pool import MessagePool
-    from pipelines.pool.messages import Intent
+    from runtime.pool.context import using_pool
+    from runtime.pool.message_pool import MessagePool
+    from runtime.pool.messages import Intent
     from signatures.adapter import CodeAdapter
 
     outcomes = []

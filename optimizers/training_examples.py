@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval.problems import Problem
-from pipelines.agents import code_messages
 from pipelines.controls import CONTROL_TAG, refuse_control_runs
-from pipelines.pool.messages import Message
+from runtime.agents import code_messages
+from runtime.pool.messages import Message
 
 REVIEW_ROLES = ("critic", "meta_critic")
 
@@ -222,7 +222,7 @@ def collect_from_home(
     to (``uri``; default the data directory's own), by run ids and/or an experiment name."""
     from mlflow.tracking import MlflowClient
 
-    from pipelines.pool.chroma_store import ChromaPoolStore
+    from runtime.pool.chroma_store import ChromaPoolStore
 
     uri = uri or f"sqlite:///{home / 'mlflow.db'}"
     ids = list(run_ids)

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from pipelines.agents import agent_role
 from pipelines.outcomes import Figures
-from pipelines.pool.messages import Message
+from runtime.agents import agent_role
+from runtime.pool.messages import Message
 
 
 class AgentCounts(BaseModel):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dspy
 
-from pipelines.agents import TaskContext
 from pipelines.coder_agent import CoderAgent
 from pipelines.params import PipelineParams
-from pipelines.pool.context import current_pool
 from pipelines.registry import register_pipeline
 from pipelines.threads import ThreadOutcome, run_thread
+from runtime.agents import TaskContext
+from runtime.pool.context import current_pool
 from signatures.coder import Coder
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dspy
 
-from pipelines.agents import Agent, TaskContext
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import call_role
+from runtime.agents import Agent, TaskContext
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import call_role
 
 
 class CoderAgent(Agent):

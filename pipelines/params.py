@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 
 from core.errors import UserError
 from core.yaml_numbers import NUMBER_TYPE_ERRORS, number_as_text_hint
-from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
+from runtime.parallel_agents import MAX_PARALLEL_AGENTS
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 _BOUND_ERRORS = {
@@ -111,7 +111,7 @@ says, at most ten minutes: a bound past the clock's range would fail only in the
 description is the common one, a pipeline that runs something else says what."""
 
 ParallelAgents = Annotated[int, Field(ge=1, le=MAX_PARALLEL_AGENTS), SCHEDULING_ONLY]
-"""Role calls of one problem in flight at once (see :mod:`pipelines.parallel_agents`); no
+"""Role calls of one problem in flight at once (see :mod:`runtime.parallel_agents`); no
 default, since how much of a pipeline can run at once is the pipeline's to say. A model that
 declares ``parallel_agents: ParallelAgents`` is a :class:`AgentsInParallel`."""
 

@@ -17,18 +17,18 @@ import dspy
 from pydantic import Field
 
 from eval.visible_examples import code_feedback, visible_examples
-from pipelines.agents import Agent, TaskContext
 from pipelines.controls import ORACLE_FEEDBACK, ControlArm, oracle_feedback
-from pipelines.memory.entries import MemoryEntry, task_tags
-from pipelines.memory.injection import current_task_memory, recall_for
-from pipelines.memory.reflection import render_history, task_summary
 from pipelines.params import FeedbackTimeout, PipelineParams
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
-from pipelines.recall import NO_MEMORIES
 from pipelines.registry import register_pipeline
-from pipelines.role_call import call_role
 from pipelines.threads import ThreadOutcome, converse, thread_outcome
+from runtime.agents import Agent, TaskContext
+from runtime.memory.entries import MemoryEntry, task_tags
+from runtime.memory.injection import current_task_memory, recall_for
+from runtime.memory.reflection import render_history, task_summary
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
+from runtime.recall import NO_MEMORIES
+from runtime.role_call import call_role
 from signatures.coder import Coder
 from signatures.memory import with_memories
 from signatures.reflector import Reflector

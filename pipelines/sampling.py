@@ -10,10 +10,10 @@ import dspy
 
 from core.errors import ServiceError
 from eval.behaviour import visible_verdicts
-from pipelines.agents import Agent, TaskContext, sampling_config
-from pipelines.parallel_agents import ParallelCalls
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role
+from runtime.agents import Agent, TaskContext, sampling_config
+from runtime.parallel_agents import ParallelCalls
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import RoleResult, call_role
 
 
 class SamplerAgent(Agent):

@@ -11,15 +11,15 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from pipelines.agents import Agent, TaskContext
 from pipelines.coder_agent import CoderAgent
 from pipelines.controls import ORACLE_FEEDBACK, ControlArm, oracle_feedback
 from pipelines.params import MaxIterations, PipelineParams
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
-from pipelines.role_call import call_role, fell_back
 from pipelines.threads import ThreadOutcome, run_thread
+from runtime.agents import Agent, TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import call_role, fell_back
 from signatures.coder import Coder
 from signatures.fixer import Fixer
 from signatures.self_refine import SelfFeedback

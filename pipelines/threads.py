@@ -8,11 +8,11 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from pipelines.agents import MAX_ROUNDS, Agent, TaskContext, code_messages, run_until_quiet
 from pipelines.figure_groups import RevisionFigures
 from pipelines.outcomes import Outcome
-from pipelines.parallel_agents import run_agents_concurrently
-from pipelines.pool.messages import Intent, Message
+from runtime.agents import MAX_ROUNDS, Agent, TaskContext, code_messages, run_until_quiet
+from runtime.parallel_agents import run_agents_concurrently
+from runtime.pool.messages import Intent, Message
 
 
 class ThreadOutcome(Outcome, RevisionFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes

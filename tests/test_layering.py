@@ -2,14 +2,16 @@
 module imports itself back through others.
 
 Layers (README "Layout"): ``core`` uses nothing of ours; ``signatures`` only itself and ``core``;
-``eval`` only itself and ``core``; ``pipelines`` adds ``signatures`` and ``eval``; ``optimizers``
-adds ``pipelines``; ``experiments`` may use everything. Inside ``pipelines``, a pipeline's
-sub-package never imports another pipeline's (nor does a subsystem: pool, memory, scratchpad), and
-the pool imports nothing else of ``pipelines``. Pipelines never import MLflow (the runner does
-the logging), and ``signatures`` imports nothing but DSPy, pydantic and the standard library
-besides ``core``. Imports inside functions count too: deferring an import hides a dependency
-from import time, not from the design; so do ``from package import module`` (an edge to the
-module, not only to the package) and relative imports (resolved against the importing module).
+``eval`` only itself and ``core``; ``runtime`` (the agent runtime) adds ``signatures`` and ``eval``;
+``pipelines`` adds ``runtime``; ``optimizers`` adds ``pipelines``; ``experiments`` may use
+everything. Inside ``runtime``, a subsystem (pool, memory, scratchpad) imports no other subsystem
+but the pool, which everything stands on and which imports nothing else of ``runtime``. Inside
+``pipelines``, a pipeline's sub-package never imports another pipeline's. Neither runtime nor
+pipelines import MLflow (the runner does the logging), and ``signatures`` imports nothing but DSPy,
+pydantic and the standard library besides ``core``. Imports inside functions count too: deferring an
+import hides a dependency from import time, not from the design; so do ``from package import
+module`` (an edge to the module, not only to the package) and relative imports (resolved against the
+importing module).
 """
 
 from __future__ import annotations
@@ -20,18 +22,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "signatures", "eval", "pipelines", "optimizers", "experiments")
+PACKAGES = ("core", "signatures", "eval", "runtime", "pipelines", "optimizers", "experiments")
 ALLOWED = {
     "core": {"core"},
     "signatures": {"signatures", "core"},
     "eval": {"eval", "core"},
-    "pipelines": {"pipelines", "signatures", "eval", "core"},
-    "optimizers": {"optimizers", "pipelines", "signatures", "eval", "core"},
+    "runtime": {"runtime", "signatures", "eval", "core"},
+    "pipelines": {"pipelines", "runtime", "signatures", "eval", "core"},
+    "optimizers": {"optimizers", "pipelines", "runtime", "signatures", "eval", "core"},
     "experiments": set(PACKAGES),
 }
 # A pipeline's sub-package is one with a pipeline.py: found, not listed, so a new one is checked too.
 PIPELINE_PACKAGES = tuple(sorted(p.parent.name for p in (ROOT / "pipelines").glob("*/pipeline.py")))
-SUBSYSTEMS = ("pool", "memory", "scratchpad")
+SUBSYSTEMS = ("pool", "memory", "scratchpad")  # of runtime
 
 
 @functools.cache
@@ -69,11 +72,25 @@ def _imports(path: Path) -> set[str]:
             and (name in ours or name.rsplit(".", 1)[0] not in ours)}
 
 
-def _pipeline_part(module: str) -> str | None:
-    parts = module.split(".")
-    if parts[0] != "pipelines" or len(parts) < 2:
-        return None
-    return parts[1] if parts[1] in PIPELINE_PACKAGES + SUBSYSTEMS else None
+def _part(module: str, layer: str, parts: tuple[str, ...]) -> str | None:
+    """Which of ``layer``'s sub-packages ``parts`` ``module`` belongs to, if any."""
+    names = module.split(".")
+    return names[1] if names[0] == layer and len(names) > 1 and names[1] in parts else None
+
+
+def _inner_rules(module: str, imported: str) -> list[str]:
+    """The rules inside a layer: between pipelines, and between the runtime's subsystems."""
+    wrong = []
+    here = _part(module, "pipelines", PIPELINE_PACKAGES)
+    there = _part(imported, "pipelines", PIPELINE_PACKAGES)
+    if module.startswith("pipelines.") and there is not None and here != there:
+        wrong.append(f"{module} imports another pipeline's {imported}")
+    here, there = _part(module, "runtime", SUBSYSTEMS), _part(imported, "runtime", SUBSYSTEMS)
+    if here == "pool" and imported.startswith("runtime.") and there != "pool":
+        wrong.append(f"the pool, which everything stands on, imports {imported}")
+    if here is not None and there not in (None, "pool", here):
+        wrong.append(f"the {here} subsystem imports another subsystem's {imported}")
+    return wrong
 
 
 def test_dependencies_point_one_way():
@@ -83,13 +100,7 @@ def test_dependencies_point_one_way():
         for imported in _imports(path):
             if imported.split(".")[0] not in ALLOWED[layer]:
                 wrong.append(f"{module} imports {imported}")
-            if layer != "pipelines":
-                continue
-            here, there = _pipeline_part(module), _pipeline_part(imported)
-            if there in PIPELINE_PACKAGES and here != there:
-                wrong.append(f"{module} imports another pipeline's {imported}")
-            if here == "pool" and imported.startswith("pipelines.") and there != "pool":
-                wrong.append(f"the pool, which everything stands on, imports {imported}")
+            wrong += _inner_rules(module, imported)
     assert wrong == []
 
 
@@ -120,9 +131,9 @@ def _third_party(path: Path) -> set[str]:
     return {top for top in tops if top not in PACKAGES and top not in sys.stdlib_module_names and top}
 
 
-def test_pipelines_never_import_mlflow():
+def test_pipelines_and_runtime_never_import_mlflow():
     wrong = [f"{m} imports mlflow" for m, p in _modules().items()
-             if m.startswith("pipelines") and "mlflow" in _third_party(p)]
+             if m.split(".")[0] in ("pipelines", "runtime") and "mlflow" in _third_party(p)]
     assert wrong == []
 
 
@@ -149,4 +160,4 @@ def test_the_import_reader_sees_submodules_and_relative_imports(tmp_path):
 def test_every_pipeline_package_is_found():
     assert set(PIPELINE_PACKAGES) >= {"critic_loop", "debate", "vote", "tree_search", "architect", "sop",
                                       "role_play", "distinguish", "scratchpad_team"}
-    assert not set(PIPELINE_PACKAGES) & set(SUBSYSTEMS)
+    assert {p.name for p in (ROOT / "runtime").iterdir() if (p / "__init__.py").is_file()} == set(SUBSYSTEMS)

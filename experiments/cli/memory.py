@@ -1,5 +1,5 @@
 """`critiquelab memory …`: see and curate what the agents learned (a thin layer over
-:class:`pipelines.memory.bank.MemoryBank`)."""
+:class:`runtime.memory.bank.MemoryBank`)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 from core.errors import UserError
 from experiments.cli.arg_types import int_between
 from experiments.paths import data_dir
-from pipelines.memory.bank import MemoryBank, memory_dir
-from pipelines.memory.config import DEFAULT_COLLECTION, STORE_NAME
-from pipelines.memory.consolidation import DUPLICATE_DISTANCE, consolidate
-from pipelines.memory.entries import MEMORY_TYPES
-from pipelines.memory.episodic import stored_collections
+from runtime.memory.bank import MemoryBank, memory_dir
+from runtime.memory.config import DEFAULT_COLLECTION, STORE_NAME
+from runtime.memory.consolidation import DUPLICATE_DISTANCE, consolidate
+from runtime.memory.entries import MEMORY_TYPES
+from runtime.memory.episodic import stored_collections
 
 
 def _text(value: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from eval.problems import Problem
 from eval.results import ProblemResult
-from pipelines.pool.message_pool import MessagePool
+from runtime.pool.message_pool import MessagePool
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.executors.job import SolveJob
 from experiments.solve import solve_and_score
-from pipelines.pool.context import bind_pool
-from pipelines.pool.message_pool import MessagePool
+from runtime.pool.context import bind_pool
+from runtime.pool.message_pool import MessagePool
 
 
 class LocalExecutor:

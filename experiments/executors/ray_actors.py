@@ -16,9 +16,9 @@ from eval.results import ProblemResult
 from experiments.executors.job import SolveJob
 from experiments.solve import solve_and_score
 from experiments.spec import ModelSpec
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Message
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Message
 
 Solved = tuple[ProblemResult, list[Message]]  # one problem's result and the messages it published
 

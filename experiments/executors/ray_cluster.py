@@ -28,7 +28,7 @@ from experiments.executors.batching import BatchSizer
 from experiments.executors.job import SolveJob
 from experiments.spec import ExperimentSpec
 from experiments.tracking.provenance import code_fingerprint
-from pipelines.pool.message_pool import MessagePool
+from runtime.pool.message_pool import MessagePool
 
 # Harness settings every worker needs as the driver has them (offline operation, model cache).
 _FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",

@@ -61,7 +61,7 @@ from experiments.tracking.local_store import check_writable_store
 from experiments.tracking.provenance import code_fingerprint, git_commit
 from experiments.tracking.store import Tracker, check_tracking_server, flatten, tracking_uri
 from optimizers.splits import Split, SplitOverlapError, make_split
-from pipelines.pool.store_lock import HeldStores
+from runtime.pool.store_lock import HeldStores
 
 
 @dataclass(frozen=True)

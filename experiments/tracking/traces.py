@@ -25,7 +25,7 @@ from typing import Any
 
 from eval.results import ProblemResult
 from experiments.tracking.store import ServiceClient
-from pipelines.pool.messages import Intent, Message
+from runtime.pool.messages import Intent, Message
 
 TASK_TAG = "critiquelab.task_id"  # on each trace: the problem it is about
 MESSAGE_ATTRIBUTE = "critiquelab.message"  # a span's pool message, as JSON

@@ -24,7 +24,7 @@ from eval.results import ProblemResult, results_from_table
 from experiments.controls import control_of_run, marked_label
 from experiments.tracking.store import CHILD_TAG, PARENT_TAG, child_key
 from experiments.tracking.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, run_traces
-from pipelines.pool.messages import Message
+from runtime.pool.messages import Message
 
 
 @dataclass

@@ -3,7 +3,7 @@ debate rounds and agreement, vote groups, the scratchpad's channels over time, t
 session tree and the tree-search tree (:mod:`experiments.viewer.search_tree_panel`).
 
 The panels rebuild what they show with the pipelines' own readers — the scratchpad's
-:func:`~pipelines.scratchpad.replay.replay_steps`, the architect's
+:func:`~runtime.scratchpad.replay.replay_steps`, the architect's
 :func:`~pipelines.architect.session_tree.export_session_tree` — so the viewer cannot drift from them. Every
 string that came from a model goes through :func:`html.escape`.
 """
@@ -17,14 +17,14 @@ from typing import Any
 from eval.results import ProblemResult
 from experiments.viewer.data import json_text, message_trace
 from experiments.viewer.search_tree_panel import search_tree_panel
-from pipelines.agents import agent_role
 from pipelines.architect.session_tree import export_session_tree
 from pipelines.debate.outcome import ConsensusFigures
-from pipelines.pool.messages import Intent, Message
-from pipelines.pool.store import seq_of
-from pipelines.scratchpad.channels import size_bytes
-from pipelines.scratchpad.events import ConflictEvent, InitEvent, RefusedEvent, ScratchpadIntent, UpdateEvent
-from pipelines.scratchpad.replay import replay_steps
+from runtime.agents import agent_role
+from runtime.pool.messages import Intent, Message
+from runtime.pool.store import seq_of
+from runtime.scratchpad.channels import size_bytes
+from runtime.scratchpad.events import ConflictEvent, InitEvent, RefusedEvent, ScratchpadIntent, UpdateEvent
+from runtime.scratchpad.replay import replay_steps
 
 # Scratchpad events that concern one channel (an init names all of them, a read several).
 # The events that act on one channel, and their models (each has the channel and the agent).

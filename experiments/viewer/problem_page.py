@@ -17,10 +17,10 @@ from core.errors import UserError
 from eval.results import ProblemResult
 from experiments.viewer.data import json_text, message_trace
 from experiments.viewer.pattern_panels import pattern_panels
-from pipelines.agents import agent_role
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import role_map
 from pipelines.roles import RoleMap
+from runtime.agents import agent_role
+from runtime.pool.messages import Intent, Message
 
 CODE_INTENTS = (Intent.OUTPUT_COMPLETE, Intent.FIX, Intent.PROPOSAL, Intent.ARGUMENT, Intent.VERDICT)
 _LANE_HEIGHT, _LANE_LABEL, _WIDTH = 34, 150, 900

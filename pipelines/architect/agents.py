@@ -14,10 +14,10 @@ import dspy
 from pydantic import BaseModel
 
 from eval.visible_examples import code_feedback, visible_examples
-from pipelines.agents import TaskContext
 from pipelines.architect.plan import defined_functions
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role, fell_back
+from runtime.agents import TaskContext
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import RoleResult, call_role, fell_back
 from signatures.team_contracts import (
     DeveloperInput,
     DeveloperOutput,

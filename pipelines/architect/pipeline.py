@@ -20,7 +20,6 @@ import dspy
 from pydantic import Field
 
 from pipelines.agent_counts import agent_counts
-from pipelines.agents import Agent, TaskContext
 from pipelines.architect.agents import (
     Attempt,
     DeveloperWorker,
@@ -30,13 +29,14 @@ from pipelines.architect.agents import (
 )
 from pipelines.architect.outcome import ArchitectOutcome
 from pipelines.architect.plan import Plan, integrate, make_plan
-from pipelines.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
 from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
-from pipelines.role_call import call_role, fell_back
 from pipelines.threads import converse
+from runtime.agents import Agent, TaskContext
+from runtime.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import call_role, fell_back
 from signatures.architect import Architect
 from signatures.developer import Developer
 from signatures.team_contracts import (

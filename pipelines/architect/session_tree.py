@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from pipelines.pool.messages import Message
+from runtime.pool.messages import Message
 from signatures.team_contracts import (
     ArchitectDecision,
     ArchitectPlan,

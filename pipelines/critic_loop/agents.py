@@ -10,10 +10,10 @@ from typing import Any
 import dspy
 
 from eval.visible_examples import code_feedback, visible_examples
-from pipelines.agents import Agent, TaskContext
 from pipelines.controls import oracle_feedback
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import call_role, fell_back
+from runtime.agents import Agent, TaskContext
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import call_role, fell_back
 from signatures.review import Finding, Review, render_review
 
 CHANGES = ("request_changes", "reject")

@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 
 import dspy
 
-from pipelines.agents import TaskContext
 from pipelines.critic_loop.agents import CHANGES, CriticAgent
-from pipelines.parallel_agents import ParallelCalls
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role, fell_back
+from runtime.agents import TaskContext
+from runtime.parallel_agents import ParallelCalls
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import RoleResult, call_role, fell_back
 from signatures.focused_critic import FOCUS_INSTRUCTIONS
 from signatures.review import Finding, Review
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 import dspy
 from pydantic import Field, field_validator
 
-from pipelines.agents import Agent, TaskContext
 from pipelines.coder_agent import CoderAgent
 from pipelines.controls import ORACLE_FEEDBACK, ControlArm
 from pipelines.critic_loop.agents import CriticAgent, FixerAgent, MetaCriticAgent
 from pipelines.critic_loop.outcome import CriticLoopOutcome
 from pipelines.critic_loop.panel import PanelCriticAgent, critics_requesting_changes
 from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent
 from pipelines.registry import register_pipeline
 from pipelines.roles import Role
 from pipelines.threads import run_thread
+from runtime.agents import Agent, TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent
 from signatures.coder import Coder
 from signatures.critic import Critic
 from signatures.fixer import Fixer

@@ -14,15 +14,15 @@ import dspy
 from pydantic import Field
 
 from eval.behaviour import behaviour_signatures, largest_group
-from pipelines.agents import Agent, TaskContext
 from pipelines.debate.agents import DebaterAgent, JudgeAgent, Topology
 from pipelines.debate.grounding import Grounding, JudgeRule
 from pipelines.debate.outcome import DebateOutcome
 from pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.threads import converse
+from runtime.agents import Agent, TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
 from signatures.coder import Coder
 from signatures.debater import Debater, grounded_debater
 from signatures.judge import Judge, grounded_judge

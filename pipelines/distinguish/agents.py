@@ -13,7 +13,6 @@ from eval.behaviour import filtered_largest_group, visible_verdicts
 from eval.generated_inputs import parse_inputs, run_on_inputs
 from eval.mutated_inputs import mutated_calls
 from eval.visible_examples import visible_examples
-from pipelines.agents import Agent, TaskContext
 from pipelines.distinguish.selection import (
     GREEDY,
     Group,
@@ -27,8 +26,9 @@ from pipelines.distinguish.selection import (
     describe,
     disagreements,
 )
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role
+from runtime.agents import Agent, TaskContext
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import RoleResult, call_role
 
 
 def _written_items(step: RoleResult) -> list[str]:

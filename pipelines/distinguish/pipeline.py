@@ -23,16 +23,16 @@ from __future__ import annotations
 import dspy
 from pydantic import Field
 
-from pipelines.agents import TaskContext
 from pipelines.distinguish.agents import InputWriterAgent, PairwiseJudgeAgent, SelectorAgent
 from pipelines.distinguish.outcome import DistinguishOutcome
 from pipelines.distinguish.selection import GREEDY, InputSource, Selection
 from pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.sampling import SamplerAgent
 from pipelines.threads import converse
+from runtime.agents import TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
 from signatures.coder import Coder
 from signatures.input_writer import InputWriter
 from signatures.pairwise_judge import PairwiseJudge

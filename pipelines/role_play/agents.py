@@ -11,9 +11,9 @@ import dspy
 
 from eval.assembly import contains_code
 from eval.visible_examples import code_feedback, visible_examples
-from pipelines.agents import Agent, TaskContext
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import call_role
+from runtime.agents import Agent, TaskContext
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import call_role
 
 # Stop reasons besides "done" (the instructor says so) and "max_turns".
 ROLE_FLIP, REPEATED_INSTRUCTION, NO_PROGRESS = "role_flip", "repeated_instruction", "no_progress"

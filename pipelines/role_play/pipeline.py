@@ -14,10 +14,7 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from pipelines.agents import TaskContext
 from pipelines.params import FeedbackTimeout, PipelineParams
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.role_play.agents import (
     NO_PROGRESS,
@@ -29,6 +26,9 @@ from pipelines.role_play.agents import (
 )
 from pipelines.role_play.outcome import RolePlayOutcome
 from pipelines.threads import converse
+from runtime.agents import TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
 from signatures.assistant import Assistant
 from signatures.instructor import Instructor
 from signatures.task_specifier import TaskSpecifier

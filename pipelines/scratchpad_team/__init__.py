@@ -1,2 +1,2 @@
 """``scratchpad``: analyst, coder, tester and reviewer working on one shared scratchpad (the
-subsystem :mod:`pipelines.scratchpad`)."""
+subsystem :mod:`runtime.scratchpad`)."""

@@ -10,13 +10,13 @@ from typing import Any
 import dspy
 
 from eval.visible_examples import code_feedback, visible_examples
-from pipelines.agents import Agent, TaskContext
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import call_role, fell_back
-from pipelines.scratchpad.access import AgentAccess
-from pipelines.scratchpad.channels import ChannelSpec
-from pipelines.scratchpad.events import ScratchpadIntent
-from pipelines.scratchpad.shared import SharedScratchpad, Snapshot
+from runtime.agents import Agent, TaskContext
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import call_role, fell_back
+from runtime.scratchpad.access import AgentAccess
+from runtime.scratchpad.channels import ChannelSpec
+from runtime.scratchpad.events import ScratchpadIntent
+from runtime.scratchpad.shared import SharedScratchpad, Snapshot
 from signatures.review import Finding
 
 CHANGES = ("request_changes", "reject")

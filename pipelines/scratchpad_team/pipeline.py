@@ -5,7 +5,7 @@ writes an approach and edge cases, the coder writes code reading the analysis, t
 each version on the prompt's visible examples and writes the results, the reviewer reads all of
 it and writes a review; the coder revises until the reviewer approves or ``max_iterations``
 reviews. In ``parallel`` mode the coder drafts at once, alongside the analyst, and the agents
-run in their own threads. Every write is an event on the pool (:mod:`pipelines.scratchpad`).
+run in their own threads. Every write is an event on the pool (:mod:`runtime.scratchpad`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,8 @@ import dspy
 from pydantic import Field
 
 from pipelines.agent_counts import agent_counts
-from pipelines.agents import Agent, TaskContext
 from pipelines.params import FeedbackTimeout, MaxIterations, PipelineParams
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Message
 from pipelines.registry import register_pipeline
-from pipelines.scratchpad.events import ScratchpadIntent, UpdateEvent
-from pipelines.scratchpad.shared import ScratchpadConfig, SharedScratchpad
 from pipelines.scratchpad_team.agents import (
     CHANGES,
     CHANNELS,
@@ -34,6 +29,11 @@ from pipelines.scratchpad_team.agents import (
 )
 from pipelines.scratchpad_team.outcome import ScratchpadOutcome
 from pipelines.threads import converse
+from runtime.agents import Agent, TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Message
+from runtime.scratchpad.events import ScratchpadIntent, UpdateEvent
+from runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
 from signatures.analyst import Analyst
 from signatures.scratchpad_coder import ScratchpadCoder
 from signatures.scratchpad_reviewer import ScratchpadReviewer

@@ -13,10 +13,10 @@ from pydantic import BaseModel
 from eval.assembly import assemble_program
 from eval.generated_tests import parse_asserts, render_tests
 from eval.visible_examples import VisibleExample, execution_feedback, visible_examples
-from pipelines.agents import TaskContext
-from pipelines.handoff import HandoffAgent, code_of
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role, fell_back
+from runtime.agents import TaskContext
+from runtime.handoff import HandoffAgent, code_of
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import RoleResult, call_role, fell_back
 from signatures.engineer import CodeArtifact
 from signatures.handoff import Handoff
 from signatures.product_manager import Spec

@@ -16,11 +16,7 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from pipelines.agents import Agent, TaskContext
-from pipelines.handoff import code_of
 from pipelines.params import FeedbackTimeout, GeneratedTestCount, MaxIterations, PipelineParams
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.sop.agents import (
     EngineerAgent,
@@ -31,6 +27,10 @@ from pipelines.sop.agents import (
 )
 from pipelines.sop.outcome import SopOutcome
 from pipelines.threads import converse
+from runtime.agents import Agent, TaskContext
+from runtime.handoff import code_of
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
 from signatures.critic import Critic
 from signatures.engineer import Engineer
 from signatures.handoff import Handoff

@@ -19,12 +19,12 @@ import dspy
 from eval import python_ast
 from eval.assembly import assemble_program
 from eval.visible_examples import debugging_feedback, run_examples, visible_examples
-from pipelines.agents import Agent, TaskContext, sampling_config
 from pipelines.controls import oracle_feedback
-from pipelines.parallel_agents import ParallelCalls
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import RoleResult, call_role
 from pipelines.tree_search.tree import SearchNode, SearchTree
+from runtime.agents import Agent, TaskContext, sampling_config
+from runtime.parallel_agents import ParallelCalls
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import RoleResult, call_role
 
 # Intent of a node's evaluation by the value role (free intents are allowed on the pool).
 VALUE = "value"

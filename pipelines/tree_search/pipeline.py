@@ -20,16 +20,16 @@ from typing import Literal
 import dspy
 from pydantic import AliasChoices, Field
 
-from pipelines.agents import TaskContext
 from pipelines.budget import TokenBudgetParams, require_resolved
 from pipelines.controls import ORACLE_FEEDBACK, ControlArm
 from pipelines.params import FeedbackTimeout, ParallelAgents, SamplingTemperature
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent
 from pipelines.registry import register_pipeline
 from pipelines.threads import converse
 from pipelines.tree_search.agents import SearchAgent, SearchRoles, SearchSettings
 from pipelines.tree_search.outcome import TreeSearchOutcome
+from runtime.agents import TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent
 from signatures.code_scorer import CodeScorer
 from signatures.coder import Coder
 from signatures.path_reflector import PathReflector

@@ -10,9 +10,9 @@ import dspy
 from eval.behaviour import behaviour_signatures, largest_group
 from eval.generated_tests import consensus_sets, parse_asserts, pass_matrix, render_tests
 from eval.visible_examples import visible_examples
-from pipelines.agents import Agent, TaskContext
-from pipelines.pool.messages import Intent, Message
-from pipelines.role_call import call_role
+from runtime.agents import Agent, TaskContext
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import call_role
 
 TestSource = Literal["visible", "generated", "both"]
 TEST_SOURCES: tuple[str, ...] = get_args(TestSource)

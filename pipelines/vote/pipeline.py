@@ -22,16 +22,16 @@ import dspy
 from pydantic import Field, model_validator
 
 from eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
-from pipelines.agents import Agent, TaskContext
 from pipelines.budget import TokenBudgetParams, require_resolved
 from pipelines.params import GeneratedTestCount, ParallelAgents, SamplingTemperature
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
 from pipelines.sampling import SamplerAgent
 from pipelines.threads import converse
 from pipelines.vote.generated_tests import DualAgreementVoterAgent, TestSource, TestWriterAgent
 from pipelines.vote.outcome import VoteOutcome
+from runtime.agents import Agent, TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
 from signatures.coder import Coder
 from signatures.test_writer import TestWriter
 

@@ -11,9 +11,9 @@ from mlflow.tracking import MlflowClient
 from experiments.api import run
 from experiments.tracking.store import tracking_uri
 from pipelines.architect.session_tree import export_session_tree, session_tree_schema
-from pipelines.pool.messages import Message
-from pipelines.scratchpad.events import ScratchpadIntent
-from pipelines.scratchpad.replay import replay
+from runtime.pool.messages import Message
+from runtime.scratchpad.events import ScratchpadIntent
+from runtime.scratchpad.replay import replay
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 

@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 from experiments.api import run
 from experiments.compare import compare_runs
 from experiments.tracking.store import tracking_uri
-from pipelines.pool.messages import Intent
+from runtime.pool.messages import Intent
 
 pytestmark = pytest.mark.e2e
 

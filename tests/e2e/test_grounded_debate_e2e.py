@@ -11,7 +11,7 @@ from mlflow.tracking import MlflowClient
 from experiments.api import run
 from experiments.tracking.store import tracking_uri
 from pipelines.debate.grounding import RESULTS_HEADING
-from pipelines.pool.messages import Intent
+from runtime.pool.messages import Intent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]  # minutes on a busy 2-core machine
 

@@ -17,7 +17,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from experiments.tracking.store import tracking_uri
-from pipelines.memory.bank import MemoryBank
+from runtime.memory.bank import MemoryBank
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,7 @@ from mlflow.tracking import MlflowClient
 
 from experiments.api import run
 from experiments.tracking.store import tracking_uri
-from pipelines.pool.messages import Intent
+from runtime.pool.messages import Intent
 
 pytestmark = pytest.mark.e2e
 

@@ -14,9 +14,9 @@ from support.specs import fake_spec
 from experiments.api import run
 from experiments.tracking.store import tracking_uri
 from pipelines.architect.session_tree import export_session_tree
-from pipelines.pool.chroma_store import ChromaPoolStore
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Message
+from runtime.pool.chroma_store import ChromaPoolStore
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Message
 
 LIMIT = 4
 

@@ -14,8 +14,8 @@ from eval.datasets import load_problems
 from eval.visible_examples import visible_examples
 from experiments.api import run
 from experiments.tracking.store import tracking_uri
-from pipelines.pool.chroma_store import ChromaPoolStore
-from pipelines.pool.message_pool import MessagePool
+from runtime.pool.chroma_store import ChromaPoolStore
+from runtime.pool.message_pool import MessagePool
 
 
 def _scripts(problems):

@@ -10,7 +10,7 @@ from support.role_responder import role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
-from pipelines.memory.bank import MemoryBank
+from runtime.memory.bank import MemoryBank
 
 GENERATED = "assert has_close_elements([1.0, 1.05], 0.1) == True"
 

@@ -20,9 +20,9 @@ from experiments.api import run
 from experiments.cli import main
 from experiments.tracking.store import tracking_uri
 from optimizers.export import export_program, load_program
-from pipelines.memory.bank import MemoryBank
-from pipelines.memory.demos import as_demo
 from pipelines.registry import create_pipeline
+from runtime.memory.bank import MemoryBank
+from runtime.memory.demos import as_demo
 from signatures.adapter import CodeAdapter
 from signatures.coder import Coder
 

@@ -16,7 +16,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
-from pipelines.memory.bank import MemoryBank
+from runtime.memory.bank import MemoryBank
 
 ROOT = Path(__file__).parents[2]
 KILL_AT = ROOT / "tests" / "support" / "kill_at.py"

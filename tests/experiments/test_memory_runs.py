@@ -15,8 +15,8 @@ from core.errors import UserError
 from experiments.api import run
 from experiments.cli import main
 from experiments.tracking.store import tracking_uri
-from pipelines.memory.bank import MemoryBank
-from pipelines.memory.episodic import stored_collections
+from runtime.memory.bank import MemoryBank
+from runtime.memory.episodic import stored_collections
 
 LESSON = "Check the boundary cases named in the docstring before returning."
 # Tests of reflections, promotion and curation keep the thread's other entries (decisions, code

@@ -18,9 +18,9 @@ from optimizers.export_roles import migrate_state
 from optimizers.gepa import RoleComponentSelector
 from optimizers.refine import instruction_of, program_roles, role_predictors
 from optimizers.training_examples import TaskOutcome, label_thread
-from pipelines.pool.messages import Message
 from pipelines.registry import create_pipeline
 from pipelines.registry import program_roles as declared_roles
+from runtime.pool.messages import Message
 
 TUNED = "TUNED: write the function, nothing else."
 

@@ -12,7 +12,7 @@ from optimizers.training_examples import (
     collect_from_home,
     label_thread,
 )
-from pipelines.pool.messages import Message
+from runtime.pool.messages import Message
 
 GULLIBLE = "HumanEval/1"  # the critic approves this task's wrong first draft
 

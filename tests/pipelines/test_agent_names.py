@@ -4,9 +4,9 @@ messages: the second to listen is refused with one line naming the role and what
 import pytest
 
 from core.errors import UserError
-from pipelines.agents import Agent, TaskContext
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Intent
+from runtime.agents import Agent, TaskContext
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Intent
 
 
 class Reviewer(Agent):

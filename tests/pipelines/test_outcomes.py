@@ -12,13 +12,13 @@ from experiments.serving.lm import HarnessLM
 from experiments.solve import solve_and_score
 from pipelines.baseline import BaselineParams
 from pipelines.debate.outcome import DebateOutcome
-from pipelines.memory.outcome import MemoryFigures, with_memory_figures
 from pipelines.outcomes import Outcome
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import create_pipeline, outcome_model, pipeline_names, register_pipeline
 from pipelines.threads import ThreadOutcome
 from pipelines.vote.outcome import VoteOutcome
+from pipelines.with_memory.outcome import MemoryFigures, with_memory_figures
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
 
 
 class _Recording:

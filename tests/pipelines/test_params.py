@@ -9,7 +9,6 @@ from support.bad_params import BAD_PARAMS
 from core.errors import UserError
 from pipelines.critic_loop.pipeline import CriticLoop, CriticLoopParams
 from pipelines.debate.pipeline import Debate, DebateParams
-from pipelines.parallel_agents import MAX_PARALLEL_AGENTS
 from pipelines.params import agents_in_flight, explain
 from pipelines.registry import (
     build_pipeline,
@@ -20,6 +19,7 @@ from pipelines.registry import (
     validate_params,
 )
 from pipelines.vote.pipeline import Vote, VoteParams
+from runtime.parallel_agents import MAX_PARALLEL_AGENTS
 
 
 def test_every_registered_pipeline_has_bad_cases():

@@ -17,10 +17,10 @@ from pipelines.registry import describe_pipelines, pipeline_names, registered_na
 # A pipeline of a user's own: baseline's coder, told to shout. Registered under "shout".
 SHOUT = textwrap.dedent('''
     import dspy
-    from pipelines.agents import TaskContext
+    from runtime.agents import TaskContext
     from pipelines.baseline import BaselineOutcome, BaselineParams
     from pipelines.coder_agent import CoderAgent
-    from pipelines.pool.context import current_pool
+    from runtime.pool.context import current_pool
     from pipelines.registry import register_pipeline
     from pipelines.threads import run_thread
     from signatures.coder import Coder

@@ -9,10 +9,10 @@ from support.golden_lm import golden_responder
 
 from core.errors import UserError
 from experiments.serving.lm import HarnessLM
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import create_pipeline, pipeline_names, pipeline_roles, program_roles, role_map
 from pipelines.roles import Role, declare_roles, predictor_path
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
 
 # Params that switch on what the defaults leave out (optional predictors, a panel's call names).
 VARIANTS: dict[str, list[dict[str, object]]] = {

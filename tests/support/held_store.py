@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Only the lock (no chromadb import): it starts in a fraction of a second.
 _HOLDER = """
 import sys
-from pipelines.pool.store_lock import lock_store
+from runtime.pool.store_lock import lock_store
 held = lock_store(sys.argv[1])
 print("held", flush=True)
 sys.stdin.read()  # until the test closes stdin or kills this process
@@ -51,7 +51,7 @@ def try_in_another_process(path: Path, body: str = "lock_store(path).release()")
     ``ok``, or the one line of the :class:`~core.errors.UserError` it raised."""
     script = "\n".join([
         "import sys", "from pathlib import Path", "from core.errors import UserError",
-        "from pipelines.pool.store_lock import lock_store", f"sys.path.insert(0, {str(REPO / 'tests')!r})",
+        "from runtime.pool.store_lock import lock_store", f"sys.path.insert(0, {str(REPO / 'tests')!r})",
         "path = Path(sys.argv[1])", "try:", textwrap.indent(textwrap.dedent(body).strip(), "    "),
         "except UserError as exc:", "    print(exc)", "else:", "    print('ok')",
     ])

@@ -40,7 +40,7 @@ def hangs_once_on_the_second_problem(problems):
 
 
 def store_process(parent: int) -> int:
-    """The pid of ``parent``'s message store process (pipelines/pool/chroma_process.py): the
+    """The pid of ``parent``'s message store process (runtime/pool/chroma_process.py): the
     newest one alive, should an earlier test in the same process have left one behind."""
     found = []
     for entry in filter(str.isdigit, os.listdir("/proc")):

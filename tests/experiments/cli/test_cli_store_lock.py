@@ -1,6 +1,6 @@
 """A command on a data directory whose local Chroma store another critiquelab process has open:
 one line naming the store, exit code 2, nothing written (no model asked, no MLflow run, no
-checkpoint). Letting the next process in once the first is gone: tests/pipelines/pool/test_store_lock.py."""
+checkpoint). Letting the next process in once the first is gone: tests/runtime/pool/test_store_lock.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from support.held_store import store_held_elsewhere
 from support.specs import fake_spec
 
 from experiments.cli import main
-from pipelines.pool.store_lock import LOCK_NAME
+from runtime.pool.store_lock import LOCK_NAME
 
 ADVICE = ("Chroma's local store allows one process at a time: wait for it to finish, or use another data "
           "directory (--home) or a Chroma server (pool.chroma_url)")

@@ -108,8 +108,8 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
     from experiments.executors.job import SolveJob
     from experiments.executors.ray_cluster import RayExecutor
     from experiments.serving.provision import resolve_model, serve_model
-    from pipelines.pool.message_pool import MessagePool
     from pipelines.registry import create_pipeline
+    from runtime.pool.message_pool import MessagePool
 
     ray_cluster, _ = cluster
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:
@@ -136,8 +136,8 @@ def test_a_node_that_joins_gets_workers_at_the_next_child_run(cluster, tmp_path,
     from experiments.executors.job import SolveJob
     from experiments.executors.ray_cluster import RayExecutor
     from experiments.serving.provision import resolve_model, serve_model
-    from pipelines.pool.message_pool import MessagePool
     from pipelines.registry import create_pipeline
+    from runtime.pool.message_pool import MessagePool
 
     ray_cluster, _ = cluster
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:

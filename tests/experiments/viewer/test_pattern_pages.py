@@ -11,9 +11,9 @@ from experiments.viewer.data import ViewerData
 from experiments.viewer.pages import slug
 from experiments.viewer.search_tree_panel import search_tree_panel
 from experiments.viewer.server import Viewer
-from pipelines.pool.messages import Intent
-from pipelines.scratchpad.events import InitEvent, ScratchpadIntent
-from pipelines.scratchpad.replay import replay
+from runtime.pool.messages import Intent
+from runtime.scratchpad.events import InitEvent, ScratchpadIntent
+from runtime.scratchpad.replay import replay
 
 ESCAPED = "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;"
 PANELS = {"scratchpad": "<h2>Scratchpad</h2>", "architect": "<h2>Session tree</h2>",

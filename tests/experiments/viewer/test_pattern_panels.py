@@ -7,12 +7,12 @@ import re
 from eval.results import ProblemResult
 from eval.verdict import Status
 from experiments.viewer.pattern_panels import pattern_panels, scratchpad_panel
-from pipelines.agents import TaskContext
 from pipelines.architect.agents import SessionRef, publish_in
-from pipelines.pool.message_pool import MessagePool
-from pipelines.scratchpad.access import AgentAccess
-from pipelines.scratchpad.channels import ChannelSpec
-from pipelines.scratchpad.shared import ScratchpadConfig, SharedScratchpad
+from runtime.agents import TaskContext
+from runtime.pool.message_pool import MessagePool
+from runtime.scratchpad.access import AgentAccess
+from runtime.scratchpad.channels import ChannelSpec
+from runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
 from signatures.team_contracts import (
     ArchitectDecision,
     ArchitectPlan,
@@ -99,7 +99,7 @@ def test_architect_panel_shows_a_failed_delegation_its_reassignment_and_the_revi
 
 def test_vote_panel_shows_the_greedy_answer_and_marks_the_chosen_one():
     from experiments.viewer.pattern_panels import vote_panel
-    from pipelines.pool.messages import Intent
+    from runtime.pool.messages import Intent
 
     def history(greedy_passed: bool, samples: int) -> list:
         ctx = TaskContext(MessagePool(), "t/1", "prompt", "f")

@@ -14,10 +14,10 @@ from support.role_responder import role_responder
 
 from experiments.serving.lm import HarnessLM
 from pipelines.architect.session_tree import export_session_tree, session_tree_schema
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Intent
 from signatures.adapter import CodeAdapter
 
 PROMPT = ('def sum_squares(xs: list) -> int:\n    """Sum of the squares.\n    >>> sum_squares([1, 2])\n'

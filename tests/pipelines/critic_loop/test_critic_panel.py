@@ -11,10 +11,10 @@ from support.role_responder import review, role_responder
 
 from experiments.serving.lm import HarnessLM
 from pipelines.critic_loop.panel import bundle_reviews
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Intent
 from signatures.adapter import CodeAdapter
 from signatures.focused_critic import FOCUS_INSTRUCTIONS
 from signatures.review import Finding, Review

@@ -8,7 +8,7 @@ import pytest
 from test_debate_and_vote import GOOD, _run
 
 from pipelines.debate.agents import neighbours
-from pipelines.pool.messages import Intent
+from runtime.pool.messages import Intent
 
 SCRIPTS = {
     "coder": lambda text, body: {"code": GOOD},

@@ -14,7 +14,7 @@ import pytest
 from test_debate_and_vote import BAD, GOOD, _run
 
 from pipelines.debate.grounding import RESULTS_HEADING, rule_override
-from pipelines.pool.messages import Intent
+from runtime.pool.messages import Intent
 
 _CODE = re.compile(r"```python\n(.*?)\n```(?:\nOn the examples shown in the problem:\n(\S+))?", re.DOTALL)
 

@@ -5,12 +5,12 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import review, role_responder
 
 from experiments.serving.lm import HarnessLM
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
-from pipelines.scratchpad.events import ScratchpadIntent, UpdateEvent
-from pipelines.scratchpad.replay import replay
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Intent
+from runtime.scratchpad.events import ScratchpadIntent, UpdateEvent
+from runtime.scratchpad.replay import replay
 from signatures.adapter import CodeAdapter
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'

@@ -10,12 +10,12 @@ from support.role_responder import role_responder
 from core.errors import UserError
 from core.usage import UsageMeter, metering
 from experiments.serving.lm import HarnessLM
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
 from pipelines.tree_search.agents import VALUE
 from pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Intent
 from signatures.adapter import CodeAdapter
 
 PROMPT = ('def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n'

@@ -10,11 +10,11 @@ from support.role_responder import role_responder
 
 from core.usage import UsageMeter, metering
 from experiments.serving.lm import HarnessLM
-from pipelines.agents import sampling_config
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
-from pipelines.pool.messages import Intent
 from pipelines.registry import create_pipeline
+from runtime.agents import sampling_config
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
+from runtime.pool.messages import Intent
 from signatures.adapter import CodeAdapter
 from signatures.coder import Coder
 

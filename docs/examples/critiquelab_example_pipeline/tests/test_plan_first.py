@@ -6,9 +6,9 @@ from support.fake_openai import FakeOpenAIServer, chat_reply
 
 from core.usage import UsageMeter, metering
 from experiments.serving.lm import HarnessLM
-from pipelines.pool.context import using_pool
-from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import create_pipeline, pipeline_names
+from runtime.pool.context import using_pool
+from runtime.pool.message_pool import MessagePool
 from signatures.adapter import CodeAdapter
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'

@@ -12,13 +12,13 @@ from __future__ import annotations
 import dspy
 from pydantic import Field
 
-from pipelines.agents import Agent, TaskContext
 from pipelines.params import PipelineParams
-from pipelines.pool.context import current_pool
-from pipelines.pool.messages import Intent, Message
 from pipelines.registry import register_pipeline
-from pipelines.role_call import call_role
 from pipelines.threads import ThreadOutcome, converse, thread_outcome
+from runtime.agents import Agent, TaskContext
+from runtime.pool.context import current_pool
+from runtime.pool.messages import Intent, Message
+from runtime.role_call import call_role
 
 PLAN = "plan"  # the planner's message: intents are free strings besides the well-known ones
 
