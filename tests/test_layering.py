@@ -159,5 +159,5 @@ def test_the_import_reader_sees_submodules_and_relative_imports(tmp_path):
 
 def test_every_pipeline_package_is_found():
     assert set(PIPELINE_PACKAGES) >= {"critic_loop", "debate", "vote", "tree_search", "architect", "sop",
-                                      "role_play", "distinguish", "scratchpad_team"}
+                                      "role_play", "distinguish", "scratchpad"}
     assert {p.name for p in (ROOT / "runtime").iterdir() if (p / "__init__.py").is_file()} == set(SUBSYSTEMS)

@@ -18,7 +18,7 @@ from pydantic import Field
 from pipelines.agent_counts import agent_counts
 from pipelines.params import FeedbackTimeout, MaxIterations, PipelineParams
 from pipelines.registry import register_pipeline
-from pipelines.scratchpad_team.agents import (
+from pipelines.scratchpad.agents import (
     CHANGES,
     CHANNELS,
     AnalystAgent,
@@ -27,7 +27,7 @@ from pipelines.scratchpad_team.agents import (
     TesterAgent,
     team_access,
 )
-from pipelines.scratchpad_team.outcome import ScratchpadOutcome
+from pipelines.scratchpad.outcome import ScratchpadOutcome
 from pipelines.threads import converse
 from runtime.agents import Agent, TaskContext
 from runtime.pool.context import current_pool
