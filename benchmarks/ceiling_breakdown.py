@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from experiments.compare import load_problems_frame, resolve_runs
+from experiments.compare.runs import load_problems_frame, resolve_runs
 from experiments.paths import data_dir
 from experiments.tracking.store import tracking_uri
 

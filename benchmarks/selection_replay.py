@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
 from eval.statistics import mcnemar_exact
-from experiments.compare import load_problems_frame, resolve_runs
+from experiments.compare.runs import load_problems_frame, resolve_runs
 from experiments.paths import data_dir
 from experiments.tracking.store import tracking_uri
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import FieldError, UserError
-from experiments.estimate import Estimate, estimate_run
+from experiments.costs.estimate import Estimate, estimate_run
 from experiments.runner import ExperimentResult, run_experiment
 from experiments.spec import ExperimentSpec, parse_spec
 from experiments.spec.files import load_yaml
@@ -103,7 +103,7 @@ def estimate(
     fresh: bool = False,
 ) -> Estimate:
     """What :func:`run` with the same arguments would cost, per pipeline × seed: an
-    :class:`experiments.estimate.Estimate` (``.table()`` prints as ``run --estimate`` does). Calls
+    :class:`experiments.costs.estimate.Estimate` (``.table()`` prints as ``run --estimate`` does). Calls
     no model and writes nothing; the spec is checked as ``run`` checks it."""
     offline_defaults()
     overrides = overrides or RunOverrides()

@@ -78,7 +78,7 @@ class ExperimentResult:
     experiment_id: str
     parent_run_id: str
     children: list[ChildRun] = field(default_factory=list)
-    comparison: Any = None  # experiments.compare.ComparisonResult, when the run compared its pipelines
+    comparison: Any = None  # experiments.compare.runs.ComparisonResult, when the run compared its pipelines
 
     @property
     def warnings(self) -> list[str]:
@@ -315,7 +315,7 @@ def run_experiment(
     Input is validated (dataset, pipelines, model) before any run is created. ``fresh`` ignores
     earlier checkpoints of the same configuration; ``cache=False`` asks the model again for every
     request and keeps its new answers in place of the cached ones.
-    ``compare`` ends the run with :func:`experiments.compare.compare_runs` on its pipelines
+    ``compare`` ends the run with :func:`experiments.compare.runs.compare_runs` on its pipelines
     (default: when it has two or more). The parent run is finished only after that, so a run
     killed at any point — the comparison included — is resumed by the same call.
     """
@@ -407,7 +407,7 @@ def _run_experiment(
     try:
         tracker.log_frame(parent_id, result.summary(), "summary")
         if compare or (compare is None and len(spec.pipelines) > 1):
-            from experiments.compare import compare_runs
+            from experiments.compare.runs import compare_runs
 
             result.comparison = compare_runs(parent_id, home=home, tracking=uri)
     except BaseException:

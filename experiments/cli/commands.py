@@ -81,7 +81,7 @@ def _print_notices(notices: list[str]) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from eval.statistics import check_bootstrap_options
-    from experiments.compare import compare_runs
+    from experiments.compare.runs import compare_runs
     from experiments.paths import data_dir as default_data_dir
     from experiments.studies.read import is_study, load_study
 

@@ -1,5 +1,5 @@
 """``critiquelab rescore RUN_ID --dataset FILE``: a thin layer over
-:func:`experiments.rescore.rescore_run`."""
+:func:`experiments.rescore.runs.rescore_run`."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _print(source: str, notices: list[str], dataset: str, dataset_format: str, t
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from experiments.rescore import rescore_run, rescore_study
+    from experiments.rescore.runs import rescore_run, rescore_study
     from experiments.studies.read import is_study
 
     if is_study(args.run_id):  # a committed study: from its files, nothing logged

@@ -27,7 +27,7 @@ import yaml
 from pydantic import ValidationError
 
 from core.errors import UserError
-from experiments.compared_run import ComparedRun
+from experiments.compare.compared_run import ComparedRun
 from experiments.studies.files import (
     CHECKSUMMED,
     EVIDENCE_TEXT,
@@ -95,10 +95,10 @@ class Study:
         self, out: Path | None = None, *, bootstrap_seed: int = 0, n_resamples: int = 9999,
         confidence: float = 0.95,
     ) -> Any:
-        """compare's report (:class:`experiments.compare.ComparisonResult`) re-computed from the
+        """compare's report (:class:`experiments.compare.runs.ComparisonResult`) re-computed from the
         study's files; written to ``out`` (default: a temporary folder, removed afterwards)."""
         from eval.statistics import check_bootstrap_options
-        from experiments.compare import report_comparison
+        from experiments.compare.runs import report_comparison
 
         check_bootstrap_options(n_resamples, bootstrap_seed, confidence, resamples_name="--resamples",
                                 seed_name="--bootstrap-seed")

@@ -23,8 +23,8 @@ import yaml
 
 from core.errors import UserError
 from eval.results import plain_cell
-from experiments.compare import load_problems_frame, open_client, resolve_runs
-from experiments.compared_run import ComparedRun
+from experiments.compare.compared_run import ComparedRun
+from experiments.compare.runs import load_problems_frame, open_client, resolve_runs
 from experiments.paths import data_dir as default_data_dir
 from experiments.serving.model_files import resolve_bundled
 from experiments.studies.files import (

@@ -7,7 +7,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from experiments.api import run
-from experiments.compare import compare_runs
+from experiments.compare.runs import compare_runs
 from experiments.tracking.store import tracking_uri
 from runtime.pool.messages import Intent
 

@@ -19,8 +19,8 @@ from core.errors import UserError
 from experiments import api
 from experiments.api import run
 from experiments.cli import main
-from experiments.compare import compare_runs
-from experiments.rescore import rescore_study
+from experiments.compare.runs import compare_runs
+from experiments.rescore.runs import rescore_study
 from experiments.studies.files import MANIFEST, OUTCOMES, RUNS, SPEC
 from experiments.studies.read import file_sha256, load_study
 from experiments.studies.write import write_study

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 from support.viewer_run import LOST, SCRIPT
 
-from experiments.compare import compare_runs
+from experiments.compare.runs import compare_runs
 from experiments.tracking.store import tracking_uri
 from experiments.viewer.pages import slug
 from experiments.viewer.server import HOST, make_server, open_viewer

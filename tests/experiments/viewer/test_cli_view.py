@@ -83,7 +83,7 @@ def test_view_out_of_one_run_writes_an_index_of_it_alone_whose_links_all_resolve
 def test_compare_report_links_open_from_disk(viewer_home, tmp_path):
     """The report's problem links point at pages written beside it (no viewer running); with
     --viewer-url they point at that live viewer instead, and no pages are written."""
-    from experiments.compare import compare_runs
+    from experiments.compare.runs import compare_runs
 
     home, result = viewer_home
     out = tmp_path / "report"

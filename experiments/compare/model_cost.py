@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.compared_run import ComparedRun
+from experiments.compare.compared_run import ComparedRun
 
 COST_FILE = "model_cost.csv"
 _MODEL = "model."

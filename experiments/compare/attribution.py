@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.results import results_from_table
-from experiments.compared_run import ComparedRun
+from experiments.compare.compared_run import ComparedRun
 from pipelines.attribution import MEANINGS
 
 COLUMN = "attribution"

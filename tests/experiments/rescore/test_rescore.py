@@ -27,9 +27,9 @@ from support.specs import fake_spec
 from core.errors import UserError
 from experiments.api import run
 from experiments.cli import main
-from experiments.compare import compare_runs
-from experiments.rescore import rescore_run
-from experiments.rescore_pairs import LOST_PASSES_HEADING, RESCORED_FROM_TAG
+from experiments.compare.runs import compare_runs
+from experiments.rescore.pairs import LOST_PASSES_HEADING, RESCORED_FROM_TAG
+from experiments.rescore.runs import rescore_run
 from experiments.tracking.store import PARENT_TAG, tracking_uri
 
 
@@ -167,7 +167,7 @@ def test_an_out_that_cannot_be_created_is_one_line_and_leaves_no_run(how, finish
             (tmp_path / "reports").write_text("a file where the directory would be")
             return path
 
-        monkeypatch.setattr("experiments.rescore.check_writable_dir", fine_then_blocked)
+        monkeypatch.setattr("experiments.rescore.runs.check_writable_dir", fine_then_blocked)
     with pytest.raises(UserError, match="where the rescore's files would go"):
         rescore_run(finished_run.parent_run_id, strong, dataset_format="evalplus", home=home, out=out)
     assert len(_runs_in(home, finished_run.experiment_id)) == before

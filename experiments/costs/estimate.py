@@ -6,7 +6,7 @@ Each pipeline's cost per problem comes from the first of:
 - ``measured``: every earlier problem checkpointed in this data directory under the same cost key
   (model and the settings that change its answers, dataset, pipeline, params, loaded prompts; see
   :func:`experiments.checkpoints.cost_keys`), from any experiment and seed;
-- ``default``: :data:`experiments.shipped_costs.SHIPPED`, one documented run of the bundled 0.5B
+- ``default``: :data:`experiments.costs.shipped.SHIPPED`, one documented run of the bundled 0.5B
   model on HumanEval, scaled where the params fix the number of LM calls (debaters × rounds, vote
   samples);
 - ``unknown``: neither. No figure is invented.
@@ -30,6 +30,7 @@ from eval.datasets import HUMANEVAL
 from eval.held_out import SplitName
 from eval.results import ProblemResult, ResolvedParams
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
+from experiments.costs.shipped import SERVED_RUN, SHIPPED, PerProblem
 from experiments.memory_run import memory_of
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import model_cache_dir
@@ -38,7 +39,6 @@ from experiments.serving.local_server import select_backend
 from experiments.serving.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
 from experiments.serving.provision import ModelIdentity, check_model_settings, resolve_model
 from experiments.serving.server_build import find_built_server
-from experiments.shipped_costs import SERVED_RUN, SHIPPED, PerProblem
 from experiments.spec import ExperimentSpec, ModelSpec
 from experiments.tracking.store import tracking_uri
 from pipelines.budget import budget_source, token_budget

@@ -11,9 +11,9 @@ from support.role_responder import role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
-from experiments.compare import compare_runs
-from experiments.compare_model_cost import model_cost_frame, seconds_per_token
-from experiments.compared_run import ComparedRun
+from experiments.compare.compared_run import ComparedRun
+from experiments.compare.model_cost import model_cost_frame, seconds_per_token
+from experiments.compare.runs import compare_runs
 
 
 def _run(label):

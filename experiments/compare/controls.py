@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.compared_run import ComparedRun
+from experiments.compare.compared_run import ComparedRun
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 From a notebook::
 
-    from experiments.compare import compare_runs
+    from experiments.compare.runs import compare_runs
     result = compare_runs("<parent run id>")        # every child run (pipeline × seed) of it
     result = compare_runs(["<child id>", "<child id>"])  # explicit runs, possibly across parents
     result.table, result.pairs                      # pandas DataFrames
@@ -29,15 +29,15 @@ from typing import Any
 
 from core.errors import UserError
 from eval.summary import FigureMetrics
-from experiments.compare_attribution import attribution_section, log_attribution_metrics
-from experiments.compare_controls import controls_section, split_controls
-from experiments.compare_learning import learning_section
-from experiments.compare_model_cost import model_cost_section
-from experiments.compared_run import ComparedRun
+from experiments.compare.attribution import attribution_section, log_attribution_metrics
+from experiments.compare.compared_run import ComparedRun
+from experiments.compare.controls import controls_section, split_controls
+from experiments.compare.learning import learning_section
+from experiments.compare.model_cost import model_cost_section
 from experiments.controls import control_of_run, marked_label
 from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
-from experiments.rescore_pairs import lost_passes_section
+from experiments.rescore.pairs import lost_passes_section
 from experiments.tracking.compare_provenance import provenance_notices
 from experiments.tracking.local_store import require_runs
 from experiments.tracking.store import (

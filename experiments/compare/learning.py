@@ -18,7 +18,7 @@ import pandas as pd
 from eval.learning_curve import LEARNING_PLOT, curve_summary, learning_curves, plot_learning_curves
 from eval.learning_slope import slope_tests
 from eval.report import MEMORY_COLUMNS, add_memory_section
-from experiments.compared_run import ComparedRun
+from experiments.compare.compared_run import ComparedRun
 
 SLOPE_FILE = "learning_slope.csv"
 

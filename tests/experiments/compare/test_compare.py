@@ -15,7 +15,7 @@ from eval.results import ProblemResult, results_table
 from eval.verdict import Status
 from experiments.api import run
 from experiments.cli import main
-from experiments.compare import COMPARISON_TAG, compare_runs
+from experiments.compare.runs import COMPARISON_TAG, compare_runs
 from experiments.tracking.store import Tracker, tracking_uri
 
 TASKS = [f"T/{i}" for i in range(12)]

@@ -3,7 +3,7 @@
 
 From a notebook::
 
-    from experiments.rescore import rescore_run
+    from experiments.rescore.runs import rescore_run
     result = rescore_run("<run id>", "HumanEvalPlus.jsonl", dataset_format="evalplus")
     print(result.table())          # per pipeline: passed before / after, lost, gained, pass@1
     result.runs[0].change.lost     # task ids that passed the original tests and fail these
@@ -40,11 +40,11 @@ from eval.problems import Problem
 from eval.results import with_current_columns
 from eval.scoring import NO_CODE, score_programs
 from eval.verdict import Status
-from experiments.compare import open_client, resolve_runs
-from experiments.compared_run import ComparedRun
+from experiments.compare.compared_run import ComparedRun
+from experiments.compare.runs import open_client, resolve_runs
 from experiments.paths import check_writable_dir
 from experiments.paths import data_dir as default_data_dir
-from experiments.rescore_pairs import RESCORED_FROM_TAG
+from experiments.rescore.pairs import RESCORED_FROM_TAG
 from experiments.tracking.compare_provenance import MEASURING_PARAMS
 from experiments.tracking.provenance import code_fingerprint
 from experiments.tracking.store import CHILD_TAG, Tracker, tracking_uri
