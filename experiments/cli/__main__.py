@@ -2,6 +2,6 @@
 
 import sys
 
-from experiments.cli import main
+from experiments.cli.main import main
 
 sys.exit(main())

@@ -28,7 +28,7 @@ from support.golden_lm import golden_responder
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
 
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import EXIT_MEANINGS, ExitCode, UserError
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.cli.parser import build_parser
 from experiments.docgen import generated_pages
 from experiments.docgen.cli_reference import cli_page

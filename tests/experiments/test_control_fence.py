@@ -13,7 +13,7 @@ from support.role_responder import role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.tracking.store import Tracker, tracking_uri
 from experiments.viewer.data import ViewerData
 from optimizers.training_examples import runs_of_experiment

@@ -20,7 +20,7 @@ import yaml
 from support.fake_openai import FakeOpenAIServer, Hang, HttpError, RawReply, completion, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.tracking.store import PARENT_TAG, Tracker
 
 PROBLEMS = 4

@@ -18,7 +18,7 @@ from eval.datasets import load_problems
 from eval.held_out import select_split
 from experiments.api import load_experiment, run
 from experiments.checkpoints import checkpoint_key, input_fingerprints
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.serving.provision import resolve_model
 from experiments.spec.overrides import RunOverrides
 from experiments.tracking.store import PARENT_TAG, tracking_uri

@@ -16,7 +16,7 @@ from support.specs import fake_spec
 
 from eval.datasets import humaneval_path, load_problems
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.tracking.store import tracking_uri
 
 COMMIT = "7dce6050a7d6d172f3cc5c32aa97f52fa1a2e544"

@@ -17,7 +17,7 @@ from support.role_responder import ScriptedProblems, role_of, role_responder
 from support.specs import fake_spec
 
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.tracking.store import tracking_uri
 from optimizers.export import export_program, load_program
 from pipelines.registry import create_pipeline

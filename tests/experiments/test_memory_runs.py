@@ -13,7 +13,7 @@ from support.specs import fake_spec
 
 from core.errors import UserError
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.tracking.store import tracking_uri
 from runtime.memory.bank import MemoryBank
 from runtime.memory.episodic import stored_collections

@@ -141,7 +141,7 @@ def test_compare_picks_the_most_complete_of_duplicate_child_runs(home, capsys):
     pipeline of an interrupted parent with no finished run is named in a line too."""
     from eval.results import ProblemResult, results_table
     from eval.verdict import Status
-    from experiments.cli import main
+    from experiments.cli.main import main
 
     tracker = Tracker(home, "old")
     parent = tracker.start_run("old")

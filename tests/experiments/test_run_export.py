@@ -14,7 +14,7 @@ from support.golden_lm import golden_responder
 from support.specs import fake_spec
 
 from experiments.api import export, run
-from experiments.cli import main
+from experiments.cli.main import main
 from pipelines.controls import NO_CONTROL
 
 SPECS = [p for p in sorted(Path("experiments").glob("*.yaml"))

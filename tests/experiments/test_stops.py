@@ -21,7 +21,7 @@ from support.stops import drain, hangs_once_on_the_second_problem, open_runs, st
 
 from core.errors import ServiceError, UserError
 from eval.sandbox.pool import LANE_PREFIX
-from experiments.cli import INTERRUPTED, main
+from experiments.cli.main import INTERRUPTED, main
 
 PROBLEMS = 4
 STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -75,7 +75,7 @@ def test_a_signal_while_shutting_down_is_exit_130_and_quiet(signum, tmp_path):
     script = tmp_path / "late.py"
     script.write_text(
         "import atexit, sys, time\n"
-        "from experiments.cli import main\n"
+        "from experiments.cli.main import main\n"
         "atexit.register(time.sleep, 30)  # stands in for a slow exit hook\n"
         "sys.argv = ['critiquelab', 'pipelines']\n"
         "code = main()\n"

@@ -18,7 +18,7 @@ from support.specs import fake_spec
 from core.errors import UserError
 from experiments import api
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.compare.runs import compare_runs
 from experiments.rescore.runs import rescore_study
 from experiments.studies.files import MANIFEST, OUTCOMES, RUNS, SPEC

@@ -20,7 +20,7 @@ from eval.results import ProblemResult
 from eval.scoring import NO_CODE
 from eval.verdict import Status
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.reply_warnings import RefusedToReport, refuse_if_faulty, retry_warnings
 from experiments.tracking.store import PARENT_TAG, WARNINGS_TAG, Tracker
 

@@ -6,7 +6,7 @@ import yaml
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.cli import main
+from experiments.cli.main import main
 from optimizers.export import export_program
 from pipelines.registry import create_pipeline
 

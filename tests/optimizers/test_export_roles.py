@@ -11,7 +11,7 @@ from support.golden_lm import golden_responder
 from support.specs import fake_spec
 
 from core.errors import UserError
-from experiments.cli import main
+from experiments.cli.main import main
 from optimizers.compile import CompileConfig, attach_trace_demos, changed_roles, compile_program, keep_roles
 from optimizers.export import export_program, load_program, load_prompts_into, register_prompts
 from optimizers.export_roles import migrate_state

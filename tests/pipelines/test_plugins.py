@@ -11,7 +11,7 @@ from support.plugins import EXAMPLE, fake_distribution, on_path, pip_install
 from support.role_responder import role_responder
 
 from core.errors import UserError
-from experiments.cli import main
+from experiments.cli.main import main
 from pipelines.registry import describe_pipelines, pipeline_names, registered_name
 
 # A pipeline of a user's own: baseline's coder, told to shout. Registered under "shout".

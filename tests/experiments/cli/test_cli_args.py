@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
+from experiments.cli.main import main
 
 
 @pytest.mark.parametrize("argv", [

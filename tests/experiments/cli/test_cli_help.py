@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.cli.parser import build_parser
 
 REST = re.compile(r"``|:(?:mod|func|class|meth|attr|data):`")

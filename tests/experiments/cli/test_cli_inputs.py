@@ -12,7 +12,7 @@ import yaml
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.cli import main
+from experiments.cli.main import main
 
 GOOD = "name: x\npipelines: [{name: baseline}]\n"
 # Nine levels of nine aliases each: 9**9 strings once expanded, a few hundred bytes as written.

@@ -3,7 +3,7 @@ and the figures its outcome model declares, fitted to the terminal's width."""
 
 import re
 
-from experiments.cli import main
+from experiments.cli.main import main
 from pipelines.registry import pipeline_names, validate_params
 
 

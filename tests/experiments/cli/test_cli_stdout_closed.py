@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.viewer_run import viewer_run
 
-from experiments.cli import STDOUT_CLOSED, main
+from experiments.cli.main import STDOUT_CLOSED, main
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,7 +13,7 @@ from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.held_store import store_held_elsewhere
 from support.specs import fake_spec
 
-from experiments.cli import main
+from experiments.cli.main import main
 from runtime.pool.store_lock import LOCK_NAME
 
 ADVICE = ("Chroma's local store allows one process at a time: wait for it to finish, or use another data "

@@ -14,7 +14,7 @@ from core.errors import UserError
 from eval.results import ProblemResult, results_table
 from eval.verdict import Status
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.compare.runs import COMPARISON_TAG, compare_runs
 from experiments.tracking.store import Tracker, tracking_uri
 

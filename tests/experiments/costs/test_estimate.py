@@ -14,7 +14,7 @@ from support.role_responder import role_responder
 from support.specs import fake_spec
 
 from experiments.api import RunOverrides, estimate, run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.costs.estimate import SHIPPED
 
 DATA = Path(__file__).parents[1] / "eval" / "data"

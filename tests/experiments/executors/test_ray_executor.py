@@ -260,7 +260,7 @@ def test_a_node_at_another_isolation_level_is_refused_unless_allowed(tmp_path, h
 def test_cli_ray_flag_with_no_cluster_is_one_line_and_writes_nothing(tmp_path, humaneval_problems, capsys):
     import yaml
 
-    from experiments.cli import main
+    from experiments.cli.main import main
 
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
         spec = tmp_path / "spec.yaml"

@@ -13,7 +13,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_of, role_responder
 
 from experiments.api import export, optimize
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.tracking.store import tracking_uri
 
 

@@ -12,7 +12,7 @@ from support.role_responder import role_of
 from support.tree_search_scripts import SCORE, tree_search_responder
 
 from experiments.api import export, optimize
-from experiments.cli import main
+from experiments.cli.main import main
 from optimizers.export import load_program, load_prompts_into, role_prompts
 from optimizers.refine import instruction_of
 from optimizers.splits import SplitSpec, make_split
@@ -172,7 +172,7 @@ def test_a_compile_that_changed_no_prompt_is_neither_kept_nor_tested(
     ([], "optimizer.roles: List should have at least 1 item"),
 ])
 def test_unknown_or_no_optimizer_roles_are_one_line_exit_2(tmp_path, home, capsys, roles, expected):
-    from experiments.cli import main
+    from experiments.cli.main import main
 
     path = _spec(tmp_path, "http://127.0.0.1:9/v1", optimizer={"name": "bootstrap", "roles": roles})
     assert main(["optimize", str(path)]) == 2

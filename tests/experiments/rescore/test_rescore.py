@@ -26,7 +26,7 @@ from support.specs import fake_spec
 
 from core.errors import UserError
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.compare.runs import compare_runs
 from experiments.rescore.pairs import LOST_PASSES_HEADING, RESCORED_FROM_TAG
 from experiments.rescore.runs import rescore_run

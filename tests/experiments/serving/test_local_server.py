@@ -8,7 +8,7 @@ from mlflow.tracking import MlflowClient
 
 from core.errors import UserError
 from experiments.checkpoints import checkpoint_key, input_fingerprints
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.serving.local_server import Backend, LocalModelServer, select_backend
 from experiments.serving.provision import ModelIdentity
 from experiments.serving.server_build import BuiltServer

@@ -8,7 +8,7 @@ from support.role_responder import ScriptedProblems, review, role_of, role_respo
 from support.specs import fake_spec
 
 from experiments.api import run
-from experiments.cli import main
+from experiments.cli.main import main
 
 
 def _scripts(problems):

@@ -10,7 +10,7 @@ import yaml
 from support.bad_params import BAD_PARAMS
 
 from core.errors import UserError
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.spec import parse_spec
 
 

@@ -15,7 +15,7 @@ from support.mlflow_server import MlflowServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from experiments.cli import main
+from experiments.cli.main import main
 from experiments.tracking.store import PARENT_TAG
 from optimizers.export import export_program
 from pipelines.registry import create_pipeline

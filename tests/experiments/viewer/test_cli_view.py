@@ -2,7 +2,7 @@
 
 import socket
 
-from experiments.cli import main
+from experiments.cli.main import main
 
 
 def test_view_out_writes_pages_that_open_from_disk(viewer_home, tmp_path, capsys):
