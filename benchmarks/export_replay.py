@@ -47,7 +47,7 @@ from eval.scoring import score_code
 from experiments.api import export, offline_defaults
 from experiments.paths import data_dir
 from experiments.serving.provision import resolve_model, serve_model
-from experiments.spec import ExperimentSpec, ModelSpec, parse_spec
+from experiments.spec.experiment import ExperimentSpec, ModelSpec, parse_spec
 from experiments.tracking.store import PARENT_TAG, child_key, tracking_uri
 from experiments.viewer.data import ViewerData, message_trace
 from optimizers.export import MESSAGES_FILE, read_manifest, state_path

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from core.errors import FieldError, UserError
 from experiments.costs.estimate import Estimate, estimate_run
 from experiments.runner import ExperimentResult, run_experiment
-from experiments.spec import ExperimentSpec, parse_spec
+from experiments.spec.experiment import ExperimentSpec, parse_spec
 from experiments.spec.files import load_yaml
 from experiments.spec.overrides import RunOverrides
-from experiments.spec.pipeline import anchored_pipeline_files
+from experiments.spec.pipeline_spec import anchored_pipeline_files
 
 if TYPE_CHECKING:
     from experiments.studies.read import Study

@@ -26,8 +26,8 @@ from eval.results import ProblemResult, ResolvedParams
 from experiments.memory_run import memory_of
 from experiments.paths import path_segment
 from experiments.serving.provision import ModelIdentity
-from experiments.spec import ExperimentSpec
 from experiments.spec.execution import ExecutionSpec
+from experiments.spec.experiment import ExperimentSpec
 from experiments.tracking.provenance import PROJECT_ROOT, code_fingerprint
 from pipelines.params import SCHEDULING_ONLY, marked_fields
 

@@ -14,8 +14,8 @@ from typing import Any
 from core.errors import UserError
 from eval.problems import Problem
 from eval.results import ProblemResult
-from experiments.spec import ExperimentSpec
-from experiments.spec.pipeline import PipelineSpec
+from experiments.spec.experiment import ExperimentSpec
+from experiments.spec.pipeline_spec import PipelineSpec
 from optimizers.splits import Split, SplitOverlapError
 from pipelines.with_memory.metrics import error_blocks, recall_quality, reuse, size
 from pipelines.with_memory.task_hook import WithMemory

@@ -77,7 +77,7 @@ def rebuild(client: Any, parent_id: str, child: Any) -> RunProgram:
     exported prompts the run loaded, memory's field where memory was on."""
     from experiments.memory_run import memory_of
     from experiments.runner import make_pipeline
-    from experiments.spec import parse_spec
+    from experiments.spec.experiment import parse_spec
     from optimizers.export_roles import load_role_state
     from pipelines.budget import TokenBudgetParams
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from eval.results import ProblemResult
 from eval.scoring import NO_CODE
 from experiments.reply_warnings import retry_warnings, unusable_reply_warnings
-from experiments.spec import ExperimentSpec
+from experiments.spec.experiment import ExperimentSpec
 
 
 def child_run_warnings(spec: ExperimentSpec, label: str, seed: int,

@@ -37,8 +37,8 @@ from experiments.run_warnings import child_run_warnings
 from experiments.serving.lazy_lm import LazyLM
 from experiments.serving.provision import resolve_model
 from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
-from experiments.spec import ExperimentSpec
-from experiments.spec.pipeline import PipelineSpec
+from experiments.spec.experiment import ExperimentSpec
+from experiments.spec.pipeline_spec import PipelineSpec
 from experiments.tracking.local_store import check_writable_store
 from experiments.tracking.run_records import child_run, open_parent_run, results_digest
 from experiments.tracking.store import (

@@ -72,7 +72,8 @@ class SplitSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    # The range of every seed a spec holds (experiments.spec.MAX_SEED, which this layer cannot import).
+    # The range of every seed a spec holds (experiments.spec.experiment.MAX_SEED, which this layer
+    # cannot import).
     seed: int = Field(default=0, ge=0, le=2**31 - 1,
                       description="Seed of the shuffle; the split is a function of it.")
     train: PartSize = Field(

@@ -64,7 +64,7 @@ def request_timeout(text: str) -> float:
     (``model.timeout_s``), refused with the text as typed (``1e400``, not ``inf``)."""
     import math
 
-    from experiments.spec import ModelSpec
+    from experiments.spec.experiment import ModelSpec
 
     try:
         value = float(text)

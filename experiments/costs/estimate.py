@@ -39,7 +39,7 @@ from experiments.serving.local_server import select_backend
 from experiments.serving.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
 from experiments.serving.provision import ModelIdentity, check_model_settings, resolve_model
 from experiments.serving.server_build import find_built_server
-from experiments.spec import ExperimentSpec, ModelSpec
+from experiments.spec.experiment import ExperimentSpec, ModelSpec
 from experiments.tracking.store import tracking_uri
 from pipelines.budget import budget_source, token_budget
 from pipelines.params import PipelineParams

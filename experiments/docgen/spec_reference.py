@@ -126,11 +126,12 @@ def spec_section(title: str, prefix: str, root: type[BaseModel], intro: str) -> 
 
 def spec_page() -> str:
     from experiments.optimize.spec import OptimizeSpec
-    from experiments.spec import ExperimentSpec
+    from experiments.spec.experiment import ExperimentSpec
 
     return "\n".join([
         "# Spec reference\n",
-        generated_note("the pydantic models that validate a spec (`experiments.spec.ExperimentSpec`, "
+        generated_note("the pydantic models that validate a spec "
+                       "(`experiments.spec.experiment.ExperimentSpec`, "
                        "`experiments.optimize.spec.OptimizeSpec`)"),
         "A spec is YAML. Unknown keys are errors and values are taken as written, never converted "
         "(`seed: true` and `limit: \"5\"` are refused): bad input is one line naming the field, exit 2. "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments.executors.job import Executor
-from experiments.spec import ExperimentSpec
+from experiments.spec.experiment import ExperimentSpec
 
 
 def open_executor(spec: ExperimentSpec, home: Path) -> Executor:

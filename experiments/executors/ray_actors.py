@@ -15,7 +15,7 @@ from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.executors.job import SolveJob
 from experiments.solve import solve_and_score
-from experiments.spec import ModelSpec
+from experiments.spec.experiment import ModelSpec
 from runtime.pool.context import using_pool
 from runtime.pool.message_pool import MessagePool
 from runtime.pool.messages import Message

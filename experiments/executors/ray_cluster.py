@@ -26,7 +26,7 @@ from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.executors.batching import BatchSizer
 from experiments.executors.job import SolveJob
-from experiments.spec import ExperimentSpec
+from experiments.spec.experiment import ExperimentSpec
 from experiments.tracking.provenance import code_fingerprint
 from runtime.pool.message_pool import MessagePool
 

@@ -26,7 +26,7 @@ steps already finished:
 The parent run carries the progression as step metrics (``val_pass_at_1`` at step 0 for the
 baseline, 1 for the compiled program) and the kept program as its ``program`` artifact.
 
-Steps 2–6 are typed steps (:mod:`experiments.optimize.steps`) over one shared context
+Steps 2–6 are typed steps (:mod:`experiments.optimize.plan`) over one shared context
 (:class:`~experiments.optimize.context.OptimizeContext`), each saving a typed record
 (:mod:`experiments.optimize.records`); this loop runs them in order and stops each LM's server
 after the last step that asks for that LM.
@@ -50,11 +50,11 @@ from eval.held_out import SplitName
 from eval.problems import Problem
 from experiments.controls import refuse_control_trace_sources
 from experiments.optimize.context import Finished, OptimizeContext
+from experiments.optimize.plan import plan
 from experiments.optimize.records import RunRecord, StepStore
 from experiments.optimize.served_models import ModelRole, ServedModels
 from experiments.optimize.spec import OptimizeSpec, check_spec
-from experiments.optimize.step import Step
-from experiments.optimize.steps import plan
+from experiments.optimize.step_kinds import Step
 from experiments.paths import data_dir as default_data_dir
 from experiments.paths import path_segment
 from experiments.tracking.local_store import check_writable_store

@@ -17,7 +17,7 @@ from experiments.optimize.spec import OptimizeSpec
 from experiments.serving.lm import HarnessLM
 from experiments.serving.model_files import resolve_bundled
 from experiments.serving.provision import CacheUse, resolve_model, serve_model
-from experiments.spec import ModelSpec
+from experiments.spec.experiment import ModelSpec
 
 ModelRole = Literal["task", "teacher", "refine"]
 

@@ -19,10 +19,10 @@ from pydantic_core import PydanticCustomError
 
 from core.errors import UserError
 from experiments.controls import optimisation_refusal
-from experiments.spec import DatasetSpec, ModelSpec
 from experiments.spec.execution import ExecutionSpec
+from experiments.spec.experiment import DatasetSpec, ModelSpec
 from experiments.spec.files import format_validation_error, load_yaml
-from experiments.spec.pipeline import PipelineSpec, anchored_entry
+from experiments.spec.pipeline_spec import PipelineSpec, anchored_entry
 from experiments.spec.stores import TrackingSpec
 from experiments.spec.strict import PrintableName, StrictModel
 from optimizers.optimizer_params import OptimizerParams, optimizer_params

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.serving.provision import CacheUse, ModelIdentity, serve_model
-from experiments.spec import ExperimentSpec
+from experiments.spec.experiment import ExperimentSpec
 
 
 class LazyLM:

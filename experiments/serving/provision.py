@@ -18,7 +18,7 @@ from experiments.serving.lm import HarnessLM
 from experiments.serving.local_server import LocalModelServer, select_backend
 from experiments.serving.model_files import ensure_model_file, resolve_bundled
 from experiments.serving.server_build import find_built_server
-from experiments.spec import ModelSpec
+from experiments.spec.experiment import ModelSpec
 
 
 @dataclass(frozen=True)

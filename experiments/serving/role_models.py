@@ -15,8 +15,8 @@ from typing import Any
 
 from eval.results import ProblemResult
 from experiments.serving.provision import ModelIdentity, resolve_model, serve_model
-from experiments.spec import ExperimentSpec, ModelSpec
-from experiments.spec.pipeline import PipelineSpec, RoleSpec
+from experiments.spec.experiment import ExperimentSpec, ModelSpec
+from experiments.spec.pipeline_spec import PipelineSpec, RoleSpec
 
 _Key = tuple[str, str | None]  # (model, api_base)
 

@@ -19,7 +19,7 @@ from eval.execution import isolation_level
 from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.serving.provision import ModelIdentity
-from experiments.spec import ExperimentSpec
+from experiments.spec.experiment import ExperimentSpec
 from experiments.tracking.provenance import code_fingerprint, git_commit, package_versions
 from experiments.tracking.store import (
     CHILD_TAG,

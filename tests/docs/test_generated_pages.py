@@ -18,7 +18,7 @@ from experiments.docgen.markdown import cell
 from experiments.docgen.performance import performance_page
 from experiments.docgen.pipeline_reference import pipelines_page
 from experiments.docgen.spec_reference import spec_page
-from experiments.spec import ExperimentSpec
+from experiments.spec.experiment import ExperimentSpec
 from pipelines.registry import describe_pipelines
 
 ROOT = Path(__file__).resolve().parents[2]

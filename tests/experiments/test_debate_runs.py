@@ -86,7 +86,7 @@ def test_a_role_max_tokens_past_the_bundled_context_is_refused():
     import pytest
 
     from core.errors import UserError
-    from experiments.spec import parse_spec
+    from experiments.spec.experiment import parse_spec
 
     spec = {"name": "x", "model": {"id": "local", "n_ctx": 4096},
             "pipelines": [{"name": "debate", "roles": {"judge": {"max_tokens": 4096}}}]}

@@ -59,7 +59,7 @@ def _outcomes(results: list[Any]) -> list[list[Any]]:
 def _cost_keys(data: dict[str, Any]) -> dict[str, str]:
     """The per-pipeline cost keys, for a fixed model identity (the fake endpoint's port varies)."""
     from experiments.checkpoints import cost_keys
-    from experiments.spec import parse_spec
+    from experiments.spec.experiment import parse_spec
 
     return cost_keys(parse_spec(data), "golden-model", "humaneval", {})
 

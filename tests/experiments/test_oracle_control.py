@@ -13,7 +13,7 @@ from support.specs import fake_spec
 
 from experiments.api import run
 from experiments.checkpoints import cost_keys
-from experiments.spec import parse_spec
+from experiments.spec.experiment import parse_spec
 from pipelines.controls import oracle_feedback
 from pipelines.registry import validate_params
 

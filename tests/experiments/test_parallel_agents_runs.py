@@ -151,7 +151,7 @@ def test_parallel_agents_does_not_split_checkpoints():
     """It changes when calls are made, never what they ask: the same finished problems serve both."""
     from experiments.checkpoints import checkpoint_key, input_fingerprints
     from experiments.serving.provision import ModelIdentity
-    from experiments.spec import parse_spec
+    from experiments.spec.experiment import parse_spec
 
     identity = ModelIdentity("openai/fake", "openai/fake", api_base="http://x")
 

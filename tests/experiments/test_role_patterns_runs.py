@@ -151,7 +151,7 @@ def test_the_role_patterns_experiment_runs_every_pipeline_and_compares(home, hum
     import yaml
     from mlflow.tracking import MlflowClient
 
-    from experiments.spec import parse_spec
+    from experiments.spec.experiment import parse_spec
     from experiments.tracking.store import tracking_uri
 
     problems = humaneval_problems[:1]

@@ -155,7 +155,7 @@ def test_optimize_tree_search_spec_is_valid_and_optimises_the_repairer_alone(
     tmp_path, home, humaneval_problems
 ):
     from experiments.optimize.spec import check_spec, load_optimize_spec
-    from experiments.spec import parse_spec
+    from experiments.spec.experiment import parse_spec
     from optimizers.export import load_program
 
     path = Path("experiments/optimize_tree_search.yaml")

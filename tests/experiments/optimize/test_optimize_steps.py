@@ -8,10 +8,10 @@ import math
 import pytest
 
 from experiments.optimize.loop import release_schedule
+from experiments.optimize.plan import plan
 from experiments.optimize.records import CompileRecord, ScoredRecord, StepStore
 from experiments.optimize.served_models import ServedModels
 from experiments.optimize.spec import OptimizeSpec
-from experiments.optimize.steps import plan
 
 FAKE = {"id": "openai/fake", "api_base": "http://127.0.0.1:9/v1"}
 

@@ -9,7 +9,7 @@ import yaml
 
 from eval.datasets import load_problems
 from experiments.optimize.spec import check_spec, load_optimize_spec
-from experiments.spec import parse_spec
+from experiments.spec.experiment import parse_spec
 from optimizers.splits import make_split
 
 SPECS = {"optimize_teacher_baseline": ("baseline", "mipro"),

@@ -12,7 +12,7 @@ from experiments.cli.main import main
 from experiments.serving.local_server import Backend, LocalModelServer, select_backend
 from experiments.serving.provision import ModelIdentity
 from experiments.serving.server_build import BuiltServer
-from experiments.spec import parse_spec
+from experiments.spec.experiment import parse_spec
 from experiments.tracking.run_records import open_parent_run
 from experiments.tracking.store import Tracker, tracking_uri
 

@@ -11,7 +11,7 @@ from support.bad_params import BAD_PARAMS
 
 from core.errors import UserError
 from experiments.cli.main import main
-from experiments.spec import parse_spec
+from experiments.spec.experiment import parse_spec
 
 
 def _write(tmp_path, text):

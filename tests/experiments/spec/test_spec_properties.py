@@ -7,7 +7,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.errors import UserError
-from experiments.spec import parse_spec
+from experiments.spec.experiment import parse_spec
 from pipelines.registry import params_model
 
 FIELDS = ["name", "dataset", "model", "pipelines", "seeds", "execution", "pool", "tracking",
@@ -103,8 +103,8 @@ def _base_spec() -> dict:
 
 
 def _spec_leaves() -> list[tuple[tuple[str, ...], object]]:
-    from experiments.spec import ExperimentSpec
-    from experiments.spec.pipeline import PipelineSpec
+    from experiments.spec.experiment import ExperimentSpec
+    from experiments.spec.pipeline_spec import PipelineSpec
 
     top = [leaf for leaf in _leaves(ExperimentSpec) if leaf[0][0] != "pipelines"]
     return top + [(("pipelines", 0, *path), annotation) for path, annotation in _leaves(PipelineSpec)

@@ -21,9 +21,9 @@ from experiments.optimize.records import (
 )
 from experiments.optimize.served_models import ModelRole
 from experiments.optimize.spec import OptimizeSpec
-from experiments.optimize.step import RunStep, Step
-from experiments.spec import ExperimentSpec
-from experiments.spec.pipeline import PipelineSpec
+from experiments.optimize.step_kinds import RunStep, Step
+from experiments.spec.experiment import ExperimentSpec
+from experiments.spec.pipeline_spec import PipelineSpec
 from experiments.tracking.store import flatten, tracking_uri
 from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate, pass_at_1
 from optimizers.export import export_program, load_program
