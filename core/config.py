@@ -87,6 +87,8 @@ def describe(problem: ErrorDetails, model: type[BaseModel] | None = None, *, sho
             return f"expected {_EXPECTED[kind]}"
         hint = number_as_text_hint(problem.get("input")) if kind in NUMBER_TYPE_ERRORS else ""
         return f"expected {_EXPECTED[kind]}, got {as_written(problem.get('input'))}{hint}"
+    if kind == "missing":
+        return "required (it has no default)"
     if kind == "string_too_short" and problem["ctx"].get("min_length") == 1:
         return "must not be empty (leave the field out for its default)"
     if kind == "value_error":  # a model's own check: its message says it all
