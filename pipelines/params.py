@@ -3,7 +3,7 @@
 One model per pipeline is the single source of truth: it checks a spec's ``params`` once, when
 the spec is read, and the pipeline is then constructed from that instance (``Debate(params)``);
 it is what ``critiquelab pipelines`` lists (name, type, default, allowed values, description).
-A bad value is one line naming the field and what is allowed.
+A bad value is one line naming the field and what is allowed (:func:`core.config.explain`).
 """
 
 from __future__ import annotations
@@ -47,12 +47,10 @@ KEYED_WHEN_SET = _KeyedWhenSet()
 
 
 class PipelineParams(StrictModel):
-    """Base of every pipeline's parameter model.
-
-    Unknown names are errors (a typo must not fall back to a default), and values are taken as
-    written — strict: ``"3"`` is no integer and ``1`` no boolean — so a wrong type never runs
-    silently. Subclasses give every field a ``description`` and its range (``ge``/``le``) or
-    choices (``Literal``); those are what ``critiquelab pipelines`` shows.
+    """Base of every pipeline's parameter model: strict like every config (:class:`StrictModel`:
+    an unknown name or a wrong type is an error, never a default or a conversion). Subclasses give
+    every field a ``description`` and its range (``ge``/``le``) or choices (``Literal``); those are
+    what ``critiquelab pipelines`` shows.
     """
 
     model_config = ConfigDict(frozen=True)  # built once from the spec, then shared by every run
