@@ -13,17 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from core.config import StrictModel, explain
 from core.errors import UserError
 
 Budget = Literal["light", "medium", "heavy"]
 
 
-class OptimizerParams(BaseModel):
+class OptimizerParams(StrictModel):
     """Base of every optimiser's parameters model."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class TracesParams(OptimizerParams):
@@ -95,18 +94,6 @@ OPTIMIZER_PARAMS: dict[str, type[OptimizerParams]] = {
 OPTIMIZERS = tuple(OPTIMIZER_PARAMS)
 
 
-def params_problem(optimizer: str, error: ValidationError) -> str:
-    """One line for the first problem of ``error``: the parameter, and what is allowed."""
-    model = OPTIMIZER_PARAMS[optimizer]
-    first = error.errors()[0]
-    name = ".".join(str(part) for part in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return f"'{name}' is not a {optimizer} parameter; allowed: {', '.join(model.model_fields)}"
-    if first["type"] == "value_error":  # a combination rule above: its own message says it all
-        return f"{optimizer}: {first['ctx']['error']}"
-    return f"{optimizer} parameter {name}: {first['msg']}"
-
-
 def optimizer_params(optimizer: str, params: Mapping[str, Any] | OptimizerParams) -> OptimizerParams:
     """``params`` as ``optimizer``'s parameters model: a mapping validated (defaults filled in), a
     model of that optimiser's (an optimisation spec holds one, validated when it was read) as it is."""
@@ -120,4 +107,4 @@ def optimizer_params(optimizer: str, params: Mapping[str, Any] | OptimizerParams
     try:
         return model.model_validate(dict(params))
     except ValidationError as exc:
-        raise UserError(params_problem(optimizer, exc)) from exc
+        raise UserError(explain(exc, where=f"optimizer '{optimizer}'", model=model, inside="params")) from exc

@@ -25,9 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from core.config import StrictModel
 from core.errors import UserError
 from core.yaml_numbers import number_as_text_hint
 
@@ -66,11 +67,9 @@ PartSize = Annotated[int | float, BeforeValidator(_amount)]
 TestSource = Literal["rest", "test_half"]
 
 
-class SplitSpec(BaseModel):
+class SplitSpec(StrictModel):
     """How to split: fractions (or counts, when ≥ 1) of train and validation; the rest is test.
     Strict like the rest of a spec: values are taken as written, never converted."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     # The range of every seed a spec holds (experiments.spec.experiment.MAX_SEED, which this layer
     # cannot import).

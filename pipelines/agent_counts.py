@@ -12,17 +12,18 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import ConfigDict, Field, model_serializer
 
+from core.config import StrictModel
 from pipelines.outcomes import Figures
 from runtime.agents import agent_role
 from runtime.pool.messages import Message
 
 
-class AgentCounts(BaseModel):
-    """What one agent cost and did on one task."""
+class AgentCounts(StrictModel):
+    """What one agent cost and did on one task (measured: its time may be any float)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(allow_inf_nan=True)
 
     calls: int = Field(description="LM requests of its role calls.")
     cached_calls: int = Field(description="Of them, answered from the LM cache.")

@@ -31,8 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from core.config import StrictModel
 from eval.results import ProblemResult
 
 G = TypeVar("G", bound="FigureGroup")
@@ -40,11 +41,12 @@ G = TypeVar("G", bound="FigureGroup")
 PASSED_FLAGS = list[bool] | None
 
 
-class Figures(BaseModel):
+class Figures(StrictModel):
     """Base of every model of per-problem figures: unknown names and wrong types are errors, and
-    so is assigning one (``outcome.figure = value`` is validated like construction)."""
+    so is assigning one (``outcome.figure = value`` is validated like construction). A figure is
+    measured, not written: a ratio over nothing may be NaN and is stored as it is."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+    model_config = ConfigDict(validate_assignment=True, allow_inf_nan=True)
 
 
 @dataclass(frozen=True)

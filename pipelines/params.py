@@ -3,12 +3,11 @@
 One model per pipeline is the single source of truth: it checks a spec's ``params`` once, when
 the spec is read, and the pipeline is then constructed from that instance (``Debate(params)``);
 it is what ``critiquelab pipelines`` lists (name, type, default, allowed values, description).
-A bad value is one line naming the field and what is allowed.
+A bad value is one line naming the field and what is allowed (:func:`core.config.explain`).
 """
 
 from __future__ import annotations
 
-import reprlib
 import types
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Protocol, Self, Union, get_args, get_origin, runtime_checkable
@@ -16,19 +15,11 @@ from typing import Annotated, Any, Literal, Protocol, Self, Union, get_args, get
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
+from core.config import StrictModel, choices_of, explain
 from core.errors import UserError
-from core.yaml_numbers import NUMBER_TYPE_ERRORS, number_as_text_hint
 from runtime.parallel_agents import MAX_PARALLEL_AGENTS
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
-_BOUND_ERRORS = {
-    "greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"),
-    "less_than_equal": ("le", "<="), "less_than": ("lt", "<"),
-}
-_EXPECTED = {
-    "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
-    "string_type": "a string", "list_type": "a list", "finite_number": "a finite number",
-}
 
 
 class SchedulingOnly:
@@ -55,16 +46,14 @@ class _KeyedWhenSet:
 KEYED_WHEN_SET = _KeyedWhenSet()
 
 
-class PipelineParams(BaseModel):
-    """Base of every pipeline's parameter model.
-
-    Unknown names are errors (a typo must not fall back to a default), and values are taken as
-    written — strict: ``"3"`` is no integer and ``1`` no boolean — so a wrong type never runs
-    silently. Subclasses give every field a ``description`` and its range (``ge``/``le``) or
-    choices (``Literal``); those are what ``critiquelab pipelines`` shows.
+class PipelineParams(StrictModel):
+    """Base of every pipeline's parameter model: strict like every config (:class:`StrictModel`:
+    an unknown name or a wrong type is an error, never a default or a conversion). Subclasses give
+    every field a ``description`` and its range (``ge``/``le``) or choices (``Literal``); those are
+    what ``critiquelab pipelines`` shows.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True)  # built once from the spec, then shared by every run
 
     @classmethod
     def validated(cls, pipeline: str, values: Mapping[str, Any]) -> Self:
@@ -73,7 +62,7 @@ class PipelineParams(BaseModel):
         try:
             return cls.model_validate(dict(values))
         except ValidationError as exc:
-            raise UserError(f"pipeline '{pipeline}': {explain(cls, exc)}") from exc
+            raise UserError(explain(exc, where=f"pipeline '{pipeline}'", model=cls, inside="params")) from exc
 
     @classmethod
     def defaults(cls) -> Self:
@@ -137,47 +126,6 @@ GeneratedTestCount = Annotated[int, Field(ge=1, le=50)]
 """Asserts a test-writing role is asked for (usable ones are ``assert f(args) == literal``)."""
 
 
-def explain(model: type[PipelineParams], error: ValidationError) -> str:
-    """The first problem of ``error`` as ``params.FIELD: what is allowed (got VALUE)``."""
-    problems = error.errors()
-    first = problems[0]
-    field = ".".join(str(part) for part in first["loc"])
-    more = len(problems) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{f'params.{field}' if field else 'params'}: {_problem(model, first)}{suffix}"
-
-
-def _problem(model: type[PipelineParams], problem: Any) -> str:
-    kind, got = problem["type"], _shown(problem.get("input"))
-    if kind == "extra_forbidden":
-        allowed = ", ".join(model.model_fields) or "none, this pipeline takes no params"
-        return f"unknown field; allowed: {allowed}"
-    if kind in _BOUND_ERRORS:
-        key, symbol = _BOUND_ERRORS[kind]
-        return f"must be {symbol} {problem['ctx'][key]} (got {got})"
-    if kind == "literal_error":
-        field = model.model_fields[str(problem["loc"][0])]
-        return f"must be one of {', '.join(map(str, _choices(field.annotation)))} (got {got})"
-    if kind in _EXPECTED:
-        hint = number_as_text_hint(problem.get("input")) if kind in NUMBER_TYPE_ERRORS else ""
-        return f"expected {_EXPECTED[kind]}, got {got}{hint}"
-    if kind == "value_error":  # a model's own check across fields: its message says it all
-        return str(problem["ctx"]["error"])
-    return f"{problem['msg']} (got {got})"
-
-
-def _shown(value: Any) -> str:
-    """A value as it would be written in a YAML spec (strings quoted, so 'three' reads as text),
-    shortened (a megabyte pasted into a field would otherwise be the error line)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    short = reprlib.Repr()
-    short.maxstring = short.maxother = 80
-    return short.repr(value)
-
-
 def describe_params(model: type[PipelineParams]) -> list[dict[str, Any]]:
     """One row per parameter: ``name``, ``type``, ``default`` (the Python value; ``required``
     says there is none), ``allowed`` (range or choices, as text) and ``description``."""
@@ -194,12 +142,6 @@ def describe_params(model: type[PipelineParams]) -> list[dict[str, Any]]:
     ]
 
 
-def _choices(annotation: Any) -> tuple[Any, ...]:
-    if get_origin(annotation) is list:  # a list of choices (e.g. critic_loop's critics)
-        return _choices(get_args(annotation)[0])
-    return get_args(annotation) if get_origin(annotation) is Literal else ()
-
-
 def _type_name(annotation: Any) -> str:
     if get_origin(annotation) is Literal:
         return " | ".join(sorted({type(choice).__name__ for choice in get_args(annotation)}))
@@ -213,7 +155,7 @@ def _type_name(annotation: Any) -> str:
 
 
 def _allowed(field: FieldInfo) -> str:
-    choices = _choices(field.annotation)
+    choices = choices_of(field.annotation)
     if choices:
         return ", ".join(map(str, choices))
     bounds = [

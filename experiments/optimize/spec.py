@@ -17,14 +17,15 @@ from typing import Any, Literal
 from pydantic import Field, SerializeAsAny, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from core.config import StrictModel, explain
 from core.errors import UserError
 from experiments.controls import optimisation_refusal
 from experiments.spec.execution import ExecutionSpec
 from experiments.spec.experiment import DatasetSpec, ModelSpec
-from experiments.spec.files import format_validation_error, load_yaml
+from experiments.spec.files import load_yaml
 from experiments.spec.pipeline_spec import PipelineSpec, anchored_entry
 from experiments.spec.stores import TrackingSpec
-from experiments.spec.strict import PrintableName, StrictModel
+from experiments.spec.strict import PrintableName
 from optimizers.optimizer_params import OptimizerParams, optimizer_params
 from optimizers.splits import SplitSpec
 
@@ -169,7 +170,7 @@ def parse_optimize_spec(data: Any, source: str) -> OptimizeSpec:
     try:
         return OptimizeSpec.model_validate(data)
     except ValidationError as exc:
-        raise UserError(format_validation_error(exc, source)) from exc
+        raise UserError(explain(exc, where=source, model=OptimizeSpec)) from exc
 
 
 def check_spec(spec: OptimizeSpec) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from core.config import StrictModel, explain
 from core.errors import UserError
 from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
@@ -23,10 +24,9 @@ from experiments.serving.local_server import ServerChoice
 from experiments.serving.model_files import longer_than_trained, resolve_bundled
 from experiments.serving.speculation import Speculation
 from experiments.spec.execution import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ExecutionSpec
-from experiments.spec.files import format_validation_error
 from experiments.spec.pipeline_spec import EndpointUrl, PipelineSpec, bundled_endpoint
 from experiments.spec.stores import PoolSpec, TrackingSpec
-from experiments.spec.strict import PrintableName, StrictModel
+from experiments.spec.strict import PrintableName
 from pipelines.budget import budget_source
 from pipelines.params import agents_in_flight
 
@@ -406,4 +406,4 @@ def parse_spec(
     try:
         return ExperimentSpec.model_validate(data)
     except ValidationError as exc:
-        raise UserError((blame and blame(exc)) or format_validation_error(exc, source)) from exc
+        raise UserError((blame and blame(exc)) or explain(exc, where=source, model=ExperimentSpec)) from exc

@@ -1,83 +1,19 @@
-"""Reading a spec file (an experiment's or an optimisation's): YAML that refuses repeated keys,
-and pydantic's validation errors as one line naming the file and the field.
+"""Reading a spec file (an experiment's or an optimisation's): YAML that refuses repeated keys.
 
 Both spec kinds go through here, so a researcher sees the same kind of message whichever they got
-wrong; any problem is a :class:`UserError`, never a traceback.
+wrong; any problem is a :class:`UserError`, never a traceback (a value the spec's model refuses is
+:func:`core.config.explain`'s line).
 """
 
 from __future__ import annotations
 
-import reprlib
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from core.errors import UserError
 from core.lookup import check_lookup
-from core.yaml_numbers import NUMBER_TYPE_ERRORS, number_as_text_hint
-
-
-def _path_part(part: Any) -> str:
-    """A field path element as written, or quoted when it is not a plain name (a key holding a
-    line break or spaces must neither split the line nor read as two fields)."""
-    text = str(part)
-    return text if text.replace("_", "a").replace("-", "a").isalnum() else repr(text)
-
-
-# Type errors of strict fields, as a spec's reader would say them.
-_EXPECTED = {
-    "int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
-    "string_type": "a string", "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping",
-    "finite_number": "a finite number",
-}
-
-
-# Range errors as a pipeline param's read (pipelines.params.explain): "must be >= 1 (got 0)".
-_BOUNDS = {
-    "greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"),
-    "less_than_equal": ("le", "<="), "less_than": ("lt", "<"),
-}
-
-
-def _short_repr(value: Any) -> str:
-    shortened = reprlib.Repr()
-    shortened.maxlevel, shortened.maxstring, shortened.maxother = 2, 60, 60
-    shortened.maxlist = shortened.maxtuple = shortened.maxdict = shortened.maxset = 4
-    return shortened.repr(value)
-
-
-def _as_written(value: Any) -> str:
-    """A value as YAML writes it (strings quoted, so '0.5' reads as text), shortened: a message is
-    one line, whatever was written (a list that YAML aliases expand to millions of items too)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "null" if value is None else _short_repr(value)
-
-
-def format_validation_error(error: ValidationError, source: str) -> str:
-    """One line: the first problem, with its field path, plus a count of the others. An unknown
-    field comes first: a misspelled key also leaves its field missing, and the key is what to fix."""
-    problems = error.errors()
-    first = next((p for p in problems if p["type"] == "extra_forbidden"), problems[0])
-    where = ".".join(_path_part(part) for part in first["loc"]) or "(top level)"
-    message = " ".join(str(first["msg"]).split())  # a value's own line breaks must not split it
-    if first["type"] == "extra_forbidden":
-        message = "unknown field (check its spelling)"
-    elif first["type"] in _EXPECTED:  # strict: a value of another type is refused, never converted
-        message = f"expected {_EXPECTED[first['type']]}, got {_as_written(first.get('input'))}"
-        if first["type"] in NUMBER_TYPE_ERRORS:
-            message += number_as_text_hint(first.get("input"))
-    elif first["type"] == "string_too_short" and first["ctx"].get("min_length") == 1:
-        message = "must not be empty (leave the field out for its default)"
-    elif first["type"] in _BOUNDS:
-        key, symbol = _BOUNDS[first["type"]]
-        message = f"must be {symbol} {first['ctx'][key]} (got {_as_written(first.get('input'))})"
-    more = len(problems) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{source}: {where}: {message}{suffix}"
-
 
 MAX_VALUES = 100_000  # far above any spec; an alias "billion laughs" expands far beyond it
 MAX_INT_CHARS = 100  # far above any count, seed or budget a spec holds

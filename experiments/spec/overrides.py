@@ -15,14 +15,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.config import describe
 from core.errors import FieldError, UserError
 from eval.formats import FormatName
 from eval.held_out import SPLIT_RULE, SplitName
-
-_BOUNDS = {
-    "greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"),
-    "less_than_equal": ("le", "<="), "less_than": ("lt", "<"),
-}
 
 
 @dataclass(frozen=True)
@@ -139,7 +135,7 @@ class RunOverrides(BaseModel):
         name, _, value = culprit
         more = len(problems) - 1
         suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        return f"{option_text(name, value)}: {_problem(first)}{suffix}"
+        return f"{option_text(name, value)}: {describe(first, show_input=False)}{suffix}"
 
 
     def blamed_field(self, error: FieldError, source: str) -> UserError:
@@ -178,11 +174,3 @@ def _section(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | No
         data = data[key]
     return data
 
-
-def _problem(problem: Any) -> str:
-    if problem["type"] == "finite_number":
-        return "not a finite number"
-    if problem["type"] in _BOUNDS:
-        key, symbol = _BOUNDS[problem["type"]]
-        return f"must be {symbol} {problem['ctx'][key]}"
-    return " ".join(str(problem["msg"]).removeprefix("Value error, ").split())

@@ -12,8 +12,6 @@ from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
@@ -23,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from core.config import StrictModel
 from core.errors import UserError
 from core.plugins import anchored
 from experiments.controls import memory_refusal
@@ -62,10 +61,8 @@ def bundled_endpoint(model: str) -> str:
             "--api-base URL)")
 
 
-class RoleSpec(BaseModel):
+class RoleSpec(StrictModel):
     """One role's own model, sampling and reply limit (``roles: {fixer: {temperature: 0.8}}``)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str | None = Field(
         default=None, min_length=1,
@@ -112,10 +109,8 @@ class RoleSpec(BaseModel):
         return self
 
 
-class PipelineSpec(BaseModel):
+class PipelineSpec(StrictModel):
     """One pipeline of an experiment: a registered pipeline, its params model and its settings."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(description="A registered pipeline (see `critiquelab pipelines`: critiquelab's and "
                       "installed plugins'), or one from your own code: `package.module:Name` (an "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from experiments.spec.strict import StrictModel
+from core.config import StrictModel
 from experiments.tracking.uris import USE, tracking_uri_problem
 from experiments.urls import http_url_problem
 

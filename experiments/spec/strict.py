@@ -1,14 +1,9 @@
-"""The base of every spec model: unknown keys are errors and values are taken as written (a typo
-or a quoted number must not silently fall back to a default or be coerced)."""
+"""Value types of spec models beyond the strict base (:class:`core.config.StrictModel`)."""
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, StringConstraints
 from pydantic_core import PydanticCustomError
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 def _printable(text: str) -> str:

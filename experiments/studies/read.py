@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from core.config import explain
 from core.errors import UserError
 from experiments.compare.compared_run import ComparedRun
 from experiments.studies.files import (
@@ -134,9 +135,7 @@ def _manifest(folder: Path) -> StudyManifest:
     try:
         return StudyManifest.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise _refuse(folder, f"{MANIFEST}: {where}: {first['msg']}") from exc
+        raise _refuse(folder, explain(exc, where=MANIFEST, model=StudyManifest)) from exc
 
 
 def _check_files(folder: Path, manifest: StudyManifest) -> None:
@@ -184,7 +183,9 @@ def _outcome_rows(folder: Path) -> list[dict[str, Any]]:
 def _runs(folder: Path, rows: list[dict[str, Any]]) -> list[RecordedRun]:
     try:
         runs = [RecordedRun.model_validate(r) for r in json.loads((folder / RUNS).read_text())]
-    except (ValueError, TypeError, ValidationError) as exc:
+    except ValidationError as exc:
+        raise _refuse(folder, explain(exc, where=RUNS, model=RecordedRun)) from exc
+    except (ValueError, TypeError) as exc:
         raise _refuse(folder, f"{RUNS} is not a list of recorded runs ({str(exc).splitlines()[0]})") from exc
     unfinished = [r for r in runs if r.status != "FINISHED"]
     if unfinished:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from core.config import StrictModel
 from signatures.memory import ROLE_OUTPUTS
 
 DEFAULT_COLLECTION = "critiquelab_memory"
@@ -26,11 +27,11 @@ DEFAULT_SHARE_TO: dict[str, list[str]] = {
 _RECALL_SETTINGS = ("recall", "max_distance", "lessons", "demos", "demo_selection", "demos_max_distance")
 
 
-class MemoryConfig(BaseModel):
+class MemoryConfig(StrictModel):
     """Episodic memory, skills and sharing for one pipeline. Off unless ``enabled``; when off,
     the pipeline's prompts are exactly those of a run without memory."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True)  # one pipeline's settings, shared by its runs
 
     enabled: bool = Field(
         default=False, description="Recall memories into prompts and reflect after each task."

@@ -128,7 +128,7 @@ def test_estimate_with_split_names_it_in_its_header_line(tmp_path, home, capsys)
         ("name: x\npipelines: [{name: baseline}]\n", ["--split", "train"],
          "argument --split: invalid choice: 'train'"),
         ("name: x\npipelines: [{name: baseline}]\ndataset: {split: train}\n", [],
-         "dataset.split: Input should be 'all', 'dev' or 'test'"),
+         "dataset.split: must be one of all, dev, test (got 'train')"),
         ("name: x\npipelines: [{name: baseline}]\n", ["--split", "test", "--task-ids", "HumanEval/2"],
          "not in the test split of dataset 'humaneval'"),
     ],

@@ -178,7 +178,8 @@ def test_random_demos_come_from_problems_earlier_in_the_run_order(home, humaneva
 
 
 @pytest.mark.parametrize(("memory", "expected"), [
-    ({"recall": "sometimes"}, "pipelines.0.memory.recall: Input should be 'always' or 'on_failure'"),
+    ({"recall": "sometimes"},
+     "pipelines.0.memory.recall: must be one of always, on_failure (got 'sometimes')"),
     ({"demos": 9}, "pipelines.0.memory.demos: must be <= 8 (got 9)"),
     ({"max_distance": 0}, "pipelines.0.memory.max_distance: must be > 0.0 (got 0)"),
     ({"lessons": False}, "pipelines.0.memory: lessons: false with demos: 0 would inject nothing"),

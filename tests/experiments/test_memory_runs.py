@@ -195,11 +195,13 @@ def test_memory_commands_show_and_curate_what_agents_learned(home, humaneval_pro
 @pytest.mark.parametrize(("memory", "expected"), [
     ({"enabled": "yes"}, "pipelines.0.memory.enabled: expected true or false"),
     ({"k": 0}, "pipelines.0.memory.k: must be >= 1 (got 0)"),
-    ({"approval": "maybe"}, "pipelines.0.memory.approval: Input should be 'manual' or 'auto'"),
+    ({"approval": "maybe"}, "pipelines.0.memory.approval: must be one of manual, auto (got 'maybe')"),
     ({"store": "../x"}, "pipelines.0.memory.store: String should match pattern"),
-    ({"record": ["reflection"]}, "pipelines.0.memory.record.0: Input should be 'error_pattern'"),
+    ({"record": ["reflection"]},
+     "pipelines.0.memory.record.0: must be one of error_pattern, review_feedback, decision_outcome, "
+     "code_pattern (got 'reflection')"),
     ({"skills_max_distance": 3}, "pipelines.0.memory.skills_max_distance: must be <= 2.0 (got 3)"),
-    ({"kk": 1}, "pipelines.0.memory.kk: unknown field (check its spelling)"),
+    ({"kk": 1}, "pipelines.0.memory.kk: unknown field; allowed: enabled,"),
     ({"roles": ["coderr"]}, "pipelines.0.memory: roles: unknown role 'coderr'; memory reaches: coder, fixer"),
     ({"share_to": {"critic": ["coder", "fxer"]}},
      "pipelines.0.memory: share_to.critic: unknown role 'fxer' (it would never recall what is shared)"),

@@ -10,14 +10,18 @@ from optimizers.optimizer_params import OPTIMIZER_PARAMS, optimizer_params
 
 @pytest.mark.parametrize("optimizer, params, message", [
     ("bootstrap", {"max_bootstraped_demos": 2},
-     "'max_bootstraped_demos' is not a bootstrap parameter; allowed: max_bootstrapped_demos, max_rounds"),
+     "optimizer 'bootstrap': params.max_bootstraped_demos: unknown field; "
+     "allowed: max_bootstrapped_demos, max_rounds"),
     ("traces", {"max_bootstrapped_demos": 2},
-     "'max_bootstrapped_demos' is not a traces parameter; allowed: k"),
-    ("traces", {"k": 0}, "traces parameter k: Input should be greater than or equal to 1"),
-    ("mipro", {"auto": "extreme"}, "mipro parameter auto: Input should be 'light', 'medium' or 'heavy'"),
+     "optimizer 'traces': params.max_bootstrapped_demos: unknown field; allowed: k"),
+    ("traces", {"k": 0}, "optimizer 'traces': params.k: must be >= 1 (got 0)"),
+    ("mipro", {"auto": "extreme"},
+     "optimizer 'mipro': params.auto: must be one of light, medium, heavy (got 'extreme')"),
     ("mipro", {"num_candidates": 4},
-     "mipro: num_candidates only apply with auto: null (auto: light sets its own budget)"),
-    ("gepa", {"auto": "light", "max_metric_calls": 10}, "gepa: set auto or max_metric_calls, not both"),
+     "optimizer 'mipro': params: num_candidates only apply with auto: null "
+     "(auto: light sets its own budget)"),
+    ("gepa", {"auto": "light", "max_metric_calls": 10},
+     "optimizer 'gepa': params: set auto or max_metric_calls, not both"),
     ("sgd", {}, "unknown optimizer 'sgd'; one of traces, bootstrap, mipro, gepa"),
 ])
 def test_bad_parameters_are_one_line_naming_them(optimizer, params, message):

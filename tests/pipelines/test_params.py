@@ -6,10 +6,11 @@ import pytest
 from pydantic import ValidationError
 from support.bad_params import BAD_PARAMS
 
+from core.config import explain
 from core.errors import UserError
 from pipelines.critic_loop.pipeline import CriticLoop, CriticLoopParams
 from pipelines.debate.pipeline import Debate, DebateParams
-from pipelines.params import agents_in_flight, explain
+from pipelines.params import agents_in_flight
 from pipelines.registry import (
     build_pipeline,
     create_pipeline,
@@ -38,7 +39,7 @@ def test_a_params_model_built_directly_checks_the_same_way(name, params, expecte
     model = params_model(name)
     with pytest.raises(ValidationError) as error:
         model(**params)  # how a notebook builds one: Debate(DebateParams(debaters=1))
-    assert explain(model, error.value) == expected
+    assert explain(error.value, where="pipeline", model=model, inside="params") == f"pipeline: {expected}"
 
 
 def test_good_params_reach_the_module_with_defaults_filled_in():

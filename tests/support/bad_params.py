@@ -7,7 +7,7 @@ _QUOTED = " (a number in quotes is text: leave the quotes out)"
 
 # (pipeline, params, the message after "pipeline 'NAME': ")
 BAD_PARAMS: list[tuple[str, dict, str]] = [
-    ("baseline", {"k": 1}, "params.k: unknown field; allowed: none, this pipeline takes no params"),
+    ("baseline", {"k": 1}, "params.k: unknown field; allowed: none, it takes no fields"),
     ("critic_loop", {"max_iterations": 0}, "params.max_iterations: must be >= 1 (got 0)"),
     ("critic_loop", {"execution_feedback": "yes"},
      "params.execution_feedback: expected true or false, got 'yes'"),

@@ -52,7 +52,9 @@ BAD = {  # name: (spec text, extra arguments after `run SPEC`, what the line mus
     "retries out of range": (GOOD + "model: {num_retries: 99}\n", [], "model.num_retries"),
     "bad tracking field": (GOOD + "tracking: {url: x}\n", [], "tracking.url: unknown field"),
     "a misspelled required key": ("näme: x\npipelines: [{name: baseline}]\n", [],
-                                  "näme: unknown field (check its spelling) (and 1 more problem)"),
+                                  "näme: unknown field; allowed: name, description, dataset, model, "
+                                  "pipelines, seeds, execution, pool, tracking, prompts, order_seed, "
+                                  "concurrency, parallel_runs, strict (and 1 more problem)"),
     "aliases expanding without end": (GOOD + LAUGHS, [], "malformed YAML: its aliases expand to more than"),
     "an alias inside itself": (GOOD + "seeds: &s [1, *s]\n", [], "an alias refers to the value it is in"),
     "a long wrong value, shortened": ("name: [" + ", ".join(["abcdef"] * 5000) + "]\n", [],

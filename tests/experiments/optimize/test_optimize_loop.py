@@ -106,24 +106,24 @@ def _children(home, parent_run_id):
 BAD_SPECS = {
     "misspelled optimiser parameter": (
         {"optimizer": {"name": "bootstrap", "params": {"max_bootstraped_demos": 2}}},
-        "optimizer.params: 'max_bootstraped_demos' is not a bootstrap parameter; "
+        "optimizer.params: optimizer 'bootstrap': params.max_bootstraped_demos: unknown field; "
         "allowed: max_bootstrapped_demos, max_rounds",
     ),
     "parameter of another optimiser": (
         {"optimizer": {"name": "traces", "params": {"max_bootstrapped_demos": 2}}},
-        "'max_bootstrapped_demos' is not a traces parameter; allowed: k",
+        "optimizer 'traces': params.max_bootstrapped_demos: unknown field; allowed: k",
     ),
     "mipro budget set twice": (
         {"optimizer": {"name": "mipro", "params": {"auto": "light", "num_trials": 9}}},
-        "mipro: num_trials only apply with auto: null",
+        "optimizer 'mipro': params: num_trials only apply with auto: null",
     ),
     "gepa budget set twice": (
         {"optimizer": {"name": "gepa", "params": {"auto": "light", "max_metric_calls": 9}}},
-        "gepa: set auto or max_metric_calls, not both",
+        "optimizer 'gepa': params: set auto or max_metric_calls, not both",
     ),
     "wrong parameter type": (
         {"optimizer": {"name": "bootstrap", "params": {"max_rounds": "many"}}},
-        "bootstrap parameter max_rounds: Input should be a valid integer",
+        "optimizer 'bootstrap': params.max_rounds: expected an integer, got 'many'",
     ),
     "unknown optimiser": ({"optimizer": {"name": "sgd"}}, "optimizer.name"),
     "misspelled refine role": (
@@ -173,7 +173,8 @@ BAD_SPECS = {
         {"optimizer": {"name": "traces"}, "traces": {"experiment": "nosuch"}},
         "traces.experiment: experiment 'nosuch': no MLflow store at",
     ),
-    "unknown test source": ({"split": {"test": "half"}}, "split.test: Input should be 'rest' or 'test_half'"),
+    "unknown test source": (
+        {"split": {"test": "half"}}, "split.test: must be one of rest, test_half (got 'half')"),
     "fraction leaving no validation problem": (
         {"split": {"seed": 1, "train": 0.6, "val": 0.05}},
         "give 4/0/3 train/validation/test problems; validation would be empty",
