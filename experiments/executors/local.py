@@ -10,9 +10,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.executors.job import SolveJob
-from experiments.solve import solve_and_score
 from pipelines.pool.context import bind_pool
 from pipelines.pool.message_pool import MessagePool
+from pipelines.solve import solve_and_score
 
 
 class LocalExecutor:

@@ -14,11 +14,11 @@ from typing import Any
 from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.executors.job import SolveJob
-from experiments.solve import solve_and_score
 from experiments.spec import ModelSpec
 from pipelines.pool.context import using_pool
 from pipelines.pool.message_pool import MessagePool
 from pipelines.pool.messages import Message
+from pipelines.solve import solve_and_score
 
 Solved = tuple[ProblemResult, list[Message]]  # one problem's result and the messages it published
 

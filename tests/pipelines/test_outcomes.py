@@ -9,7 +9,6 @@ from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 
 from experiments.serving.lm import HarnessLM
-from experiments.solve import solve_and_score
 from pipelines.baseline import BaselineParams
 from pipelines.debate.outcome import DebateOutcome
 from pipelines.memory.outcome import MemoryFigures, with_memory_figures
@@ -17,6 +16,7 @@ from pipelines.outcomes import Outcome
 from pipelines.pool.context import using_pool
 from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import create_pipeline, outcome_model, pipeline_names, register_pipeline
+from pipelines.solve import solve_and_score
 from pipelines.threads import ThreadOutcome
 from pipelines.vote.outcome import VoteOutcome
 
