@@ -26,9 +26,12 @@ from typing import TYPE_CHECKING, Any
 import dspy
 
 from eval.problems import Problem
+from eval.results import ProblemResult
 
 if TYPE_CHECKING:
     from textgrad.engine import EngineLM
+
+    from pipelines.pool.messages import Message
 
 EVALUATION_INSTRUCTION = (
     "Below is the instruction given to one role of a multi-agent Python code generator, and "
@@ -130,41 +133,43 @@ class RunOutcome:
 def run_and_explain(
     program: dspy.Module, problems: Sequence[Problem], role: str, *, lm: dspy.BaseLM, timeout_s: float,
 ) -> list[RunOutcome]:
-    """Run ``program`` on each problem and describe what happened from the role's point of view:
-    its outputs, the critic's reviews (pool messages) and the redacted hidden-test verdict."""
-    from eval.scoring import score_code
-    from optimizers.compile import feedback_text, redact_hidden_tests
-    from optimizers.training_examples import assert_no_hidden_tests, label_thread
-    from pipelines.pool.context import using_pool
-    from pipelines.pool.message_pool import MessagePool
-    from pipelines.pool.messages import Intent
-    from signatures.adapter import CodeAdapter
+    """Run ``program`` on each problem — solved and scored as a run does
+    (:func:`optimizers.compile.solve_as_run`) — and describe what happened from the role's point
+    of view: its outputs, the critic's reviews (pool messages) and the redacted hidden-test verdict."""
+    from optimizers.compile import private_pool, solve_as_run
 
     outcomes = []
-    with dspy.context(lm=lm, adapter=CodeAdapter()), MessagePool() as pool, using_pool(pool):
+    with private_pool() as pool:
         for problem in problems:
-            prediction = program(
-                prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
-            )
-            verdict = score_code(problem, prediction.code or "", timeout_s)[1]
-            history = pool.history(thread_id=prediction.outcome.thread_id or None, task_id=problem.task_id)
-            calls = [t for t in label_thread(history, None) if t.role == role]
-            reviews = [m for m in history if m.intent == Intent.CRITIQUE]
-            parts = [f"Problem statement:\n{_clip(problem.prompt)}"]
-            for i, call in enumerate(calls, start=1):
-                outputs = "\n".join(f"{k}: {v}" for k, v in call.outputs.items())
-                parts.append(f"Output of the {role} role (call {i} of {len(calls)}):\n{_clip(outputs)}")
-            if not calls:
-                parts.append(f"The {role} role produced no parsed output in this run.")
-            if reviews:
-                rendered = "\n".join(_review_text(m.content) for m in reviews)
-                parts.append(f"Critic reviews, in order:\n{rendered}")
-            parts.append(f"Hidden-test result: {feedback_text(problem, verdict)}")
-            text = redact_hidden_tests(problem, "\n\n".join(parts))
-            assert_no_hidden_tests([{"feedback": text}], [problem])
-            changes = any(m.metadata.get("verdict") not in (None, "approve") for m in reviews)
-            outcomes.append(RunOutcome(problem.task_id, verdict.passed, not verdict.passed or changes, text))
+            result = solve_as_run(program, problem, lm=lm, timeout_s=timeout_s)
+            history = pool.history(thread_id=result.thread_id or None, task_id=problem.task_id)
+            outcomes.append(_explain(problem, result, history, role))
     return outcomes
+
+
+def _explain(problem: Problem, result: ProblemResult, history: Sequence[Message], role: str) -> RunOutcome:
+    """One training run as the evaluation LM reads it, redacted and checked for hidden tests."""
+    from optimizers.compile import feedback_text, redact_hidden_tests
+    from optimizers.training_examples import assert_no_hidden_tests, label_thread
+    from pipelines.pool.messages import Intent
+    from pipelines.solve import verdict_of
+
+    calls = [t for t in label_thread(history, None) if t.role == role]
+    reviews = [m for m in history if m.intent == Intent.CRITIQUE]
+    parts = [f"Problem statement:\n{_clip(problem.prompt)}"]
+    for i, call in enumerate(calls, start=1):
+        outputs = "\n".join(f"{k}: {v}" for k, v in call.outputs.items())
+        parts.append(f"Output of the {role} role (call {i} of {len(calls)}):\n{_clip(outputs)}")
+    if not calls:
+        parts.append(f"The {role} role produced no parsed output in this run.")
+    if reviews:
+        rendered = "\n".join(_review_text(m.content) for m in reviews)
+        parts.append(f"Critic reviews, in order:\n{rendered}")
+    parts.append(f"Hidden-test result: {feedback_text(problem, verdict_of(result))}")
+    text = redact_hidden_tests(problem, "\n\n".join(parts))
+    assert_no_hidden_tests([{"feedback": text}], [problem])
+    changes = any(m.metadata.get("verdict") not in (None, "approve") for m in reviews)
+    return RunOutcome(problem.task_id, result.passed, not result.passed or changes, text)
 
 
 def guarded_engine(engine: EngineLM, problems: Sequence[Problem]) -> EngineLM:
