@@ -32,15 +32,18 @@ spec is read, or when a config is made from a mapping.
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 
+from core.errors import UserError
 from eval.problems import Problem
+from eval.results import ProblemResult
 from eval.scoring import score_code
 from eval.verdict import Verdict
 from optimizers.demo_filter import CodeDemoFilter, code_output_fields
@@ -53,8 +56,13 @@ from optimizers.optimizer_params import (
     optimizer_params,
 )
 from optimizers.training_examples import RoleTrace
+from pipelines.controls import NO_CONTROL, WHY_FENCED, control_of
 from pipelines.registry import program_roles
+from pipelines.solve import returned_code, solve_and_score
 from signatures.adapter import CodeAdapter
+
+if TYPE_CHECKING:
+    from runtime.pool.message_pool import MessagePool
 
 
 def problem_examples(problems: Iterable[Problem]) -> list[dspy.Example]:
@@ -125,7 +133,8 @@ class PassMetric:
 
     def verdict(self, example: Any, prediction: Any) -> tuple[Problem, Verdict]:
         problem = self.problems[example.task_id]
-        _, verdict = score_code(problem, getattr(prediction, "code", "") or "", self.timeout_s)
+        # DSPy ran the program: the same contract and scoring as a run's (pipelines.solve).
+        _, verdict = score_code(problem, returned_code(prediction, "the program"), self.timeout_s)
         self.calls.append((problem.task_id, verdict.passed))
         return problem, verdict
 
@@ -340,33 +349,45 @@ def evaluate(
     program: dspy.Module, problems: Sequence[Problem], *, lm: dspy.BaseLM, timeout_s: float = 10.0,
     traces: list[RoleTrace] | None = None,
 ) -> dict[str, bool]:
-    """Hidden-test pass of ``program`` on each problem, one problem at a time (a pipeline's own
+    """Hidden-test pass of ``program`` on each problem, solved and scored exactly as a run does
+    (:func:`pipelines.solve.solve_and_score`), one problem at a time (a pipeline's own
     ``parallel_agents`` still overlap its role calls), so traces come in problem order and a
     seeded draw from them repeats. With ``traces``, the run's role calls are appended to it,
     labelled — how an optimisation without earlier runs gets pool traces of its own train split."""
     from optimizers.training_examples import TaskOutcome, label_thread
+
+    results: dict[str, bool] = {}
+    with private_pool() as pool:
+        for problem in problems:
+            result = solve_as_run(program, problem, lm=lm, timeout_s=timeout_s)
+            results[problem.task_id] = result.passed
+            if traces is not None:
+                history = pool.history(thread_id=result.thread_id or None, task_id=problem.task_id)
+                first_passed = result.extra.get("first_passed")  # None: no first version to score
+                traces.extend(label_thread(history, TaskOutcome(result.passed, first_passed)))
+    return results
+
+
+@contextlib.contextmanager
+def private_pool() -> Iterator[MessagePool]:
+    """An in-memory pool of the optimiser's own for the runs inside this block: their messages are
+    its traces, never a run's."""
     from runtime.pool.context import using_pool
     from runtime.pool.message_pool import MessagePool
 
-    results: dict[str, bool] = {}
-    with dspy.context(lm=lm, adapter=CodeAdapter()), MessagePool() as pool, using_pool(pool):
-        for problem in problems:
-            prediction = program(
-                prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
-            )
-            passed = score_code(problem, prediction.code, timeout_s)[1].passed
-            results[problem.task_id] = passed
-            if traces is not None:
-                first = prediction.outcome.first_code
-                first_passed = (
-                    None if first is None
-                    else passed if first == prediction.code
-                    else score_code(problem, first, timeout_s)[1].passed
-                )
-                thread_id = prediction.outcome.thread_id or None
-                history = pool.history(thread_id=thread_id, task_id=problem.task_id)
-                traces.extend(label_thread(history, TaskOutcome(passed, first_passed)))
-    return results
+    with MessagePool() as pool, using_pool(pool):
+        yield pool
+
+
+def solve_as_run(
+    program: dspy.Module, problem: Problem, *, lm: dspy.BaseLM, timeout_s: float
+) -> ProblemResult:
+    """``program`` on ``problem``, solved and scored as a run does; an optimiser may not run a
+    positive control (its prompts carry hidden-test text), whatever called it."""
+    if control_of(getattr(program, "params", None)) != NO_CONTROL:
+        raise UserError(f"an optimiser cannot run a positive control: {WHY_FENCED}")
+    return solve_and_score(program, problem, lm=lm, label=program_roles(program).pipeline, seed=0,
+                           timeout_s=timeout_s)
 
 
 def pass_at_1(scores: Mapping[str, bool]) -> float:

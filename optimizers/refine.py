@@ -21,14 +21,20 @@ import json
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import dspy
 
 from eval.problems import Problem
+from eval.results import ProblemResult
 
 if TYPE_CHECKING:
+    from textgrad import TGD, Variable
     from textgrad.engine import EngineLM
+    from textgrad.loss import MultiFieldEvaluation
+
+    from runtime.pool.messages import Message
 
 EVALUATION_INSTRUCTION = (
     "Below is the instruction given to one role of a multi-agent Python code generator, and "
@@ -44,6 +50,17 @@ CONSTRAINTS = [
 MAX_FIELD_CHARS = 1500
 
 
+class StepRecord(TypedDict):
+    """One refinement step as ``history.json`` records it."""
+
+    step: int
+    problems: list[str]  # the minibatch's task ids
+    train_pass_at_1: float
+    losses: int  # runs with something to learn from
+    updated: bool  # TGD changed the instruction
+    error: NotRequired[str]  # why an unusable optimiser reply left the instruction as it was
+
+
 @dataclass
 class RefineResult:
     """The (possibly) refined program and the evidence for keeping or rejecting it."""
@@ -56,7 +73,7 @@ class RefineResult:
     val_before: float
     val_after: float
     val_scores_after: dict[str, bool] = field(default_factory=dict)
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[StepRecord] = field(default_factory=list)
     reason: str = ""  # why the gate kept or rejected the candidate
 
     @property
@@ -130,41 +147,43 @@ class RunOutcome:
 def run_and_explain(
     program: dspy.Module, problems: Sequence[Problem], role: str, *, lm: dspy.BaseLM, timeout_s: float,
 ) -> list[RunOutcome]:
-    """Run ``program`` on each problem and describe what happened from the role's point of view:
-    its outputs, the critic's reviews (pool messages) and the redacted hidden-test verdict."""
-    from eval.scoring import score_code
-    from optimizers.compile import feedback_text, redact_hidden_tests
-    from optimizers.training_examples import assert_no_hidden_tests, label_thread
-    from runtime.pool.context import using_pool
-    from runtime.pool.message_pool import MessagePool
-    from runtime.pool.messages import Intent
-    from signatures.adapter import CodeAdapter
+    """Run ``program`` on each problem — solved and scored as a run does
+    (:func:`optimizers.compile.solve_as_run`) — and describe what happened from the role's point
+    of view: its outputs, the critic's reviews (pool messages) and the redacted hidden-test verdict."""
+    from optimizers.compile import private_pool, solve_as_run
 
     outcomes = []
-    with dspy.context(lm=lm, adapter=CodeAdapter()), MessagePool() as pool, using_pool(pool):
+    with private_pool() as pool:
         for problem in problems:
-            prediction = program(
-                prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
-            )
-            verdict = score_code(problem, prediction.code or "", timeout_s)[1]
-            history = pool.history(thread_id=prediction.outcome.thread_id or None, task_id=problem.task_id)
-            calls = [t for t in label_thread(history, None) if t.role == role]
-            reviews = [m for m in history if m.intent == Intent.CRITIQUE]
-            parts = [f"Problem statement:\n{_clip(problem.prompt)}"]
-            for i, call in enumerate(calls, start=1):
-                outputs = "\n".join(f"{k}: {v}" for k, v in call.outputs.items())
-                parts.append(f"Output of the {role} role (call {i} of {len(calls)}):\n{_clip(outputs)}")
-            if not calls:
-                parts.append(f"The {role} role produced no parsed output in this run.")
-            if reviews:
-                rendered = "\n".join(_review_text(m.content) for m in reviews)
-                parts.append(f"Critic reviews, in order:\n{rendered}")
-            parts.append(f"Hidden-test result: {feedback_text(problem, verdict)}")
-            text = redact_hidden_tests(problem, "\n\n".join(parts))
-            assert_no_hidden_tests([{"feedback": text}], [problem])
-            changes = any(m.metadata.get("verdict") not in (None, "approve") for m in reviews)
-            outcomes.append(RunOutcome(problem.task_id, verdict.passed, not verdict.passed or changes, text))
+            result = solve_as_run(program, problem, lm=lm, timeout_s=timeout_s)
+            history = pool.history(thread_id=result.thread_id or None, task_id=problem.task_id)
+            outcomes.append(_explain(problem, result, history, role))
     return outcomes
+
+
+def _explain(problem: Problem, result: ProblemResult, history: Sequence[Message], role: str) -> RunOutcome:
+    """One training run as the evaluation LM reads it, redacted and checked for hidden tests."""
+    from optimizers.compile import feedback_text, redact_hidden_tests
+    from optimizers.training_examples import assert_no_hidden_tests, label_thread
+    from pipelines.solve import verdict_of
+    from runtime.pool.messages import Intent
+
+    calls = [t for t in label_thread(history, None) if t.role == role]
+    reviews = [m for m in history if m.intent == Intent.CRITIQUE]
+    parts = [f"Problem statement:\n{_clip(problem.prompt)}"]
+    for i, call in enumerate(calls, start=1):
+        outputs = "\n".join(f"{k}: {v}" for k, v in call.outputs.items())
+        parts.append(f"Output of the {role} role (call {i} of {len(calls)}):\n{_clip(outputs)}")
+    if not calls:
+        parts.append(f"The {role} role produced no parsed output in this run.")
+    if reviews:
+        rendered = "\n".join(_review_text(m.content) for m in reviews)
+        parts.append(f"Critic reviews, in order:\n{rendered}")
+    parts.append(f"Hidden-test result: {feedback_text(problem, verdict_of(result))}")
+    text = redact_hidden_tests(problem, "\n\n".join(parts))
+    assert_no_hidden_tests([{"feedback": text}], [problem])
+    changes = any(m.metadata.get("verdict") not in (None, "approve") for m in reviews)
+    return RunOutcome(problem.task_id, result.passed, not result.passed or changes, text)
 
 
 def guarded_engine(engine: EngineLM, problems: Sequence[Problem]) -> EngineLM:
@@ -236,68 +255,114 @@ def refine_instruction(
     to abort.
     """
     from core.errors import UserError
-    from optimizers.compile import evaluate, pass_at_1
-    from optimizers.gate import gate
-    from optimizers.textgrad_engine import import_textgrad
 
     if not problems_val:  # checked first: the gate needs them, and refining takes hours locally
         raise UserError("refine: no validation problems to gate the refined instruction on")
-    tg = import_textgrad()
-
     base = program.deepcopy()
     before = instruction_of(base, role)
-    guarded = guarded_engine(engine, [*problems_train, *problems_val])
-    instruction = tg.Variable(
-        before, requires_grad=True,
-        role_description=f"instruction (system prompt) to the {role} role of a multi-agent code generator",
-    )
-    loss_fn = tg.loss.MultiFieldEvaluation(
-        tg.Variable(EVALUATION_INSTRUCTION, requires_grad=False, role_description="evaluation instruction"),
-        role_descriptions=[
-            instruction.get_role_description(), "what happened in one run with this instruction",
-        ],
-        engine=guarded,
-    )
-    optimizer = tg.TGD(parameters=[instruction], engine=guarded, constraints=CONSTRAINTS)
-    history: list[dict[str, Any]] = []
+    textgrad = _TextGrad.create(before, role, guarded_engine(engine, [*problems_train, *problems_val]))
+    history: list[StepRecord] = []
     rng = random.Random(seed)
     for step in range(steps):
-        batch = list(problems_train)
-        if batch_size is not None and batch_size < len(batch):
-            batch = rng.sample(batch, batch_size)
-        outcomes = run_and_explain(with_instruction(base, role, instruction.value), batch, role,
+        batch = _minibatch(problems_train, batch_size, rng)
+        outcomes = run_and_explain(with_instruction(base, role, textgrad.instruction.value), batch, role,
                                    lm=task_lm, timeout_s=timeout_s)
-        record: dict[str, Any] = {
-            "step": step, "problems": [p.task_id for p in batch],
-            "train_pass_at_1": pass_at_1({o.task_id: o.passed for o in outcomes}),
-            "losses": sum(o.needs_work for o in outcomes), "updated": False,
-        }
+        record = _step_record(step, batch, outcomes)
         history.append(record)
         learn = [o for o in outcomes if o.needs_work]
         if not learn:
             progress(f"refine step {step}: nothing to learn from on the train split; stopping")
             break
+        previous = textgrad.instruction.value
+        error = textgrad.step(learn)
+        if error is not None:
+            record["error"] = error
+        record["updated"] = textgrad.instruction.value != previous
+        progress(f"refine step {step}: {record['losses']} losses, updated={record['updated']}")
+    return _gated(base, role, before, textgrad.instruction.value, problems_val, history,
+                  task_lm=task_lm, timeout_s=timeout_s, val_before=val_before)
+
+
+def _minibatch(problems: Sequence[Problem], size: int | None, rng: random.Random) -> list[Problem]:
+    """A seeded minibatch of ``size`` problems, or all of them (``size`` None or not smaller)."""
+    batch = list(problems)
+    return rng.sample(batch, size) if size is not None and size < len(batch) else batch
+
+
+def _step_record(step: int, batch: Sequence[Problem], outcomes: Sequence[RunOutcome]) -> StepRecord:
+    """What a step's history entry says before TextGrad updates anything."""
+    from optimizers.compile import pass_at_1
+
+    return {
+        "step": step, "problems": [p.task_id for p in batch],
+        "train_pass_at_1": pass_at_1({o.task_id: o.passed for o in outcomes}),
+        "losses": sum(o.needs_work for o in outcomes), "updated": False,
+    }
+
+
+@dataclass
+class _TextGrad:
+    """TextGrad's pieces for one role's instruction: the trainable variable, the loss that reads
+    one run's feedback, and the optimiser (TGD) that rewrites it, all on the guarded engine."""
+
+    tg: ModuleType
+    instruction: Variable
+    loss_fn: MultiFieldEvaluation
+    optimizer: TGD
+    engine: EngineLM
+
+    @classmethod
+    def create(cls, text: str, role: str, engine: EngineLM) -> _TextGrad:
+        from optimizers.textgrad_engine import import_textgrad
+
+        tg = import_textgrad()
+        described = f"instruction (system prompt) to the {role} role of a multi-agent code generator"
+        instruction = tg.Variable(text, requires_grad=True, role_description=described)
+        evaluation = tg.Variable(EVALUATION_INSTRUCTION, requires_grad=False,
+                                 role_description="evaluation instruction")
+        loss_fn = tg.loss.MultiFieldEvaluation(
+            evaluation,
+            role_descriptions=[
+                instruction.get_role_description(), "what happened in one run with this instruction",
+            ],
+            engine=engine,
+        )
+        optimizer = tg.TGD(parameters=[instruction], engine=engine, constraints=CONSTRAINTS)
+        return cls(tg, instruction, loss_fn, optimizer, engine)
+
+    def step(self, learn: Sequence[RunOutcome]) -> str | None:
+        """Back-propagate the losses of the runs in ``learn`` and let TGD rewrite the instruction;
+        why the instruction was left as it was when the optimiser's reply was unusable."""
+        tg, instruction = self.tg, self.instruction
         losses = [
-            loss_fn([instruction, tg.Variable(o.feedback, requires_grad=False, role_description="run")])
+            self.loss_fn([instruction, tg.Variable(o.feedback, requires_grad=False, role_description="run")])
             for o in learn
         ]
         total = losses[0] if len(losses) == 1 else tg.sum(losses)
-        optimizer.zero_grad()
-        total.backward(guarded)
+        self.optimizer.zero_grad()
+        total.backward(self.engine)
         instruction.gradients = _gradients_in_text_order(instruction)
         previous = instruction.value
         try:
-            optimizer.step()
+            self.optimizer.step()
         except IndexError as exc:  # the optimiser LM's reply had no <IMPROVED_VARIABLE> tags
             instruction.set_value(previous)
-            record["error"] = str(exc)[:500]
+            return str(exc)[:500]
         if not instruction.value.strip():  # tags with nothing between them: no instruction at all
             instruction.set_value(previous)
-            record["error"] = "the optimiser proposed an empty instruction"
-        record["updated"] = instruction.value != previous
-        progress(f"refine step {step}: {record['losses']} losses, updated={record['updated']}")
+            return "the optimiser proposed an empty instruction"
+        return None
 
-    after = instruction.value
+
+def _gated(
+    base: dspy.Module, role: str, before: str, after: str, problems_val: Sequence[Problem],
+    history: list[StepRecord], *, task_lm: dspy.BaseLM, timeout_s: float, val_before: float | None,
+) -> RefineResult:
+    """The refined program if its validation pass@1 does not drop below ``val_before`` (measured
+    here when not given), else ``base``; no new instruction is nothing to validate."""
+    from optimizers.compile import evaluate, pass_at_1
+    from optimizers.gate import gate
+
     if val_before is None:
         val_before = pass_at_1(evaluate(base, problems_val, lm=task_lm, timeout_s=timeout_s))
     if after == before:

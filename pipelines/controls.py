@@ -79,7 +79,7 @@ def oracle_feedback(code: str) -> str:
     feedback = _oracle.get()
     if feedback is None:
         raise RuntimeError("oracle_feedback needs the problem's hidden tests, which only the runner binds "
-                           "(experiments.solve.solve_and_score) for a pipeline run as that control")
+                           "(pipelines.solve.solve_and_score) for a pipeline run as that control")
     return feedback(code)
 
 

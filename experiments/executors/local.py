@@ -10,7 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.executors.job import SolveJob
-from experiments.solve import solve_and_score
+from pipelines.solve import solve_and_score
 from runtime.pool.context import bind_pool
 from runtime.pool.message_pool import MessagePool
 

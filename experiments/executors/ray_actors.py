@@ -14,8 +14,8 @@ from typing import Any
 from eval.problems import Problem
 from eval.results import ProblemResult
 from experiments.executors.job import SolveJob
-from experiments.solve import solve_and_score
 from experiments.spec.experiment import ModelSpec
+from pipelines.solve import solve_and_score
 from runtime.pool.context import using_pool
 from runtime.pool.message_pool import MessagePool
 from runtime.pool.messages import Message

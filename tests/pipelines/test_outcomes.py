@@ -9,11 +9,11 @@ from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 
 from experiments.serving.lm import HarnessLM
-from experiments.solve import solve_and_score
 from pipelines.baseline import BaselineParams
 from pipelines.debate.outcome import DebateOutcome
 from pipelines.outcomes import Outcome
 from pipelines.registry import create_pipeline, outcome_model, pipeline_names, register_pipeline
+from pipelines.solve import solve_and_score
 from pipelines.threads import ThreadOutcome
 from pipelines.vote.outcome import VoteOutcome
 from pipelines.with_memory.outcome import MemoryFigures, with_memory_figures

@@ -1,10 +1,25 @@
-"""Solve one problem with one pipeline and score it on the hidden tests.
+"""Solve one problem with one pipeline and score it on the hidden tests — the project's one
+solve-and-score: a run's executors, an optimisation's validation and trace runs
+(:func:`optimizers.compile.evaluate`) and TextGrad's training runs
+(:func:`optimizers.refine.run_and_explain`) all call :func:`solve_and_score`, so an
+optimisation's validation pass@1 and a run's pass@1 are the same measurement.
 
-The pipeline returns its code and its typed outcome (:mod:`pipelines.outcomes`); the hidden
-tests are used only after it returned: on the final code, and on whatever codes the outcome
-names for scoring (first version, samples, debaters' solutions, tree nodes) and the tests a role
-wrote. Those results are validated into the outcome's own figures and stored, flat, in
-``ProblemResult.extra``."""
+What it decides, once for all of them:
+
+* The pipeline's contract (:mod:`pipelines.outcomes`): ``code`` a ``str`` and ``outcome`` the
+  typed :class:`Outcome`. Anything else is a bug of the pipeline: a ``TypeError`` naming it
+  (a run stops, resumably), never a silent failure that would count as a wrong answer.
+* A reply with no code in it (empty, prose only) fails as ``no_code``; one that does not compile
+  as ``syntax`` (:func:`eval.scoring.score_code`, which also assembles the program).
+* An exception raised by the pipeline propagates: an LM or pool failure is not a wrong answer.
+
+The pipeline sees only the prompt and entry point; the hidden tests are used only after it
+returned: on the final code, and on whatever codes the outcome names for scoring (first version,
+samples, debaters' solutions, tree nodes) and the tests a role wrote. Those results are validated
+into the outcome's own figures and stored, flat, in ``ProblemResult.extra``.
+
+Why here: this is the consumer side of the pipeline contract (outcomes, controls, role LMs all
+live in ``pipelines``), and ``optimizers`` may import ``pipelines`` but not ``experiments``."""
 
 from __future__ import annotations
 
@@ -39,7 +54,7 @@ def solve_and_score(
     label: str,
     seed: int,
     timeout_s: float,
-    role_lms: Mapping[str, Any] | None = None,
+    role_lms: Mapping[str, dspy.BaseLM] | None = None,
 ) -> ProblemResult:
     """The pipeline sees only the prompt and entry point; the hidden test is used after it
     returns, to score the final code — except in a positive control (``oracle_feedback``), the
@@ -54,13 +69,10 @@ def solve_and_score(
         prediction = pipeline(
             prompt=problem.prompt, entry_point=problem.entry_point, task_id=problem.task_id
         )
-    outcome = getattr(prediction, "outcome", None)
-    if not isinstance(outcome, Outcome):
-        raise TypeError(f"{type(pipeline).__name__} returned no typed outcome (pipelines.outcomes.Outcome): "
-                        f"got {outcome!r}")
-    program, verdict = score_code(problem, prediction.code, timeout_s)
+    code, outcome = returned_reply(pipeline, prediction)
+    program, verdict = score_code(problem, code, timeout_s)
     total = meter.total()
-    outcome = outcome.with_scores(hidden_test_figures(problem, prediction.code, outcome, verdict, timeout_s))
+    outcome = outcome.with_scores(hidden_test_figures(problem, code, outcome, verdict, timeout_s))
     return ProblemResult(
         task_id=problem.task_id,
         pipeline=label,
@@ -82,19 +94,50 @@ def solve_and_score(
         thread_id=outcome.thread_id,
         # Per verdict: a run spread over machines must not mix sandbox levels.
         isolation=verdict.isolation,
-        usage_by_role={
-            role: {
-                "calls": u.calls, "prompt_tokens": u.prompt_tokens,
-                "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3),
-                "model_s": round(u.model_s, 3), "timed_tokens": u.timed_tokens,
-                # what the role could not use (runtime.role_call): metrics and warnings per role
-                "unparsed_replies": u.unparsed_replies, "codeless_replies": u.codeless_replies,
-                "reply_retries": u.reply_retries, "fallbacks": u.fallbacks,
-            }
-            for role, u in meter.by_role.items()
-        },
+        usage_by_role=usage_by_role(meter),
         extra=outcome.figures(),
     )
+
+
+def usage_by_role(meter: UsageMeter) -> dict[str, dict[str, float]]:
+    """What each role's LM calls used, as ``ProblemResult.usage_by_role`` stores it."""
+    return {
+        role: {
+            "calls": u.calls, "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3),
+            "model_s": round(u.model_s, 3), "timed_tokens": u.timed_tokens,
+            # what the role could not use (runtime.role_call): metrics and warnings per role
+            "unparsed_replies": u.unparsed_replies, "codeless_replies": u.codeless_replies,
+            "reply_retries": u.reply_retries, "fallbacks": u.fallbacks,
+        }
+        for role, u in meter.by_role.items()
+    }
+
+
+def returned_code(prediction: object, source: str) -> str:
+    """The code ``prediction`` carries, or a ``TypeError`` naming ``source`` (the pipeline) when it
+    carries none: a pipeline returns its code as a ``str``, empty when it has none."""
+    code = getattr(prediction, "code", None)
+    if not isinstance(code, str):
+        raise TypeError(f"{source} returned no code (a str, empty when there is none): got {code!r}")
+    return code
+
+
+def returned_reply(pipeline: object, prediction: object) -> tuple[str, Outcome]:
+    """The code and typed outcome ``pipeline`` returned, checked against the contract of
+    :mod:`pipelines.outcomes`."""
+    source = type(pipeline).__name__
+    code = returned_code(prediction, source)
+    outcome = getattr(prediction, "outcome", None)
+    if not isinstance(outcome, Outcome):
+        raise TypeError(f"{source} returned no typed outcome (pipelines.outcomes.Outcome): got {outcome!r}")
+    return code, outcome
+
+
+def verdict_of(result: ProblemResult) -> Verdict:
+    """The hidden-test verdict of the final code that ``result`` records."""
+    return Verdict(status=result.status, reason=result.reason, detail=result.detail,
+                   isolation=result.isolation)
 
 
 def hidden_test_figures(
