@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipelines.agents import TaskContext
+from pipelines.pool.messages import Intent
 from pipelines.scratchpad.access import AgentAccess
 from pipelines.scratchpad.channels import ChannelSpec, apply_delta, check_delta, size_bytes
 from pipelines.scratchpad.events import (
@@ -233,7 +234,7 @@ class SharedScratchpad:
         return WriteResult(False, current, error=detail, conflict=conflict)
 
     def _publish(
-        self, intent: str, sender: str, event: BaseModel, *, summary: str, **metadata: Any
+        self, intent: Intent, sender: str, event: BaseModel, *, summary: str, **metadata: Any
     ) -> None:
         fields = event.model_dump()
         self.ctx.publish(
