@@ -36,9 +36,6 @@ class UndeclaredOutputError(AttributeError):
     """A read of an output the role's signature does not declare (a misspelled field): raised at
     once, rather than reading as missing."""
 
-    def __init__(self, name: str, signature: str, fields: tuple[str, ...]) -> None:
-        super().__init__(f"{signature} has no output {name!r}; its outputs: {', '.join(fields)}")
-
 
 @dataclass
 class RoleResult:
@@ -50,7 +47,7 @@ class RoleResult:
     hold — every output of an unparsed reply (``parsed`` False, the text in ``raw``) or of a call
     that got no reply (``error``) — reads ``None``; that is the one value for "missing". An output
     named as one of the fields below (the input writer's ``inputs``) is read with :meth:`output`.
-    The check is at run time: the type checker sees these attributes as ``Any``.
+    The check is at run time: the type checker does not know these attributes or their types.
     """
 
     role: str
@@ -79,7 +76,10 @@ class RoleResult:
         time, where an attribute cannot be written."""
         fields: tuple[str, ...] = self.__dict__.get("output_fields", ())
         if name not in fields:
-            raise UndeclaredOutputError(name, self.__dict__.get("signature") or self.role, fields)
+            signature = self.__dict__.get("signature") or self.__dict__.get("role")
+            raise UndeclaredOutputError(
+                f"{signature} has no output {name!r}; its outputs: {', '.join(fields)}"
+            )
         return self.__dict__["outputs"].get(name)
 
     def declares(self, name: str) -> bool:

@@ -64,18 +64,18 @@ class UnknownIntentError(UserError):
     """A stored message whose intent this version does not know (a pool written by another
     version, or edited by hand): one error naming it, not a failure deep inside a reader."""
 
-    def __init__(self, intent: str, message_id: str) -> None:
-        known = ", ".join(member.value for member in Intent)
-        super().__init__(f"stored message {message_id}: unknown intent {intent!r} (known: {known}); "
-                         "was the pool written by another version of critiquelab?")
-
 
 def intent_of(text: str, message_id: str) -> Intent:
     """The :class:`Intent` a stored message's intent string names."""
     try:
         return Intent(text)
     except ValueError:
-        raise UnknownIntentError(text, message_id) from None
+        known = ", ".join(member.value for member in Intent)
+        # One message argument, so the error pickles across the Chroma child process as it is.
+        raise UnknownIntentError(
+            f"stored message {message_id}: unknown intent {text!r} (known: {known}); "
+            "was the pool written by another version of critiquelab?"
+        ) from None
 
 
 def _new_id() -> str:

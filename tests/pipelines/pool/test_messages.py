@@ -4,6 +4,7 @@ and an intent this version does not know is one clear error."""
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 from pydantic import ValidationError
@@ -46,3 +47,11 @@ def test_a_logged_message_with_an_unknown_intent_is_refused_by_validation() -> N
 def test_filters_hold_an_intent_as_its_plain_value() -> None:
     where = check_where({"intent": Intent.CRITIQUE})
     assert type(where["intent"]) is str and where["intent"] == "critique"
+
+
+def test_the_unknown_intent_error_crosses_a_process_boundary() -> None:
+    record_id, document, record = to_record(make_message())
+    with pytest.raises(UnknownIntentError) as raised:
+        from_record(record_id, document, {**record, "intent": "gossip"})
+    again = pickle.loads(pickle.dumps(raised.value))
+    assert type(again) is UnknownIntentError and str(again) == str(raised.value)
