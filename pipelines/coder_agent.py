@@ -23,6 +23,6 @@ class CoderAgent(Agent):
     def handle(self, message: Message) -> None:
         step = call_role(self.coder, self.role, prompt=self.ctx.prompt)
         self.ctx.publish(
-            intent=Intent.OUTPUT_COMPLETE, sender=self.name, content=step.get("code") or step.raw,
+            intent=Intent.OUTPUT_COMPLETE, sender=self.name, content=step.code or step.raw,
             summary="first implementation", in_reply_to=message.id, step=step,
         )

@@ -28,7 +28,7 @@ from runtime.memory.reflection import render_history, task_summary
 from runtime.pool.context import current_pool
 from runtime.pool.messages import Intent, Message
 from runtime.recall import NO_MEMORIES
-from runtime.role_call import call_role
+from runtime.role_call import RoleResult, call_role
 from signatures.coder import Coder
 from signatures.memory import with_memories
 from signatures.reflector import Reflector
@@ -71,7 +71,7 @@ class AttemptAgent(Agent):
         )
         self.ctx.publish(
             intent=Intent.OUTPUT_COMPLETE if first else Intent.FIX, sender=self.name,
-            content=step.get("code") or step.raw,
+            content=step.code or step.raw,
             summary="first attempt" if first else f"attempt {len(reflections) + 1} after reflection",
             in_reply_to=message.id, step=step,
         )
@@ -133,26 +133,26 @@ class ReflectAgent(Agent):
             self.reflector, self.role, prompt=self.ctx.prompt, code=code, outcome=message.content,
             history=render_history(self.ctx.history()), **control,
         )
-        lesson = str(step.get("lesson") or "").strip()
-        went_wrong = str(step.get("what_went_wrong") or "").strip()
+        lesson = str(step.lesson or "").strip()
+        went_wrong = str(step.what_went_wrong or "").strip()
         content = " ".join(part for part in (went_wrong, lesson) if part) or step.raw
-        entry_ids = self._remember(lesson, step.outputs) if lesson else []
+        entry_ids = self._remember(lesson, step) if lesson else []
         self.ctx.publish(
             intent=Intent.REFLECTION, sender=self.name, content=content,
             summary=f"reflection on attempt {attempts}",
             in_reply_to=message.id, step=step, memory_entry_ids=entry_ids,
         )
 
-    def _remember(self, lesson: str, outputs: dict[str, Any]) -> list[str]:
+    def _remember(self, lesson: str, step: RoleResult) -> list[str]:
         """With memory on, keep the reflection in episodic memory for later tasks."""
         task = current_task_memory()
         if task is None:
             return []
-        pattern = str(outputs.get("pattern") or "").strip()
+        pattern = str(step.pattern or "").strip()
         entry = MemoryEntry(
             role="coder", type="reflection", task_id=self.ctx.task_id, run_id=task.run.run_id,
             tags=task_tags(self.ctx.prompt), content=f"{pattern}: {lesson}" if pattern else lesson,
-            context={"what_went_wrong": outputs.get("what_went_wrong"), "visible_passed": False,
+            context={"what_went_wrong": step.what_went_wrong, "visible_passed": False,
                      "task_summary": task_summary(self.ctx.prompt)},
         )
         task.run.bank.write(entry, task.run.config, run_ids=task.run.run_ids)

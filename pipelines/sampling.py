@@ -84,7 +84,7 @@ class SamplerAgent(Agent):
         """Draw the greedy answer (the baseline's very request) and publish it; whether it passes
         every visible example, in which case no sample is needed."""
         step = call_role(self.coder, "coder", prompt=self.ctx.prompt)
-        code = step.get("code") or step.raw
+        code = step.code or step.raw
         [(_, passed)] = visible_verdicts(self.ctx.prompt, self.ctx.entry_point, [code])  # the voter's rule
         self.ctx.publish(
             intent=Intent.PROPOSAL, sender=self.name, content=code, summary="greedy answer",
@@ -136,6 +136,6 @@ class SamplerAgent(Agent):
 
     def _publish(self, assignment: Message, index: int, step: RoleResult) -> None:
         self.ctx.publish(
-            intent=Intent.PROPOSAL, sender=self.name, content=step.get("code") or step.raw,
+            intent=Intent.PROPOSAL, sender=self.name, content=step.code or step.raw,
             summary=f"sample {index + 1}", in_reply_to=assignment.id, step=step, sample=index,
         )

@@ -50,8 +50,8 @@ class SelfReviewAgent(Agent):
             verdict, text = "unparsed", step.raw
             fell_back(self.role)
         else:
-            verdict = "approve" if step.get("is_correct") else "request_changes"
-            text = step.get("feedback") or ""
+            verdict = "approve" if step.is_correct else "request_changes"
+            text = step.feedback or ""
         self.ctx.publish(
             intent=Intent.CRITIQUE, sender=self.name, content=text, summary=f"self-review: {verdict}",
             in_reply_to=message.id, step=step, verdict=verdict, iteration=self.reviews,
@@ -80,7 +80,7 @@ class SelfRefineAgent(Agent):
         step = call_role(self.refiner, self.role, prompt=self.ctx.prompt, code=code, review=message.content,
                          **control)
         self.ctx.publish(intent=Intent.FIX, sender=self.name,
-                         content=step.get("revised_code") or step.raw or code,
+                         content=step.revised_code or step.raw or code,
                          summary="self-refinement", in_reply_to=message.id, step=step)
 
 

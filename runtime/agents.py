@@ -66,7 +66,7 @@ class TaskContext:
                 del self._listeners[name]
 
     def publish(
-        self, *, intent: str, sender: str, content: str = "", summary: str = "",
+        self, *, intent: Intent, sender: str, content: str = "", summary: str = "",
         recipient: str | None = None, in_reply_to: str | None = None,
         step: RoleResult | None = None, **metadata: Any,
     ) -> Message:
@@ -118,7 +118,7 @@ class Agent(abc.ABC):
         self.ctx = ctx
         self.name = ctx.agent_name(self.role)
 
-    def listen(self, intents: Iterable[str], *, to_me_only: bool = False) -> None:
+    def listen(self, intents: Iterable[Intent], *, to_me_only: bool = False) -> None:
         self.ctx.claim(self.name, self)
         self.ctx.pool.subscribe(
             self.name, intents=list(intents), thread_id=self.ctx.thread_id, to_me_only=to_me_only

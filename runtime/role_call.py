@@ -32,9 +32,23 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
+class UndeclaredOutputError(AttributeError):
+    """A read of an output the role's signature does not declare (a misspelled field): raised at
+    once, rather than reading as missing."""
+
+
 @dataclass
 class RoleResult:
-    """A role call's outputs, or the raw text when the adapters could not parse it."""
+    """A role call's outputs, or the raw text when the adapters could not parse it.
+
+    The outputs read as attributes, as on a ``dspy.Prediction`` (``step.revised_code``), checked
+    against the signature: a name it does not declare raises :class:`UndeclaredOutputError` (an
+    ``AttributeError``) naming the signature and its outputs. A declared output the reply does not
+    hold — every output of an unparsed reply (``parsed`` False, the text in ``raw``) or of a call
+    that got no reply (``error``) — reads ``None``; that is the one value for "missing". An output
+    named as one of the fields below (the input writer's ``inputs``) is read with :meth:`output`.
+    The check is at run time: the type checker does not know these attributes or their types.
+    """
 
     role: str
     inputs: dict[str, Any]
@@ -47,9 +61,30 @@ class RoleResult:
     # Each LM call of this role call: the rendered prompt (chat messages) and the raw replies.
     exchanges: list[dict[str, Any]] = field(default_factory=list)
     memory_ids: list[str] = field(default_factory=list)  # memories injected into this call
+    signature: str = ""  # the signature's name and its declared outputs, what attribute reads check
+    output_fields: tuple[str, ...] = ()
 
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.outputs.get(name, default)
+    def __getattr__(self, name: str) -> Any:
+        # Called only for names that are not the dataclass's own fields. Private and dunder names
+        # (copy and pickle probe some before __dict__ is filled) are never outputs.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.output(name)
+
+    def output(self, name: str) -> Any:
+        """The output ``name`` (None when the reply does not hold it); for a name chosen at run
+        time, where an attribute cannot be written."""
+        fields: tuple[str, ...] = self.__dict__.get("output_fields", ())
+        if name not in fields:
+            signature = self.__dict__.get("signature") or self.__dict__.get("role")
+            raise UndeclaredOutputError(
+                f"{signature} has no output {name!r}; its outputs: {', '.join(fields)}"
+            )
+        return self.__dict__["outputs"].get(name)
+
+    def declares(self, name: str) -> bool:
+        """Whether the role's signature has the output ``name``."""
+        return name in self.output_fields
 
     @property
     def total_tokens(self) -> int:
@@ -159,6 +194,7 @@ def call_role(
     return RoleResult(
         role, inputs, outputs, raw, parsed, usage, time.monotonic() - start, error,
         exchanges=list(meter.exchanges), memory_ids=memory_ids,
+        signature=predictor.signature.__name__, output_fields=tuple(predictor.signature.output_fields),
     )
 
 

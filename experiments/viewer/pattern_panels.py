@@ -89,7 +89,7 @@ def vote_panel(messages: Sequence[Message]) -> str:
             f"<ul>{items}</ul></section>")
 
 
-def _operation(event: Any, intent: str) -> tuple[str, str]:
+def _operation(event: Any, intent: Intent) -> tuple[str, str]:
     """A row's CSS class and what the event did to its channel, in words."""
     if intent == ScratchpadIntent.REFUSED:
         return "refused", f"refused ({event.reason}): {event.detail}"

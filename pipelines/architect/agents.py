@@ -40,7 +40,7 @@ class SessionRef:
 
 
 def publish_in(
-    ctx: TaskContext, session: SessionRef, *, intent: str, sender: str, summary: str,
+    ctx: TaskContext, session: SessionRef, *, intent: Intent, sender: str, summary: str,
     contract: BaseModel | None = None, content: str = "", recipient: str | None = None,
     in_reply_to: str | None = None, step: RoleResult | None = None, **metadata: Any,
 ) -> Message:
@@ -108,7 +108,7 @@ class DeveloperWorker:
 
     def _assess(self, request: DeveloperInput, step: RoleResult) -> DeveloperOutput:
         task_id, wanted = request.task.task_id, request.task.function_name
-        code = str(step.get("module_code") or "").strip()
+        code = str(step.module_code or "").strip()
         if not step.parsed or not code:
             reason = step.error or "no code in the reply"
             return DeveloperOutput(task_id=task_id, status="failed", code=code, summary="no usable code",
@@ -153,9 +153,9 @@ class ReviewerWorker:
                        summary="review unparsed", step=step, verdict="unparsed")
             return None
         findings = [f if isinstance(f, ReviewFinding) else ReviewFinding.model_validate(f)
-                    for f in step.get("findings") or []]
+                    for f in step.findings or []]
         findings = [f.model_copy(update={"id": f.id or f"F{i}"}) for i, f in enumerate(findings, start=1)]
-        verdict, overridden = step.get("verdict"), False
+        verdict, overridden = step.verdict, False
         if verdict == "approved" and not verification.all_passed:
             verdict, overridden = "changes_requested", True
             findings.append(ReviewFinding(
@@ -164,7 +164,7 @@ class ReviewerWorker:
                 suggestion=verification.report[:500],
             ))
         output = ReviewerOutput(verdict=verdict, findings=findings, verification=verification,
-                                summary=str(step.get("summary") or ""), overridden=overridden)
+                                summary=str(step.summary or ""), overridden=overridden)
         publish_in(self.ctx, session, intent=Intent.CRITIQUE, sender=self.name, contract=output,
                    summary=f"review: {verdict}", step=step, verdict=verdict)
         return output

@@ -121,14 +121,14 @@ class ArchitectAgent(Agent):
     def _plan(self, root: SessionRef) -> Plan:
         step = call_role(self.architect, self.role, prompt=self.ctx.prompt, entry_point=self.ctx.entry_point)
         proposed = [t if isinstance(t, TaskAssignment) else TaskAssignment.model_validate(t)
-                    for t in step.get("tasks") or []]
+                    for t in step.tasks or []]
         plan = make_plan(proposed, self.ctx.entry_point, max_tasks=self.params.max_tasks)
         if not step.parsed:  # the default plan stands in for the architect's: a fallback
             fell_back(self.role)
             plan.notes.insert(0, f"the plan was unparseable ({step.error or 'no tasks read'})")
         contract = ArchitectPlan(tasks=plan.tasks, waves=[[t.task_id for t in w] for w in plan.waves],
                                  notes=plan.notes)
-        publish_in(self.ctx, root, intent="plan", sender=self.name, contract=contract, step=step,
+        publish_in(self.ctx, root, intent=Intent.PLAN, sender=self.name, contract=contract, step=step,
                    summary=f"plan: {len(plan.tasks)} task(s) in {len(plan.waves)} wave(s)")
         return plan
 
@@ -217,7 +217,7 @@ class ArchitectAgent(Agent):
                 task_id=task.task_id, action="reassign" if following != failed else "retry",
                 failed_developer=failed, next_developer=following, reason=reason,
             )
-        publish_in(self.ctx, root, intent="decision", sender=self.name, contract=decision,
+        publish_in(self.ctx, root, intent=Intent.DECISION, sender=self.name, contract=decision,
                    summary=f"task {task.task_id}: {decision.action}", action=decision.action)
         return decision
 
@@ -228,7 +228,7 @@ class ArchitectAgent(Agent):
             scope=f"integrated solution, iteration {iteration}",
             focus_areas=[f"{t.function_name}: {t.description}" for t in plan.tasks],
         )
-        asked = publish_in(self.ctx, root, intent="review_request", sender=self.name,
+        asked = publish_in(self.ctx, root, intent=Intent.REVIEW_REQUEST, sender=self.name,
                            recipient=self.reviewer.name, contract=request, in_reply_to=integrated.id,
                            summary=f"review iteration {iteration}")
         session = SessionRef(f"review/iteration{iteration}", "reviewer", self.reviewer.name, root.id,
@@ -241,9 +241,10 @@ def team_metrics(history: list[Message]) -> dict[str, Any]:
     reviews = [m for m in history if m.intent == Intent.CRITIQUE]
     verdicts = [str(m.metadata.get("verdict")) for m in reviews]
     outputs = [m for m in history if m.metadata.get("contract") == "DeveloperOutput"]
-    decisions = [str(m.metadata.get("action")) for m in history if m.intent == "decision"]
+    decisions = [str(m.metadata.get("action")) for m in history if m.intent == Intent.DECISION]
     stops = [m.metadata["stop_reason"] for m in history if "stop_reason" in m.metadata]
-    plan = next((ArchitectPlan.model_validate_json(m.content) for m in history if m.intent == "plan"), None)
+    plans = (ArchitectPlan.model_validate_json(m.content) for m in history if m.intent == Intent.PLAN)
+    plan = next(plans, None)
     traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
     return {
         "reviews": len(reviews),

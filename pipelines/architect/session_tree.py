@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from runtime.pool.messages import Message
+from runtime.pool.messages import Intent, Message
 from signatures.team_contracts import (
     ArchitectDecision,
     ArchitectPlan,
@@ -40,7 +40,7 @@ class SessionMessage(BaseModel):
     """One message of a session; ``payload`` is its contract, when it carries one."""
 
     id: str
-    intent: str
+    intent: Intent
     sender: str
     recipient: str | None = None
     summary: str = ""

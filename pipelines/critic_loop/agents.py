@@ -75,8 +75,8 @@ class CriticAgent(Agent):
         verdict: str  # a review's verdict, or "unparsed"
         if step.parsed:
             review = Review(
-                verdict=step.get("verdict"), findings=step.get("findings") or [],
-                summary=step.get("summary") or "",
+                verdict=step.verdict, findings=step.findings or [],
+                summary=step.summary or "",
             )
             content, verdict = review.model_dump_json(), review.verdict
         else:
@@ -131,7 +131,7 @@ class MetaCriticAgent(Agent):
         )
         if step.parsed:
             review = _apply_meta_review(
-                review, list(step.get("wrong_findings") or []), list(step.get("missing_issues") or [])
+                review, list(step.wrong_findings or []), list(step.missing_issues or [])
             )
         passthrough["verdict"] = review.verdict
         self.ctx.publish(
@@ -148,7 +148,9 @@ class FixerAgent(Agent):
 
     role = "fixer"
 
-    def __init__(self, ctx: TaskContext, fixer: dspy.Module, *, listen_to: str, oracle: bool = False) -> None:
+    def __init__(
+        self, ctx: TaskContext, fixer: dspy.Module, *, listen_to: Intent, oracle: bool = False
+    ) -> None:
         super().__init__(ctx)
         self.fixer = fixer
         self.oracle = oracle
@@ -163,7 +165,7 @@ class FixerAgent(Agent):
         control: dict[str, Any] = {"test_results": oracle_feedback(code)} if self.oracle else {}
         step = call_role(self.fixer, self.role, prompt=self.ctx.prompt, code=code, review=review, **control)
         self.ctx.publish(
-            intent=Intent.FIX, sender=self.name, content=step.get("revised_code") or step.raw or code,
+            intent=Intent.FIX, sender=self.name, content=step.revised_code or step.raw or code,
             summary=f"revision after review {message.metadata.get('iteration')}",
             in_reply_to=message.id, step=step,
         )

@@ -25,8 +25,8 @@ from signatures.review import Finding, Review
 def _review_of(step: RoleResult) -> Review | None:
     if not step.parsed:
         return None  # never read an unparseable review as an approval
-    return Review(verdict=step.get("verdict"), findings=step.get("findings") or [],
-                  summary=step.get("summary") or "")
+    return Review(verdict=step.verdict, findings=step.findings or [],
+                  summary=step.summary or "")
 
 
 def bundle_reviews(reviews: Mapping[str, Review | None]) -> tuple[str, Review | None]:

@@ -91,7 +91,7 @@ class DebaterAgent(Agent):
     def handle(self, message: Message) -> None:
         if message.intent == Intent.TASK_ASSIGNMENT:
             step = call_role(self.proposer, "coder", config=self._config(0), prompt=self.ctx.prompt)
-            self.code = self._code(step.get("code") or step.raw)
+            self.code = self._code(step.code or step.raw)
             self.ctx.publish(
                 intent=Intent.PROPOSAL, sender=self.name, content=self.code, in_reply_to=message.id,
                 summary=f"debater {self.index}: initial proposal", step=step, round=0,
@@ -119,9 +119,9 @@ class DebaterAgent(Agent):
                 self.debater, self.role, config=self._config(round_), prompt=self.ctx.prompt,
                 own_code=self.code, others=others, **own,
             )
-            self.code = self._code(step.get("revised_code")) or self.code
+            self.code = self._code(step.revised_code) or self.code
             self.done_rounds = round_
-            argument = prose(step.get("argument") or ("(unparsed reply)" if not step.parsed else ""))
+            argument = prose(step.argument or ("(unparsed reply)" if not step.parsed else ""))
             self.ctx.publish(
                 intent=Intent.ARGUMENT, sender=self.name, content=self.code,
                 summary=f"debater {self.index}, round {round_}: {argument[:120]}", step=step,
@@ -177,8 +177,8 @@ class JudgeAgent(Agent):
             self.judge, self.role, prompt=self.ctx.prompt, proposals=proposals,
             transcript=transcript or "(no debate rounds)",
         )
-        choice = step.get("choice")
-        merged = (step.get("merged_code") or "").strip()
+        choice = step.choice
+        merged = (step.merged_code or "").strip()
         # A "merge" that leaves the function unimplemented (small judges often copy the prompt's
         # stub or an example output into the field) is no verdict; the choice stands.
         if merged and assemble_program(self.ctx.prompt, merged, self.ctx.entry_point).implements(
@@ -197,7 +197,7 @@ class JudgeAgent(Agent):
             summary=f"judge: {how} {choice if how == 'chosen' else ''}".strip()
             + (f"; rule: solution {override + 1}" if override is not None else ""),
             choice=choice if how == "chosen" else None, decision=how,
-            rationale=step.get("rationale") or "",
+            rationale=step.rationale or "",
             **self._rule_metadata(override),
         )
 

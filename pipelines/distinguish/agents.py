@@ -34,7 +34,7 @@ from runtime.role_call import RoleResult, call_role
 def _written_items(step: RoleResult) -> list[str]:
     """The writer's inputs; from an unparsed reply, the list it holds or else its lines (a small
     model often writes the calls without the list around them)."""
-    written = step.get("inputs")
+    written = step.output("inputs")  # `step.inputs` is what the call was given
     if isinstance(written, list):
         return [str(item) for item in written]
     try:
@@ -93,10 +93,10 @@ class PairwiseJudgeAgent(Agent):
         asked = message.metadata
         step = call_role(self.judge, self.role, prompt=self.ctx.prompt, call=asked["call"],
                          output_a=asked["output_a"], output_b=asked["output_b"])
-        choice = step.get("right_output")
+        choice = step.right_output
         self.ctx.publish(
             intent=Intent.JUDGEMENT, sender=self.name, recipient=message.sender,
-            content=str(step.get("reason") or step.raw), in_reply_to=message.id, step=step,
+            content=str(step.reason or step.raw), in_reply_to=message.id, step=step,
             summary=f"output {choice} is right" if choice else "no readable choice", right_output=choice,
         )
 

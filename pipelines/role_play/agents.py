@@ -60,7 +60,7 @@ class TaskSpecifierAgent(Agent):
         step = call_role(self.specifier, self.role, prompt=self.ctx.prompt)
         self.ctx.publish(
             intent=Intent.TASK_SPECIFIED, sender=self.name, summary="task specified", in_reply_to=message.id,
-            content=step.get("specified_task") or step.raw or self.ctx.prompt, step=step,
+            content=step.specified_task or step.raw or self.ctx.prompt, step=step,
         )
 
 
@@ -118,8 +118,8 @@ class InstructorAgent(Agent):
             conversation=conversation or "none", current_code=self.code or "none",
             execution_feedback=self._feedback(),
         )
-        instruction = str(step.get("instruction") or step.raw or "").strip()
-        if step.parsed and step.get("task_done") and self.code is not None:
+        instruction = str(step.instruction or step.raw or "").strip()
+        if step.parsed and step.task_done and self.code is not None:
             self._stop("done", message, step=step)
         elif instructor_flipped(instruction, self.ctx.entry_point):
             self._stop(ROLE_FLIP, message, step=step, flipped="instructor")
@@ -154,7 +154,7 @@ class AssistantAgent(Agent):
             self.assistant, self.role, prompt=self.ctx.prompt, specified_task=self.task,
             instruction=message.content, current_code=self.code,
         )
-        reply = step.get("solution_code") or step.raw
+        reply = step.solution_code or step.raw
         flipped = assistant_flipped(reply)
         if not flipped:
             self.code = reply

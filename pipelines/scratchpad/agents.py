@@ -88,8 +88,8 @@ class AnalystAgent(ScratchpadAgent):
     def handle(self, message: Message) -> None:
         step = call_role(self.analyst, self.role, prompt=self.ctx.prompt)
         analysis = {
-            "approach": str(step.get("approach") or step.raw or "none"),
-            "edge_cases": [str(case) for case in step.get("edge_cases") or []],
+            "approach": str(step.approach or step.raw or "none"),
+            "edge_cases": [str(case) for case in step.edge_cases or []],
         }
         self.write("analysis", analysis, 0, step=step)
 
@@ -122,7 +122,7 @@ class TeamCoderAgent(ScratchpadAgent):
         snapshot = self.pad.read(self.name)
         step = call_role(self.coder, self.role, prompt=self.ctx.prompt,
                          scratchpad=render(snapshot, self.refused))
-        code = step.get("code") or step.raw or snapshot.values.get("code") or ""
+        code = step.code or step.raw or snapshot.values.get("code") or ""
         self.write("code", code, snapshot.versions["code"], step=step, note=summary)
 
 
@@ -176,10 +176,10 @@ class TeamReviewerAgent(ScratchpadAgent):
         self.reviewed.add(code_version)
         step = call_role(self.reviewer, self.role, prompt=self.ctx.prompt,
                          scratchpad=render(snapshot, self.refused))
-        verdict = str(step.get("verdict")) if step.parsed else "unparsed"
+        verdict = str(step.verdict) if step.parsed else "unparsed"
         if not step.parsed:  # the team stops without the review's say: a fallback
             fell_back(self.role)
-        findings = [f.model_dump() if isinstance(f, Finding) else f for f in step.get("findings") or []]
+        findings = [f.model_dump() if isinstance(f, Finding) else f for f in step.findings or []]
         entry = {"review": len(self.reviewed), "code_version": code_version, "verdict": verdict,
-                 "findings": findings, "summary": str(step.get("summary") or step.raw)}
+                 "findings": findings, "summary": str(step.summary or step.raw)}
         self.write("reviews", entry, snapshot.versions["reviews"], step=step, verdict=verdict)

@@ -44,7 +44,7 @@ def _section(raw: str, field: str) -> str:
 def _artifact(step: RoleResult, field: str) -> tuple[str, list[str]]:
     """A role's typed output as the artifact JSON, or what its unparsed reply holds for it,
     with a blocker saying so."""
-    value = step.get(field)
+    value = step.output(field)
     if step.parsed and isinstance(value, BaseModel):
         return value.model_dump_json(), []
     return _section(step.raw, field), [UNPARSED]
@@ -166,7 +166,7 @@ class EngineerAgent(HandoffAgent):
             self.engineer, self.role, prompt=self.ctx.prompt, spec=latest_artifact(self.ctx, "spec"),
             design=self.design, feedback=feedback,
         )
-        self.code = step.get("implementation_code") or step.raw
+        self.code = step.implementation_code or step.raw
         artifact = CodeArtifact.model_construct(code=self.code).model_dump_json()
         self.hand_off(
             self.ctx.agent_name("qa_engineer"), "code", artifact=artifact,
@@ -204,7 +204,7 @@ class QaEngineerAgent(HandoffAgent):
             self.qa, self.role, prompt=self.ctx.prompt, spec=latest_artifact(self.ctx, "spec"),
             n_tests=self.n_tests,
         )
-        written = step.get("acceptance_test_code") or step.raw
+        written = step.acceptance_test_code or step.raw
         tests = parse_asserts(written, self.ctx.entry_point, self.n_tests)
         self.ctx.publish(
             intent=Intent.GENERATED_TESTS, sender=self.name, content=render_tests(tests),
@@ -284,7 +284,7 @@ class ReviewerAgent(HandoffAgent):
         reports = [m for m in self.ctx.history() if m.intent == Intent.QA_REPORT]
         step = call_role(self.critic, self.role, prompt=self.ctx.prompt, code=code,
                          execution_feedback=reports[-1].content if reports else "none")
-        verdict = step.get("verdict") if step.parsed else "unparsed"
+        verdict = step.verdict if step.parsed else "unparsed"
         if verdict == "unparsed":  # the line stops without the review's say: a fallback
             fell_back(self.role)
         if verdict in ("approve", "unparsed"):
@@ -295,7 +295,7 @@ class ReviewerAgent(HandoffAgent):
             )
             return
         review = Review(
-            verdict=verdict, findings=step.get("findings") or [], summary=step.get("summary") or ""
+            verdict=verdict, findings=step.findings or [], summary=step.summary or ""
         )
         self.hand_off(
             self.ctx.agent_name("engineer"), "review", artifact=review.model_dump_json(), step=step,

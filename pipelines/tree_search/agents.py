@@ -26,8 +26,6 @@ from runtime.parallel_agents import ParallelCalls
 from runtime.pool.messages import Intent, Message
 from runtime.role_call import RoleResult, call_role
 
-# Intent of a node's evaluation by the value role (free intents are allowed on the pool).
-VALUE = "value"
 # Reflections shown to the repairer: the most recent ones (a small model's context is short), each
 # cut at REFLECTION_CHARS: the 0.5B model's reflections can repeat one sentence until max_tokens.
 REFLECTIONS_SHOWN = 3
@@ -163,7 +161,8 @@ class SearchAgent(Agent):
         children = [child for child, _ in draws]
         for child, step in zip(children, steps, strict=True):
             self.spent += step.total_tokens
-            child.code = step.get("code") or step.get("repaired_code") or step.raw
+            # An expansion writes `code`, a repair `repaired_code`: each draw is one of the two.
+            child.code = (step.code if step.declares("code") else step.repaired_code) or step.raw
             self._fingerprints[child.index] = self._simulate(child)
             self._publish_node(child, step)
         return children
@@ -220,12 +219,12 @@ class SearchAgent(Agent):
         scores: list[float | None] = []
         for child, step in zip(children, steps, strict=True):
             self.spent += step.total_tokens
-            raw = step.get("score")
+            raw = step.score
             score = min(max(int(raw), 0), SCORE_MAX) / SCORE_MAX if isinstance(raw, int) else None
             scores.append(score)
             self.ctx.publish(
-                intent=VALUE, sender=self.ctx.agent_name("scorer"),
-                content=str(step.get("assessment") or step.raw),
+                intent=Intent.VALUE, sender=self.ctx.agent_name("scorer"),
+                content=str(step.assessment or step.raw),
                 summary=f"node {child.index}: value {raw if score is not None else 'unparsed'}",
                 in_reply_to=child.message_id, step=step, node=child.index, lm_score=score,
             )
@@ -239,7 +238,7 @@ class SearchAgent(Agent):
         )
         step = call_role(self.roles.reflector, "path_reflector", prompt=self.ctx.prompt, attempts=attempts)
         self.spent += step.total_tokens
-        text = str(step.get("reflection") or step.raw).strip()
+        text = str(step.reflection or step.raw).strip()
         if text:
             self.reflections.append(text)
         self.ctx.publish(

@@ -33,7 +33,7 @@ class TestWriterAgent(Agent):
     def handle(self, message: Message) -> None:
         # The prompt only: hidden tests and the reference solution never reach this role.
         step = call_role(self.writer, self.role, prompt=self.ctx.prompt, n_tests=self.n_tests)
-        written = step.get("test_code") or step.raw
+        written = step.test_code or step.raw
         tests = parse_asserts(written, self.ctx.entry_point, limit=self.n_tests)
         self.ctx.publish(
             intent=Intent.GENERATED_TESTS, sender=self.name, content=render_tests(tests),

@@ -120,7 +120,7 @@ def _architect(history: list[Message], by_id: Thread) -> list[Decision]:
     for i, m in enumerate(history):
         after = bisect_right(integrated, i)  # integrated is in thread order: no scan per message
         later = history[integrated[after]] if after < len(integrated) else None
-        if m.intent == "decision" and m.metadata.get("contract") == "ArchitectDecision":
+        if m.intent == Intent.DECISION and m.metadata.get("contract") == "ArchitectDecision":
             decision = ArchitectDecision.model_validate_json(m.content)
             # An abort leaves the run with the last solution integrated before it.
             before = bisect_left(integrated, i)

@@ -80,15 +80,15 @@ def reflect(
     reply could not be parsed) and the call itself, for the trace."""
     step = call_role(reflector, "reflector", prompt=prompt, code=code, outcome=outcome.text,
                      history=render_history(history))
-    lesson = str(step.get("lesson") or "").strip()
+    lesson = str(step.lesson or "").strip()
     if not step.parsed or not lesson:
         return None, step
-    pattern = str(step.get("pattern") or "").strip()
+    pattern = str(step.pattern or "").strip()
     return MemoryEntry(
         role=author_of(history), type="reflection", task_id=task_id, run_id=run_id, tags=task_tags(prompt),
         content=f"{pattern}: {lesson}" if pattern else lesson,
         context={
-            "what_went_wrong": step.get("what_went_wrong"), "what_worked": step.get("what_worked"),
+            "what_went_wrong": step.what_went_wrong, "what_worked": step.what_worked,
             "pattern": pattern, "visible_passed": outcome.passed, "task_summary": task_summary(prompt),
         },
     ), step

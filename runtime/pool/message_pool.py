@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import UserError
-from runtime.pool.messages import Message
+from runtime.pool.messages import Intent, Message
 from runtime.pool.store import SEQ_KEY, PoolStore, check_where, matches, seq_of, sort_messages
 
 __all__ = ["MessagePool", "Subscription", "seq_of"]
@@ -41,7 +41,7 @@ __all__ = ["MessagePool", "Subscription", "seq_of"]
 class Subscription:
     """One filter an agent registered; a message is delivered if any of its subscriptions match."""
 
-    intents: frozenset[str] | None = None
+    intents: frozenset[Intent] | None = None
     task_id: str | None = None
     thread_id: str | None = None
     to_me_only: bool = False
@@ -149,7 +149,7 @@ class MessagePool:
         self,
         agent: str,
         *,
-        intents: Iterable[str] | None = None,
+        intents: Iterable[Intent] | None = None,
         task_id: str | None = None,
         thread_id: str | None = None,
         to_me_only: bool = False,
@@ -162,7 +162,7 @@ class MessagePool:
         messages addressed to it.
         """
         if isinstance(intents, str):
-            intents = [intents]  # a bare string would otherwise be split into characters
+            intents = [Intent(intents)]  # a bare intent (a str) would otherwise be split into characters
         subscription = Subscription(
             intents=frozenset(intents) if intents is not None else None,
             task_id=task_id,

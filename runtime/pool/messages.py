@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import time
 import uuid
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from core.errors import UserError
 
-class Intent:
-    """Well-known intents (free strings are allowed too; these are the ones pipelines use)."""
+
+class Intent(StrEnum):
+    """What a message is. Every intent a pipeline publishes is one of these; the values are what
+    stores, Chroma metadata and message logs hold, so a value never changes once shipped (a
+    member is a ``str`` equal to its value, so stored filters and JSON stay as they were)."""
 
     TASK_ASSIGNMENT = "task_assignment"
     OUTPUT_COMPLETE = "output.complete"
@@ -41,6 +46,36 @@ class Intent:
     GENERATED_INPUTS = "generated_inputs"
     JUDGEMENT_REQUEST = "judgement_request"
     JUDGEMENT = "judgement"
+    # The architect team's plan, its decisions on returned work, and the review it asks for.
+    PLAN = "plan"
+    DECISION = "decision"
+    REVIEW_REQUEST = "review_request"
+    # Tree search: a node's evaluation by the value role.
+    VALUE = "value"
+    # The scratchpad's events (runtime.scratchpad.events): its state is a replay of them.
+    SCRATCHPAD_INIT = "scratchpad.init"
+    SCRATCHPAD_UPDATE = "scratchpad.update"
+    SCRATCHPAD_READ = "scratchpad.read"
+    SCRATCHPAD_CONFLICT = "scratchpad.conflict"
+    SCRATCHPAD_REFUSED = "scratchpad.refused"
+
+
+class UnknownIntentError(UserError):
+    """A stored message whose intent this version does not know (a pool written by another
+    version, or edited by hand): one error naming it, not a failure deep inside a reader."""
+
+
+def intent_of(text: str, message_id: str) -> Intent:
+    """The :class:`Intent` a stored message's intent string names."""
+    try:
+        return Intent(text)
+    except ValueError:
+        known = ", ".join(member.value for member in Intent)
+        # One message argument, so the error pickles across the Chroma child process as it is.
+        raise UnknownIntentError(
+            f"stored message {message_id}: unknown intent {text!r} (known: {known}); "
+            "was the pool written by another version of critiquelab?"
+        ) from None
 
 
 def _new_id() -> str:
@@ -53,7 +88,7 @@ class Message(BaseModel):
     id: str = Field(default_factory=_new_id)
     task_id: str = Field(description="The problem this message is about.")
     thread_id: str = Field(description="One conversation about the task (one pipeline run of it).")
-    intent: str = Field(description="What the message is: see Intent.")
+    intent: Intent = Field(description="What the message is.")
     sender: str = Field(description="Agent name.")
     recipient: str | None = Field(default=None, description="Agent name, or None to broadcast.")
     summary: str = Field(default="", description="One line a reader (or a search) can use.")

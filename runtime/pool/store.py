@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from core.errors import UserError
-from runtime.pool.messages import Message
+from runtime.pool.messages import Message, intent_of
 
 #: Key of the publish sequence number in ``Message.metadata`` (and in a store record).
 SEQ_KEY = "seq"
@@ -51,7 +51,8 @@ def check_where(where: Mapping[str, Any] | None) -> dict[str, Any]:
     for key, value in where.items():
         if value is not None and not isinstance(value, str):
             raise UserError(f"message pool: filter {key}={value!r} must be a string (or None for recipient)")
-    return dict(where)
+    # An Intent is a str: kept as its plain value, which is what a store holds and matches on.
+    return {key: str(value) if isinstance(value, str) else value for key, value in where.items()}
 
 
 def matches(
@@ -85,7 +86,7 @@ def to_record(message: Message) -> tuple[str, str, dict[str, str | int | float |
     record: dict[str, str | int | float | bool] = {
         "task_id": message.task_id,
         "thread_id": message.thread_id,
-        "intent": message.intent,
+        "intent": message.intent.value,
         "sender": message.sender,
         "recipient": message.recipient or "",
         "summary": message.summary,
@@ -109,7 +110,7 @@ def from_record(record_id: str, document: str | None, record: Mapping[str, Any])
         id=record_id,
         task_id=str(record.get("task_id", "")),
         thread_id=str(record.get("thread_id", "")),
-        intent=str(record.get("intent", "")),
+        intent=intent_of(str(record.get("intent", "")), record_id),
         sender=str(record.get("sender", "")),
         recipient=record.get("recipient") or None,
         summary=summary,

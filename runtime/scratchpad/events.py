@@ -11,19 +11,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.pool.messages import Intent
 from runtime.scratchpad.channels import ChannelSpec
 
 OverflowPolicy = Literal["reject", "drop_oldest"]
 
 
 class ScratchpadIntent:
-    """Intents of scratchpad events on the pool."""
+    """The scratchpad's events among the pool's intents, by their short names here."""
 
-    INIT = "scratchpad.init"
-    UPDATE = "scratchpad.update"
-    READ = "scratchpad.read"
-    CONFLICT = "scratchpad.conflict"
-    REFUSED = "scratchpad.refused"
+    INIT = Intent.SCRATCHPAD_INIT
+    UPDATE = Intent.SCRATCHPAD_UPDATE
+    READ = Intent.SCRATCHPAD_READ
+    CONFLICT = Intent.SCRATCHPAD_CONFLICT
+    REFUSED = Intent.SCRATCHPAD_REFUSED
 
 
 class InitEvent(BaseModel):

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runtime.agents import TaskContext
+from runtime.pool.messages import Intent
 from runtime.scratchpad.access import AgentAccess
 from runtime.scratchpad.channels import ChannelSpec, apply_delta, check_delta, size_bytes
 from runtime.scratchpad.events import (
@@ -233,7 +234,7 @@ class SharedScratchpad:
         return WriteResult(False, current, error=detail, conflict=conflict)
 
     def _publish(
-        self, intent: str, sender: str, event: BaseModel, *, summary: str, **metadata: Any
+        self, intent: Intent, sender: str, event: BaseModel, *, summary: str, **metadata: Any
     ) -> None:
         fields = event.model_dump()
         self.ctx.publish(

@@ -46,5 +46,8 @@ def test_a_parsed_review_is_kept(tmp_path):
                        api_key="x", temperature=0.0, max_tokens=50, num_retries=0)
         with dspy.context(lm=lm, adapter=CodeAdapter()):
             for _ in range(2):
-                assert call_role(dspy.Predict(Critic), "critic", **REVIEW_INPUTS).parsed
+                step = call_role(dspy.Predict(Critic), "critic", **REVIEW_INPUTS)
+                assert step.parsed and step.verdict == "approve" and step.summary == "fine"
         assert fake.completions == 1
+        with pytest.raises(AttributeError, match="Critic has no output 'verdcit'"):
+            _ = step.verdcit

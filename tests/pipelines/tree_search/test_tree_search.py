@@ -11,7 +11,6 @@ from core.errors import UserError
 from core.usage import UsageMeter, metering
 from experiments.serving.lm import HarnessLM
 from pipelines.registry import create_pipeline
-from pipelines.tree_search.agents import VALUE
 from pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
 from runtime.pool.context import using_pool
 from runtime.pool.message_pool import MessagePool
@@ -130,7 +129,7 @@ def test_lm_value_mixes_with_the_pass_rate_through_lambda():
         "scorer": scorer,
     }
     prediction, history, _, _ = _run(scripts, n=2, max_expansions=1, reflect=False, **{"lambda": 0.5})
-    values = [m for m in history if m.intent == VALUE]
+    values = [m for m in history if m.intent == Intent.VALUE]
     assert [m.metadata["lm_score"] for m in values] == [0.9, 0.2]
     tree = {row["node"]: row for row in history[-1].metadata["tree"]}
     assert tree[1]["score"] == pytest.approx(0.5 * 0.9 + 0.5 * 0.0)
@@ -145,7 +144,7 @@ def test_consistency_evaluation_asks_no_value_role_and_rewards_agreeing_siblings
 
     _, history, requests, _ = _run({"coder": coder}, n=3, max_expansions=1, reflect=False,
                                    evaluation="consistency", value_weight=0.5)
-    assert not [m for m in history if m.intent == VALUE]
+    assert not [m for m in history if m.intent == Intent.VALUE]
     assert len(requests) == 3
     tree = {row["node"]: row for row in history[-1].metadata["tree"]}
     assert tree[1]["score"] == tree[2]["score"] == pytest.approx(0.5 * 2 / 3)

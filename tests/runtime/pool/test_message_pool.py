@@ -72,7 +72,7 @@ def test_intent_filter_and_no_self_delivery() -> None:
 def test_a_single_intent_string_is_one_intent_not_characters() -> None:
     pool = MessagePool()
     pool.subscribe("critic", intents="critique")
-    pool.publish(make_message(intent="c"))
+    pool.publish(make_message(intent="fix"))
     pool.publish(make_message(intent="critique"))
     assert [m.intent for m in pool.take("critic")] == ["critique"]
 

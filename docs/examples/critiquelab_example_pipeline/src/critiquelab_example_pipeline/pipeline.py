@@ -20,8 +20,6 @@ from runtime.pool.context import current_pool
 from runtime.pool.messages import Intent, Message
 from runtime.role_call import call_role
 
-PLAN = "plan"  # the planner's message: intents are free strings besides the well-known ones
-
 
 class Plan(dspy.Signature):
     """Plan how to implement the Python function described by the prompt: a few short steps, in
@@ -68,9 +66,9 @@ class PlannerAgent(Agent):
 
     def handle(self, message: Message) -> None:
         step = call_role(self.planner, self.role, prompt=self.ctx.prompt)
-        steps = [str(s) for s in step.get("steps") or []][: self.max_steps]
+        steps = [str(s) for s in step.steps or []][: self.max_steps]
         plan = "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))
-        self.ctx.publish(intent=PLAN, sender=self.name, recipient=self.ctx.agent_name("coder"),
+        self.ctx.publish(intent=Intent.PLAN, sender=self.name, recipient=self.ctx.agent_name("coder"),
                          content=plan, summary=f"{len(steps)}-step plan", in_reply_to=message.id,
                          step=step, steps=len(steps))
 
@@ -83,12 +81,12 @@ class PlannedCoderAgent(Agent):
     def __init__(self, ctx: TaskContext, coder: dspy.Module) -> None:
         super().__init__(ctx)
         self.coder = coder
-        self.listen([PLAN], to_me_only=True)
+        self.listen([Intent.PLAN], to_me_only=True)
 
     def handle(self, message: Message) -> None:
         step = call_role(self.coder, self.role, prompt=self.ctx.prompt, plan=message.content or "none")
         self.ctx.publish(
-            intent=Intent.OUTPUT_COMPLETE, sender=self.name, content=step.get("code") or step.raw,
+            intent=Intent.OUTPUT_COMPLETE, sender=self.name, content=step.code or step.raw,
             summary="implementation following the plan", in_reply_to=message.id, step=step,
         )
 
@@ -108,7 +106,7 @@ class PlanFirst(dspy.Module):
         planner = PlannerAgent(ctx, self.planner, self.params.max_steps)
         history = converse(ctx, [planner, PlannedCoderAgent(ctx, self.coder)], planner.name)
         found = thread_outcome(history)
-        plans = [m for m in history if m.intent == PLAN]
+        plans = [m for m in history if m.intent == Intent.PLAN]
         return dspy.Prediction(code=found["final_code"], outcome=PlanFirstOutcome(
             first_code=found["first_code"], parsed=found["parsed"], thread_id=ctx.thread_id,
             plan_steps=int(plans[-1].metadata.get("steps", 0)) if plans else 0, **found["metrics"],
