@@ -73,9 +73,10 @@ class ExperimentResult:
         ``prompt_tokens``, ``completion_tokens``, ``total_tokens``, ``lm_calls``,
         ``cached_lm_calls``, ``latency_s``, ``parsed`` (False: some role's reply was unparseable),
         ``isolation`` (the sandbox's level), ``final_code``, ``usage_by_role`` (JSON text: per role
-        its calls and tokens), and ``extra.<figure>`` for each figure the pipeline's outcome model
-        declares (empty where another pipeline's row has no such figure). Rows come in run
-        order: pipeline by pipeline, seed by seed, problems in the dataset's order."""
+        its calls and tokens), ``schema_version`` (the stored result schema, eval.result_schema),
+        and ``extra.<figure>`` for each figure the pipeline's outcome model declares (empty where
+        another pipeline's row has no such figure). Rows come in run order: pipeline by pipeline,
+        seed by seed, problems in the dataset's order."""
         from experiments.problems_frame import problems_frame
 
         return problems_frame(self.children)
@@ -216,7 +217,7 @@ def _start_services(
 
 def _run_all_children(ctx: ChildContext) -> list[ChildRun]:
     """Every pipeline × seed, ``parallel_runs`` at once; a child whose token budget is another's
-    measurement waits for it. Any error marks the open runs (parent included) KILLED."""
+    measurement waits for it. An error marks the open runs (parent included) KILLED."""
     spec = ctx.spec
     try:
         return run_children(
