@@ -12,7 +12,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+import dspy
 
 from core.errors import UserError
 from eval.problems import Problem
@@ -37,9 +39,13 @@ from pipelines.budget import TokenBudgetParams
 from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
 from pipelines.memory.bank import MemoryBank
 from pipelines.memory.config import MemoryConfig
+from pipelines.memory.task_hook import WithMemory
 from pipelines.params import PipelineParams
 from pipelines.pool.message_pool import MessagePool
 from pipelines.registry import build_pipeline, outcome_model
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
 
 
 @dataclass
@@ -57,7 +63,7 @@ class ChildRun:
 
 def make_pipeline(
     name: str, params: PipelineParams, prompts: str | None = None, registry_uri: str | None = None
-) -> Any:
+) -> dspy.Module:
     """A registered pipeline built from its checked params, with exported prompts (a directory,
     ``program.json`` or ``prompts:/`` registry URIs) loaded into it if ``prompts`` names any."""
     pipeline = build_pipeline(name, params)
@@ -95,7 +101,7 @@ class ChildContext:
     tracker: Tracker
     store: CheckpointStore
     parent_id: str
-    siblings: list[Any]  # the parent's child runs logged before (a resumed run reopens them)
+    siblings: list[Run]  # the parent's child runs logged before (a resumed run reopens them)
     lazy_lm: LazyLM
     role_models: RoleModels
     pool: MessagePool
@@ -135,7 +141,7 @@ class ChildSteps:
     control: str
     problems: list[Problem]  # in this child's run order
     run_id: str
-    logged: Any  # the MLflow run an earlier (killed or finished) run of this child left; None: new
+    logged: Run | None  # the MLflow run an earlier (killed or finished) run of this child left
     params: PipelineParams  # what the pipeline runs with (a measured token budget resolved)
     resolved: ResolvedParams
     done: dict[str, ProblemResult]  # by task id: checkpointed, then each problem as it finishes
@@ -190,7 +196,7 @@ class ChildSteps:
         if self.control != NO_CONTROL:  # a positive control: named as one wherever its results are shown
             tracker.set_tags(run_id, {CONTROL_TAG: self.control})
 
-    def build_pipeline(self) -> tuple[Any, MemoryBank | None]:
+    def build_pipeline(self) -> tuple[dspy.Module | WithMemory, MemoryBank | None]:
         """The pipeline with its exported prompts and, when memory is on, its memory bank."""
         ctx = self.ctx
         pipeline = make_pipeline(self.spec.name, self.params, ctx.spec.prompts_of(self.spec), ctx.tracker.uri)
@@ -201,7 +207,7 @@ class ChildSteps:
             pipeline = with_memory(pipeline, bank, self.memory, self.run_id)
         return pipeline, bank
 
-    def solve(self, pipeline: Any, bank: MemoryBank | None) -> list[ProblemResult]:
+    def solve(self, pipeline: dspy.Module | WithMemory, bank: MemoryBank | None) -> list[ProblemResult]:
         """The pending problems solved (progress, traces, checkpoints); every result in run order.
         On any error the bank is closed and the run marked KILLED."""
         ctx = self.ctx
@@ -231,7 +237,7 @@ class ChildSteps:
         return results
 
     def _solve_pending(
-        self, pipeline: Any, pending: list[Problem], bar: ProgressBar
+        self, pipeline: dspy.Module | WithMemory, pending: list[Problem], bar: ProgressBar
     ) -> tuple[ProblemTracer | None, set[str]]:
         """``pending`` solved on the executor: each result refused if strict finds it faulty, then
         traced, checkpointed and counted. Returns the tracer and the tasks it had traced before."""
