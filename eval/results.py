@@ -4,7 +4,8 @@
 as the per-problem table (:func:`results_table`, ``problems.parquet``) and in each problem's
 trace; compare and the viewer read the table back into it (:func:`results_from_table`).
 ``extra`` holds the pipeline's figures flat, one key per figure, as its outcome model
-(``pipelines.outcomes``) declares them.
+(``pipelines.outcomes``) declares them. Every stored record carries its ``schema_version``; older
+versions are read through the one migration in :mod:`eval.result_schema`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from eval.result_schema import RESULT_SCHEMA, upgrade_record
 from eval.verdict import Status
 
 
@@ -46,11 +48,6 @@ class ResolvedParams(BaseModel):
     def _only_what_was_resolved(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
         return {name: value for name, value in dumped.items() if value is not None}
-
-
-# Fields that older code stored among the figures in ``extra`` (the sandbox's isolation level is
-# no pipeline's figure); read back from there, so what it wrote still loads.
-MOVED_OUT_OF_EXTRA = frozenset({"isolation"})
 
 
 class ProblemResult(BaseModel):
@@ -94,17 +91,20 @@ class ProblemResult(BaseModel):
         default_factory=ResolvedParams, description="Parameters the run resolved when it started."
     )
 
+    schema_version: int = Field(
+        default=RESULT_SCHEMA,
+        description="The stored result schema (eval.result_schema), written with every record and "
+        "table row; a record of an older version is upgraded as it is read, so this is always the "
+        "current one once read.",
+    )
+
     @model_validator(mode="before")
     @classmethod
-    def _moved_out_of_extra(cls, data: Any) -> Any:
-        """Results written before a field left ``extra`` (checkpoints, traces, a table's
-        ``extra.*`` columns) hold it there: read it into its field."""
-        extra = data.get("extra") if isinstance(data, Mapping) else None
-        if not isinstance(extra, Mapping) or not MOVED_OUT_OF_EXTRA & extra.keys():
-            return data
-        moved = {name: extra[name] for name in MOVED_OUT_OF_EXTRA & extra.keys()}
-        kept = {name: value for name, value in extra.items() if name not in moved}
-        return {**moved, **data, "extra": kept}
+    def _upgraded(cls, data: Any) -> Any:
+        """A stored record of any schema version read as the current one (eval.result_schema). A
+        result built in code goes through it too: it has no version yet, and the upgrade of an
+        unversioned record leaves a current-shaped one as it is."""
+        return upgrade_record(data) if isinstance(data, Mapping) else data
 
     @property
     def passed(self) -> bool:
@@ -118,7 +118,7 @@ class ProblemResult(BaseModel):
 TABLE_COLUMNS = (
     "task_id", "pipeline", "seed", "status", "reason", "passed", "iterations", "prompt_tokens",
     "completion_tokens", "total_tokens", "lm_calls", "cached_lm_calls", "latency_s", "parsed",
-    "isolation", "detail", "final_code",
+    "isolation", "detail", "final_code", "schema_version",
 )
 
 
@@ -146,14 +146,6 @@ def plain_cell(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
-
-
-def with_current_columns(frame: Any) -> Any:
-    """A per-problem table with the columns :func:`results_table` writes now: an older table's
-    ``extra.<name>`` of a field that has left ``extra`` renamed to its own column."""
-    renamed = {f"extra.{name}": name for name in MOVED_OUT_OF_EXTRA
-               if f"extra.{name}" in frame.columns and name not in frame.columns}
-    return frame.rename(columns=renamed) if renamed else frame
 
 
 def results_from_table(frame: Any) -> list[ProblemResult]:

@@ -10,7 +10,7 @@ from experiments.controls import marked_label
 
 
 class ChildRun(Protocol):
-    """What of :class:`experiments.runner.ChildRun` the frame reads (the runner imports this
+    """What of :class:`experiments.child_steps.ChildRun` the frame reads (the runner imports this
     module, so it is described here, not imported)."""
 
     pipeline: str

@@ -75,8 +75,8 @@ def plain_children(client: Any, run: Any) -> tuple[str, list[Any]]:
 def rebuild(client: Any, parent_id: str, child: Any) -> RunProgram:
     """The program ``child`` ran, as the runner built it: the spec's pipeline and params, the
     exported prompts the run loaded, memory's field where memory was on."""
+    from experiments.child_steps import make_pipeline
     from experiments.memory_run import memory_of
-    from experiments.runner import make_pipeline
     from experiments.spec.experiment import parse_spec
     from optimizers.export_roles import load_role_state
     from pipelines.budget import TokenBudgetParams

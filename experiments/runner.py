@@ -4,7 +4,6 @@ parent run, every finished problem checkpointed so a killed run resumes where it
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -12,65 +11,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
 from eval.datasets import load_problems
 from eval.problems import Problem
-from eval.results import ProblemResult, ResolvedParams, results_table
-from eval.summary import summarize
 from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
-from experiments.child_runs import RunsStopped, run_children
+from experiments.child_runs import run_children
+from experiments.child_steps import ChildContext, ChildRun, make_pipeline, run_child
 from experiments.controls import marked_label
 from experiments.executors.factory import open_executor
-from experiments.executors.job import Executor, SolveJob
-from experiments.memory_run import (
-    check_warm_starts,
-    memory_metrics,
-    memory_of,
-    open_bank,
-    run_order,
-    with_memory,
-)
+from experiments.executors.job import Executor
+from experiments.memory_run import check_warm_starts, memory_of
 from experiments.paths import data_dir as default_data_dir
-from experiments.progress import ProgressBar
-from experiments.reply_warnings import refuse_if_faulty
-from experiments.run_warnings import child_run_warnings
 from experiments.serving.lazy_lm import LazyLM
 from experiments.serving.provision import resolve_model
-from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
+from experiments.serving.role_models import RoleModels
 from experiments.spec.experiment import ExperimentSpec
-from experiments.spec.pipeline_spec import PipelineSpec
 from experiments.tracking.local_store import check_writable_store
-from experiments.tracking.run_records import child_run, open_parent_run, results_digest
-from experiments.tracking.store import (
-    PARENT_TAG,
-    RESULTS_TAG,
-    WARNINGS_TAG,
-    Tracker,
-    check_tracking_server,
-    flatten,
-    tracking_uri,
-)
-from experiments.tracking.traces import ProblemTracer, trace_checkpointed
+from experiments.tracking.run_records import open_parent_run
+from experiments.tracking.store import PARENT_TAG, Tracker, check_tracking_server, tracking_uri
 from pipelines.budget import TokenBudgetParams, budget_source
-from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
-from pipelines.params import PipelineParams
-from pipelines.registry import build_pipeline, outcome_model
 from runtime.memory.bank import memory_dir
 from runtime.pool.message_pool import MessagePool
 from runtime.pool.store_lock import HeldStores
-
-
-@dataclass
-class ChildRun:
-    """One pipeline × seed: its MLflow run, per-problem results and aggregate metrics."""
-
-    pipeline: str
-    seed: int
-    run_id: str
-    results: list[ProblemResult]
-    metrics: dict[str, float]
-    warnings: list[str] = field(default_factory=list)  # what may make its numbers misleading
-    control: str = NO_CONTROL  # a positive control (pipelines.controls) is shown as one
 
 
 @dataclass
@@ -112,25 +73,13 @@ class ExperimentResult:
         ``prompt_tokens``, ``completion_tokens``, ``total_tokens``, ``lm_calls``,
         ``cached_lm_calls``, ``latency_s``, ``parsed`` (False: some role's reply was unparseable),
         ``isolation`` (the sandbox's level), ``final_code``, ``usage_by_role`` (JSON text: per role
-        its calls and tokens), and ``extra.<figure>`` for each figure the pipeline's outcome model
-        declares (empty where another pipeline's row has no such figure). Rows come in run
-        order: pipeline by pipeline, seed by seed, problems in the dataset's order."""
+        its calls and tokens), ``schema_version`` (the stored result schema, eval.result_schema),
+        and ``extra.<figure>`` for each figure the pipeline's outcome model declares (empty where
+        another pipeline's row has no such figure). Rows come in run order: pipeline by pipeline,
+        seed by seed, problems in the dataset's order."""
         from experiments.problems_frame import problems_frame
 
         return problems_frame(self.children)
-
-
-def make_pipeline(
-    name: str, params: PipelineParams, prompts: str | None = None, registry_uri: str | None = None
-) -> Any:
-    """A registered pipeline built from its checked params, with exported prompts (a directory,
-    ``program.json`` or ``prompts:/`` registry URIs) loaded into it if ``prompts`` names any."""
-    pipeline = build_pipeline(name, params)
-    if prompts:
-        from optimizers.export import load_prompts_into
-
-        load_prompts_into(pipeline, prompts, registry_uri=registry_uri)
-    return pipeline
 
 
 def load_inputs(spec: ExperimentSpec, registry_uri: str) -> tuple[list[Problem], list[str]]:
@@ -154,151 +103,6 @@ def load_inputs(spec: ExperimentSpec, registry_uri: str) -> tuple[list[Problem],
                 params = params.with_measured_budget(0.0)  # resolved per run; roles do not depend on it
             make_pipeline(pipeline_spec.name, params, prompts, registry_uri)
     return problems, notices
-
-
-def _resolve_params(
-    spec: PipelineSpec, seed: int, finished: list[ChildRun]
-) -> tuple[PipelineParams, ResolvedParams]:
-    """``token_budget_from: LABEL`` becomes ``token_budget``: that pipeline's measured tokens per
-    problem under the same seed, so an equal-compute baseline spends what it is compared to.
-    Returns the params the pipeline runs with and what was resolved."""
-    params = spec.params
-    if not isinstance(params, TokenBudgetParams) or params.token_budget_from is None:
-        return params, ResolvedParams()
-    source = params.token_budget_from
-    match = next((c for c in finished if c.pipeline == source and c.seed == seed), None)
-    if match is None:
-        raise UserError(f"token_budget_from: no finished run of '{source}' with seed {seed}")
-    budget = match.metrics["tokens_per_problem"]
-    return params.with_measured_budget(budget), ResolvedParams(token_budget=budget)
-
-
-@dataclass(frozen=True)
-class _ChildContext:
-    """What every child run (pipeline × seed) of one experiment shares."""
-
-    spec: ExperimentSpec
-    problems: list[Problem]  # in the dataset's order; each child puts them in its run order
-    home: Path
-    tracker: Tracker
-    store: CheckpointStore
-    parent_id: str
-    siblings: list[Any]  # the parent's child runs logged before (a resumed run reopens them)
-    lazy_lm: LazyLM
-    role_models: RoleModels
-    pool: MessagePool
-    executor: Executor
-    show_progress: bool
-    stop: threading.Event  # set when another child failed or the run was stopped (parallel_runs)
-    # Chroma keeps one client per store directory in a process, made and dropped without a lock of
-    # its own: children running at once open and close their memory banks one at a time.
-    banks_lock: threading.Lock
-
-
-def _run_child(
-    ctx: _ChildContext, pipeline_spec: PipelineSpec, seed: int, finished: list[ChildRun]
-) -> ChildRun:
-    spec, tracker, store, pool = ctx.spec, ctx.tracker, ctx.store, ctx.pool
-    label = pipeline_spec.display_name
-    control = control_of(pipeline_spec.params)
-    problems = run_order(ctx.problems, spec.order_seed, seed)
-    run_id, logged = child_run(tracker, ctx.parent_id, ctx.siblings, label, seed)
-    params, resolved = _resolve_params(pipeline_spec, seed, finished)
-    done = store.load(label, seed, resolved)
-    # strict: nothing faulty is reported, a problem kept by an earlier run without it neither
-    refuse_if_faulty(spec.strict, label, seed, [done[p.task_id] for p in problems if p.task_id in done],
-                     checkpointed=True)
-    pending = [p for p in problems if p.task_id not in done]
-    pending_ids = {p.task_id for p in pending}
-    if not pending and logged is not None and logged.info.status == "FINISHED":
-        results = [done[p.task_id] for p in problems]
-        if logged.data.tags.get(RESULTS_TAG) == results_digest(results):
-            metrics = {**summarize(results, outcome_model(pipeline_spec.name).run_metrics),
-                       "wall_time_s": logged.data.metrics.get("wall_time_s", 0.0)}
-            warnings = child_run_warnings(spec, label, seed, results)
-            return ChildRun(label, seed, run_id, results, metrics, warnings, control)  # left as it was
-    if logged is not None:
-        tracker.reopen(run_id)
-    tracker.log_params(run_id, {
-        "pipeline": pipeline_spec.name, "pipeline.label": label, "seed": seed,
-        "dataset.split": spec.dataset.split, **flatten(pipeline_spec.params.model_dump(), "pipeline.params."),
-    })
-    if isinstance(params, TokenBudgetParams) and resolved.token_budget is not None:
-        tracker.log_params(run_id, flatten(params.running_values(), "pipeline.resolved."))
-    if control != NO_CONTROL:  # a positive control: named as one wherever its results are shown
-        tracker.set_tags(run_id, {CONTROL_TAG: control})
-    pipeline = make_pipeline(pipeline_spec.name, params, spec.prompts_of(pipeline_spec), tracker.uri)
-    memory = memory_of(pipeline_spec)
-    with ctx.banks_lock:
-        bank = open_bank(ctx.home, memory, spec.pool.chroma_url) if memory else None
-    if memory and bank:
-        pipeline = with_memory(pipeline, bank, memory, run_id)
-    bar = ProgressBar(f"{marked_label(label, control)} seed={seed}", total=len(problems),
-                      enabled=ctx.show_progress)
-    bar.resumed([done[task.task_id] for task in problems if task.task_id in done])
-    start = time.monotonic()
-    tracer, traced = None, set()
-    try:
-        if pending:
-            lm = ctx.lazy_lm.get()
-            if spec.tracking.traces:
-                tracer = ProblemTracer(tracker.uri, tracker.experiment_id, run_id, str(lm.model))
-                traced = tracer.traced_tasks() if logged is not None else set()
-            if spec.model.send_seed:
-                lm = lm.copy(seed=seed)
-            role_lms = ctx.role_models.lms_for(pipeline_spec, lm, seed)
-            job = SolveJob(pipeline, lm, label, seed, spec.execution.timeout_s, run_id,
-                           role_lms=role_lms, in_order=memory is not None)
-            solving = ctx.executor.solve(job, pending, pool)
-            with contextlib.closing(solving):  # an error here stops the problems in flight too
-                for result in solving:
-                    refuse_if_faulty(spec.strict, label, seed, [result])  # before it is checkpointed
-                    if tracer is not None and result.task_id not in traced:  # queued; see close()
-                        tracer.submit(result, pool.history(thread_id=result.thread_id), time.time())
-                    result.resolved_params = resolved
-                    store.append(result)
-                    done[result.task_id] = result
-                    bar.update(result)
-                    if ctx.stop.is_set():  # another child failed, or the run was stopped
-                        raise RunsStopped(f"{label} seed {seed}: stopped with the run")
-            if tracer is not None:
-                tracer.close()  # every trace stored before the run is marked finished
-    except BaseException:
-        bar.close()
-        if bank:
-            with ctx.banks_lock:
-                bank.close()
-        tracker.finish(run_id, "KILLED")
-        raise
-    bar.close()
-    results = [done[p.task_id] for p in problems]
-    if tracer is not None and len(pending) < len(problems):  # resumed: some came from checkpoints
-        trace_checkpointed(tracer, results, pool.history, traced | {r.task_id for r in results
-                                                                     if r.task_id in pending_ids})
-    metrics = summarize(results, outcome_model(pipeline_spec.name).run_metrics)
-    metrics.update(usage_by_model(results, models_by_role(pipeline_spec), spec.model.id))
-    metrics["wall_time_s"] = time.monotonic() - start
-    if memory and bank:
-        try:
-            memory_values, blocks = memory_metrics(bank, memory, run_id, results)
-        finally:
-            with ctx.banks_lock:
-                bank.close()
-        metrics.update(memory_values)
-        tracker.log_text(run_id, json.dumps(blocks, indent=1), "memory_error_blocks.json")
-    tracker.log_metrics(run_id, metrics, only_changed=True)
-    tracker.log_frame(run_id, results_table(results), "problems")
-    # By thread, not by run id: problems resumed from checkpoints keep the messages of the run
-    # that solved them.
-    messages = [m for r in results if r.thread_id for m in pool.history(thread_id=r.thread_id)]
-    tracker.log_text(run_id, "".join(m.model_dump_json() + "\n" for m in messages), "messages.jsonl")
-    warnings = child_run_warnings(spec, label, seed, results)
-    if warnings:
-        tracker.set_tags(run_id, {WARNINGS_TAG: "\n".join(warnings)})
-    # Last: the digest says "everything above is logged", so a kill before it relogs on resume.
-    tracker.set_tags(run_id, {RESULTS_TAG: results_digest(results)})
-    tracker.finish(run_id)
-    return ChildRun(label, seed, run_id, results, metrics, warnings, control)
 
 
 def run_experiment(
@@ -357,16 +161,8 @@ def _run_experiment(
         contextlib.closing(role_models),
         contextlib.closing(open_executor(spec, home)) as executor,
     ):
-        wanted = {p.task_id for p in problems}
-        pending = (wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds)
-        if fresh or any(pending):
-            # What refuses without starting anything first (a cluster address, a tracking server),
-            # so that a refused start leaves no model server's log behind either.
-            executor.check()
-            check_tracking_server(uri, spec.name)
-            lazy_lm.get()  # start and check the models (and the cluster) before any run exists
-            role_models.start()
-            executor.start()
+        if fresh or _anything_to_solve(spec, problems, store):
+            _start_services(spec, uri, lazy_lm, role_models, executor)
         # What can refuse the start comes before the first file: the models and the cluster
         # (above), a Chroma server (probed first thing, and the pool on it opened before the
         # tracking), the tracking (its local store is the first file). Earlier checkpoints are
@@ -388,22 +184,60 @@ def _run_experiment(
                 tracker, spec, identity, key, problems, resume=not fresh, served_by=lazy_lm.served_by()
             )
             result = ExperimentResult(tracker.experiment_id, parent_id)
-            ctx = _ChildContext(
+            ctx = ChildContext(
                 spec=spec, problems=problems, home=home, tracker=tracker, store=store, parent_id=parent_id,
                 siblings=tracker.runs_tagged({PARENT_TAG: parent_id}), lazy_lm=lazy_lm,
                 role_models=role_models, pool=pool, executor=executor, show_progress=progress,
                 stop=threading.Event(), banks_lock=threading.Lock(),
             )
-            try:
-                result.children = run_children(
-                    lambda child, finished: _run_child(ctx, child[0], child[1], finished),
-                    [(pipeline_spec, seed) for pipeline_spec in spec.pipelines for seed in spec.seeds],
-                    at_once=spec.parallel_runs, stop=ctx.stop,
-                    waits_for_earlier=lambda child: budget_source(child[0].params) is not None,
-                )
-            except BaseException:
-                tracker.kill_open_runs()  # the parent, and a child caught before it could finish
-                raise
+            result.children = _run_all_children(ctx)
+    _finish_parent(spec, result, tracker, home, uri, compare)
+    return result
+
+
+def _anything_to_solve(spec: ExperimentSpec, problems: list[Problem], store: CheckpointStore) -> bool:
+    """Whether some pipeline × seed has a problem its checkpoints do not hold."""
+    wanted = {p.task_id for p in problems}
+    pending = (wanted - set(store.load(p.display_name, s)) for p in spec.pipelines for s in spec.seeds)
+    return any(pending)
+
+
+def _start_services(
+    spec: ExperimentSpec, uri: str, lazy_lm: LazyLM, role_models: RoleModels, executor: Executor
+) -> None:
+    """What refuses without starting anything first (a cluster address, a tracking server), so
+    that a refused start leaves no model server's log behind either; then the models and the
+    cluster, started and checked before any run exists."""
+    executor.check()
+    check_tracking_server(uri, spec.name)
+    lazy_lm.get()
+    role_models.start()
+    executor.start()
+
+
+def _run_all_children(ctx: ChildContext) -> list[ChildRun]:
+    """Every pipeline × seed, ``parallel_runs`` at once; a child whose token budget is another's
+    measurement waits for it. An error marks the open runs (parent included) KILLED."""
+    spec = ctx.spec
+    try:
+        return run_children(
+            lambda child, finished: run_child(ctx, child[0], child[1], finished),
+            [(pipeline_spec, seed) for pipeline_spec in spec.pipelines for seed in spec.seeds],
+            at_once=spec.parallel_runs, stop=ctx.stop,
+            waits_for_earlier=lambda child: budget_source(child[0].params) is not None,
+        )
+    except BaseException:
+        ctx.tracker.kill_open_runs()  # the parent, and a child caught before it could finish
+        raise
+
+
+def _finish_parent(
+    spec: ExperimentSpec, result: ExperimentResult, tracker: Tracker, home: Path, uri: str,
+    compare: bool | None,
+) -> None:
+    """The summary table and (when asked, or for two pipelines or more) the comparison, then the
+    parent marked finished: a kill before that resumes with the same call."""
+    parent_id = result.parent_run_id
     try:
         tracker.log_frame(parent_id, result.summary(), "summary")
         if compare or (compare is None and len(spec.pipelines) > 1):
@@ -414,7 +248,6 @@ def _run_experiment(
         tracker.kill_open_runs()
         raise
     tracker.finish(parent_id)
-    return result
 
 
 def _check_chroma_server(spec: ExperimentSpec) -> None:

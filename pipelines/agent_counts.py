@@ -52,7 +52,7 @@ class AgentCountFigures(Figures):
         return figures
 
 
-def agent_counts(history: Sequence[Message]) -> dict[str, dict[str, Any]]:
+def agent_counts(history: Sequence[Message]) -> dict[str, AgentCounts]:
     """For each agent that made a role call or gave a verdict: ``calls`` and ``cached_calls`` (LM
     requests), ``prompt_tokens``, ``completion_tokens``, ``wall_s`` (time in its role calls),
     ``steps`` (role calls), ``tasks`` (distinct ``team_task`` ids its messages answered) and
@@ -79,7 +79,9 @@ def agent_counts(history: Sequence[Message]) -> dict[str, dict[str, Any]]:
             row["verdicts"][str(verdict)] += 1
         if "team_task" in message.metadata:
             tasks.setdefault(agent, set()).add(str(message.metadata["team_task"]))
-    for agent, row in figures.items():
-        row["tasks"] = len(tasks.get(agent, ()))
-        row["verdicts"] = dict(row["verdicts"])
-    return figures
+    return {
+        agent: AgentCounts.model_validate(
+            {**row, "tasks": len(tasks.get(agent, ())), "verdicts": dict(row["verdicts"])}
+        )
+        for agent, row in figures.items()
+    }

@@ -190,8 +190,8 @@ class Reflexion(dspy.Module):
         history = converse(ctx, agents, attempt.name)
         found = thread_outcome(history)
         trials = sum(m.intent in (Intent.OUTPUT_COMPLETE, Intent.FIX) for m in history)
-        return dspy.Prediction(code=found["final_code"], outcome=ReflexionOutcome(
-            first_code=found["first_code"], iterations=max(1, trials), parsed=found["parsed"],
-            thread_id=ctx.thread_id, **found["metrics"], trials=trials,
+        return dspy.Prediction(code=found.final_code, outcome=ReflexionOutcome(
+            first_code=found.first_code, iterations=max(1, trials), parsed=found.parsed,
+            thread_id=ctx.thread_id, **found.figures, trials=trials,
             reflections=sum(m.intent == Intent.REFLECTION for m in history),
         ))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TypedDict
 
 import dspy
 from pydantic import Field
@@ -29,7 +30,32 @@ class ThreadOutcome(Outcome, RevisionFigures):  # type: ignore[misc]  # plugin f
     unparsed_steps: int = Field(description="Role calls whose reply could not be parsed.")
 
 
-def thread_outcome(history: list[Message]) -> dict[str, Any]:
+class ThreadFigures(TypedDict):
+    """The loop's figures of :class:`ThreadOutcome`, by its field names: unpacked into a thread's
+    outcome model, a name or type the model does not declare is a type error."""
+
+    reviews: int
+    fixes: int
+    first_verdict: str
+    final_verdict: str
+    changes_requested: bool
+    stop_reason: str
+    messages: int
+    unparsed_steps: int
+
+
+@dataclass(frozen=True)
+class ThreadRead:
+    """What one thread's messages say: its first and final code, whether every reply parsed, and
+    its loop's figures."""
+
+    first_code: str
+    final_code: str
+    parsed: bool
+    figures: ThreadFigures
+
+
+def thread_outcome(history: list[Message]) -> ThreadRead:
     """First and final code of a thread plus per-task loop metrics, from its messages alone."""
     codes = code_messages(history)
     reviews = [m for m in history if m.intent == Intent.CRITIQUE]
@@ -44,21 +70,21 @@ def thread_outcome(history: list[Message]) -> dict[str, Any]:
         stop = "max_iterations"
     else:
         stop = "no_review"
-    return {
-        "first_code": codes[0].content if codes else "",
-        "final_code": codes[-1].content if codes else "",
-        "parsed": all(t.get("parsed", True) for t in traces),
-        "metrics": {
-            "reviews": len(reviews),
-            "fixes": sum(1 for m in codes if m.intent == Intent.FIX),
-            "first_verdict": verdicts[0] if verdicts else "",
-            "final_verdict": verdicts[-1] if verdicts else "",
-            "changes_requested": any(v in ("request_changes", "reject") for v in verdicts),
-            "stop_reason": stop,
-            "messages": len(history),
-            "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
-        },
-    }
+    return ThreadRead(
+        first_code=codes[0].content if codes else "",
+        final_code=codes[-1].content if codes else "",
+        parsed=all(t.get("parsed", True) for t in traces),
+        figures=ThreadFigures(
+            reviews=len(reviews),
+            fixes=sum(1 for m in codes if m.intent == Intent.FIX),
+            first_verdict=verdicts[0] if verdicts else "",
+            final_verdict=verdicts[-1] if verdicts else "",
+            changes_requested=any(v in ("request_changes", "reject") for v in verdicts),
+            stop_reason=stop,
+            messages=len(history),
+            unparsed_steps=sum(1 for t in traces if not t.get("parsed", True)),
+        ),
+    )
 
 
 def converse(
@@ -85,7 +111,7 @@ def run_thread(
     """Assign the task to the first agent, let the agents react until quiet, and return the
     final code with its ``outcome`` (the first version and the loop's figures)."""
     found = thread_outcome(converse(ctx, agents, agents[0].name))
-    return dspy.Prediction(code=found["final_code"], outcome=outcome(
-        first_code=found["first_code"], iterations=max(1, found["metrics"]["reviews"]),
-        parsed=found["parsed"], thread_id=ctx.thread_id, **found["metrics"],
+    return dspy.Prediction(code=found.final_code, outcome=outcome(
+        first_code=found.first_code, iterations=max(1, found.figures["reviews"]),
+        parsed=found.parsed, thread_id=ctx.thread_id, **found.figures,
     ))

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from eval.result_schema import upgrade_table
 from eval.summary import FigureMetrics
 from experiments.compare.attribution import attribution_section, log_attribution_metrics
 from experiments.compare.compared_run import ComparedRun
@@ -205,7 +206,7 @@ def load_problems_frame(client: Any, runs: Sequence[ComparedRun]) -> Any:
                 path = client.download_artifacts(run.run_id, "problems.parquet", str(target))
             except Exception as exc:
                 raise UserError(f"run '{run.run_id}' has no problems.parquet artifact") from exc
-            frame = pd.read_parquet(path)
+            frame = upgrade_table(pd.read_parquet(path))  # a run logged by older code reads as today's
             frame["pipeline"], frame["seed"], frame["run_id"] = run.label, run.seed, run.run_id
             counts = _message_counts(client, run.run_id, target)
             if counts:

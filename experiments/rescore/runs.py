@@ -37,7 +37,7 @@ from eval.execution import DEFAULT_TIMEOUT_S, isolation_level
 from eval.formats import detect_format
 from eval.pass_changes import PassChange, changes_markdown, listed, pass_change
 from eval.problems import Problem
-from eval.results import with_current_columns
+from eval.result_schema import upgrade_table
 from eval.scoring import NO_CODE, score_programs
 from eval.verdict import Status
 from experiments.compare.compared_run import ComparedRun
@@ -126,7 +126,7 @@ def _timeout(client: Any, run_id: str, parent_id: str) -> float:
 def _rescored_table(table: Any, by_id: dict[str, Problem], timeout_s: float, pipeline: str) -> Any:
     """The original table on the dataset's tasks, status / reason / detail / passed from the new
     tests. A reply that held no code stays failed as it was: there is no program to run."""
-    kept = with_current_columns(table[table["task_id"].isin(list(by_id))]).copy().reset_index(drop=True)
+    kept = upgrade_table(table[table["task_id"].isin(list(by_id))]).copy().reset_index(drop=True)
     runnable = [i for i in range(len(kept)) if kept.at[i, "reason"] != NO_CODE]
     verdicts = score_programs(
         [(by_id[kept.at[i, "task_id"]], str(kept.at[i, "final_code"])) for i in runnable], timeout_s
@@ -134,8 +134,7 @@ def _rescored_table(table: Any, by_id: dict[str, Problem], timeout_s: float, pip
     for i, verdict in zip(runnable, verdicts, strict=True):
         kept.at[i, "status"], kept.at[i, "reason"] = verdict.status.value, verdict.reason
         kept.at[i, "detail"], kept.at[i, "passed"] = verdict.detail, verdict.passed
-        if "isolation" in kept:  # a table from before isolation levels were recorded has none
-            kept.at[i, "isolation"] = verdict.isolation
+        kept.at[i, "isolation"] = verdict.isolation
     return kept.drop(columns=_hidden_test_flags(kept, pipeline))
 
 

@@ -37,7 +37,9 @@ def results_digest(results: list[ProblemResult]) -> str:
     that child exactly as it is."""
     digest = hashlib.sha256()
     for result in results:
-        digest.update(result.model_dump_json().encode() + b"\n")
+        # Without the schema version: a child logged before results carried one is still left as
+        # it was when resumed (its results read back unchanged).
+        digest.update(result.model_dump_json(exclude={"schema_version"}).encode() + b"\n")
     return digest.hexdigest()
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, wait
-from typing import Any, cast
+from typing import cast
 
 import dspy
 from pydantic import Field
@@ -236,8 +236,9 @@ class ArchitectAgent(Agent):
         return self.reviewer.review(code, request, session)
 
 
-def team_metrics(history: list[Message]) -> dict[str, Any]:
-    """Loop and team figures of one architect run, from its messages."""
+def team_outcome(history: list[Message], codes: list[str], thread_id: str) -> ArchitectOutcome:
+    """The outcome of one architect run (``codes``: its integrated solutions in order): loop and
+    team figures, from its messages."""
     reviews = [m for m in history if m.intent == Intent.CRITIQUE]
     verdicts = [str(m.metadata.get("verdict")) for m in reviews]
     outputs = [m for m in history if m.metadata.get("contract") == "DeveloperOutput"]
@@ -246,23 +247,26 @@ def team_metrics(history: list[Message]) -> dict[str, Any]:
     plans = (ArchitectPlan.model_validate_json(m.content) for m in history if m.intent == Intent.PLAN)
     plan = next(plans, None)
     traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
-    return {
-        "reviews": len(reviews),
-        "first_verdict": verdicts[0] if verdicts else "",
-        "final_verdict": verdicts[-1] if verdicts else "",
-        "changes_requested": any(v in ("changes_requested", "rejected") for v in verdicts),
-        "stop_reason": stops[-1] if stops else "no_review",
-        "tasks_planned": len(plan.tasks) if plan else 0,
-        "waves": len(plan.waves) if plan else 0,
-        "developer_attempts": len(outputs),
-        "developer_failures": sum(m.metadata.get("status") != "completed" for m in outputs),
-        "retries": decisions.count("retry"), "reassignments": decisions.count("reassign"),
-        "aborts": decisions.count("abort"),
-        "sessions": len({m.metadata.get("session") for m in history if m.metadata.get("session")}),
-        "messages": len(history),
-        "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
-        "agents": agent_counts(history),
-    }
+    unparsed = sum(1 for t in traces if not t.get("parsed", True))
+    return ArchitectOutcome(
+        first_code=codes[0] if codes else "", iterations=max(1, len(reviews)), parsed=unparsed == 0,
+        thread_id=thread_id,
+        reviews=len(reviews),
+        first_verdict=verdicts[0] if verdicts else "",
+        final_verdict=verdicts[-1] if verdicts else "",
+        changes_requested=any(v in ("changes_requested", "rejected") for v in verdicts),
+        stop_reason=stops[-1] if stops else "no_review",
+        tasks_planned=len(plan.tasks) if plan else 0,
+        waves=len(plan.waves) if plan else 0,
+        developer_attempts=len(outputs),
+        developer_failures=sum(m.metadata.get("status") != "completed" for m in outputs),
+        retries=decisions.count("retry"), reassignments=decisions.count("reassign"),
+        aborts=decisions.count("abort"),
+        sessions=len({m.metadata.get("session") for m in history if m.metadata.get("session")}),
+        messages=len(history),
+        unparsed_steps=unparsed,
+        agents=agent_counts(history),
+    )
 
 
 @register_pipeline(
@@ -290,8 +294,5 @@ class ArchitectTeam(dspy.Module):
         history = converse(ctx, [architect], architect.name)
         codes = [m.content for m in history if m.sender == architect.name
                  and m.intent in (Intent.OUTPUT_COMPLETE, Intent.FIX)]
-        metrics = team_metrics(history)
-        return dspy.Prediction(code=codes[-1] if codes else "", outcome=ArchitectOutcome(
-            first_code=codes[0] if codes else "", iterations=max(1, metrics["reviews"]),
-            parsed=metrics["unparsed_steps"] == 0, thread_id=ctx.thread_id, **metrics,
-        ))
+        outcome = team_outcome(history, codes, ctx.thread_id)
+        return dspy.Prediction(code=codes[-1] if codes else "", outcome=outcome)

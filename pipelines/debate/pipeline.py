@@ -8,8 +8,6 @@ merges the answer. Agreement is measured by behaviour on the prompt's visible ex
 
 from __future__ import annotations
 
-from typing import Any
-
 import dspy
 from pydantic import Field
 
@@ -28,10 +26,11 @@ from signatures.debater import Debater, grounded_debater
 from signatures.judge import Judge, grounded_judge
 
 
-def debate_metrics(
-    prompt: str, entry_point: str, history: list[Message], count: int, rounds: int
-) -> tuple[str, list[list[str]], dict[str, Any]]:
-    """Final code, each debater's code per round, and the consensus metrics of one debate."""
+def debate_outcome(
+    prompt: str, entry_point: str, history: list[Message], count: int, rounds: int, thread_id: str
+) -> tuple[str, DebateOutcome]:
+    """Final code and the outcome of one debate: its consensus figures, and each debater's first
+    and final solution to be scored."""
     by_round = [[""] * count for _ in range(rounds + 1)]
     for message in history:
         if message.intent in (Intent.PROPOSAL, Intent.ARGUMENT):
@@ -39,23 +38,26 @@ def debate_metrics(
     verdicts = [m for m in history if m.intent == Intent.VERDICT]
     final = verdicts[-1].content if verdicts else by_round[-1][0]
     fingerprints = [behaviour_signatures(prompt, entry_point, codes) for codes in by_round]
-    agreement = [len(largest_group(f)) / count for f in fingerprints]
     majority = largest_group(fingerprints[-1])
     consensus = len(majority) * 2 > count
     final_print = behaviour_signatures(prompt, entry_point, [final])[0]
     traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
-    metrics = {
-        "agreement": agreement,
-        "consensus": consensus,
-        "final_in_majority": consensus and final_print == fingerprints[-1][majority[0]],
-        "judge_decision": verdicts[-1].metadata.get("decision", "") if verdicts else "none",
+    unparsed = sum(1 for t in traces if not t.get("parsed", True))
+    return final, DebateOutcome(
+        iterations=max(1, rounds), parsed=unparsed == 0, thread_id=thread_id,
+        # Scored on the hidden tests by the runner (never shown to a model): flips and
+        # consensus correctness need each debater's first and final solution judged.
+        codes_to_score={"debaters_first_passed": by_round[0], "debaters_final_passed": by_round[-1]},
+        agreement=[len(largest_group(f)) / count for f in fingerprints],
+        consensus=consensus,
+        final_in_majority=consensus and final_print == fingerprints[-1][majority[0]],
+        judge_decision=verdicts[-1].metadata.get("decision", "") if verdicts else "none",
         # Only where the rule ran (its message says which solution replaced the judge's answer).
-        "rule_override": (verdicts[-1].metadata["rule_override"] is not None
-                          if verdicts and "rule_override" in verdicts[-1].metadata else None),
-        "messages": len(history),
-        "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
-    }
-    return final, by_round, metrics
+        rule_override=(verdicts[-1].metadata["rule_override"] is not None
+                       if verdicts and "rule_override" in verdicts[-1].metadata else None),
+        messages=len(history),
+        unparsed_steps=unparsed,
+    )
 
 
 class DebateParams(PipelineParams):
@@ -135,11 +137,5 @@ class Debate(dspy.Module):
                                  show_results=grounded, rule=rule))
         # Broadcast: every debater starts.
         history = converse(ctx, agents, None, parallel=self.params.parallel_agents)
-        final, by_round, metrics = debate_metrics(prompt, entry_point, history, count, rounds)
-        return dspy.Prediction(code=final, outcome=DebateOutcome(
-            iterations=max(1, rounds), parsed=metrics["unparsed_steps"] == 0, thread_id=ctx.thread_id,
-            # Scored on the hidden tests by the runner (never shown to a model): flips and
-            # consensus correctness need each debater's first and final solution judged.
-            codes_to_score={"debaters_first_passed": by_round[0], "debaters_final_passed": by_round[-1]},
-            **metrics,
-        ))
+        final, outcome = debate_outcome(prompt, entry_point, history, count, rounds, ctx.thread_id)
+        return dspy.Prediction(code=final, outcome=outcome)

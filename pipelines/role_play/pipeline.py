@@ -9,8 +9,6 @@ without code), a repeated instruction, a turn without progress (the same code ag
 
 from __future__ import annotations
 
-from typing import Any
-
 import dspy
 from pydantic import Field
 
@@ -49,26 +47,25 @@ class RolePlayParams(PipelineParams):
     feedback_timeout_s: FeedbackTimeout
 
 
-def role_play_outcome(history: list[Message]) -> dict[str, Any]:
-    """First and final code and the conversation's metrics, from its messages."""
+def role_play_outcome(history: list[Message], thread_id: str) -> tuple[str, RolePlayOutcome]:
+    """Final code and the conversation's outcome (first code, figures), from its messages."""
     answers = [m for m in history if m.intent == Intent.ANSWER]
     codes = [m.content for m in answers if not m.metadata["assistant_flipped"]]
     stops = [m for m in history if "stop_reason" in m.metadata]
     reason = str(stops[-1].metadata["stop_reason"]) if stops else "incomplete"
     traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
-    return {
-        "first_code": codes[0] if codes else "",
-        "final_code": codes[-1] if codes else "",
-        "metrics": {
-            "turns": len(answers),
-            "stop_reason": reason,
-            "role_flips": int(reason == ROLE_FLIP),
-            "repeated_instructions": int(reason == REPEATED_INSTRUCTION),
-            "no_progress_turns": int(reason == NO_PROGRESS),
-            "messages": len(history),
-            "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
-        },
-    }
+    unparsed = sum(1 for t in traces if not t.get("parsed", True))
+    return codes[-1] if codes else "", RolePlayOutcome(
+        first_code=codes[0] if codes else "", iterations=max(1, len(answers)), parsed=unparsed == 0,
+        thread_id=thread_id,
+        turns=len(answers),
+        stop_reason=reason,
+        role_flips=int(reason == ROLE_FLIP),
+        repeated_instructions=int(reason == REPEATED_INSTRUCTION),
+        no_progress_turns=int(reason == NO_PROGRESS),
+        messages=len(history),
+        unparsed_steps=unparsed,
+    )
 
 
 @register_pipeline(
@@ -99,9 +96,5 @@ class RolePlay(dspy.Module):
             run_examples=self.params.execution_feedback, timeout_s=self.params.feedback_timeout_s,
         )
         history = converse(ctx, [specifier, instructor, AssistantAgent(ctx, self.assistant)], specifier.name)
-        found = role_play_outcome(history)
-        metrics = found["metrics"]
-        return dspy.Prediction(code=found["final_code"], outcome=RolePlayOutcome(
-            first_code=found["first_code"], iterations=max(1, metrics["turns"]),
-            parsed=metrics["unparsed_steps"] == 0, thread_id=ctx.thread_id, **metrics,
-        ))
+        final, outcome = role_play_outcome(history, ctx.thread_id)
+        return dspy.Prediction(code=final, outcome=outcome)

@@ -10,7 +10,7 @@ run in their own threads. Every write is an event on the pool (:mod:`runtime.scr
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import dspy
 from pydantic import Field
@@ -65,7 +65,8 @@ class ScratchpadParams(PipelineParams):
     )
 
 
-def _team_outcome(history: list[Message], max_reviews: int) -> dict[str, Any]:
+def _team_outcome(history: list[Message], max_reviews: int, thread_id: str) -> tuple[str, ScratchpadOutcome]:
+    """Final code and the team's outcome (first code, figures), from the scratchpad's events."""
     updates = [(m, UpdateEvent.model_validate_json(m.content))
                for m in history if m.intent == ScratchpadIntent.UPDATE]
     codes = [u.delta for _, u in updates if u.channel == "code"]
@@ -80,26 +81,23 @@ def _team_outcome(history: list[Message], max_reviews: int) -> dict[str, Any]:
     else:
         stop = "no_review"
     traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
-    return {
-        "first_code": codes[0] if codes else "",
-        "final_code": codes[-1] if codes else "",
-        "parsed": all(t.get("parsed", True) for t in traces),
-        "metrics": {
-            "reviews": len(reviews),
-            "fixes": max(0, len(codes) - 1),
-            "first_verdict": verdicts[0] if verdicts else "",
-            "final_verdict": verdicts[-1] if verdicts else "",
-            "changes_requested": any(v in CHANGES for v in verdicts),
-            "stop_reason": stop,
-            "messages": len(history),
-            "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
-            "scratchpad_updates": len(updates),
-            "scratchpad_conflicts": sum(m.intent == ScratchpadIntent.CONFLICT for m in history),
-            "scratchpad_refused": sum(m.intent == ScratchpadIntent.REFUSED for m in history),
-            "scratchpad_bytes": updates[-1][1].size_bytes if updates else 0,
-            "agents": agent_counts(history),
-        },
-    }
+    return codes[-1] if codes else "", ScratchpadOutcome(
+        first_code=codes[0] if codes else "", iterations=max(1, len(reviews)),
+        parsed=all(t.get("parsed", True) for t in traces), thread_id=thread_id,
+        reviews=len(reviews),
+        fixes=max(0, len(codes) - 1),
+        first_verdict=verdicts[0] if verdicts else "",
+        final_verdict=verdicts[-1] if verdicts else "",
+        changes_requested=any(v in CHANGES for v in verdicts),
+        stop_reason=stop,
+        messages=len(history),
+        unparsed_steps=sum(1 for t in traces if not t.get("parsed", True)),
+        scratchpad_updates=len(updates),
+        scratchpad_conflicts=sum(m.intent == ScratchpadIntent.CONFLICT for m in history),
+        scratchpad_refused=sum(m.intent == ScratchpadIntent.REFUSED for m in history),
+        scratchpad_bytes=updates[-1][1].size_bytes if updates else 0,
+        agents=agent_counts(history),
+    )
 
 
 @register_pipeline(
@@ -136,8 +134,5 @@ class ScratchpadTeam(dspy.Module):
         # Sequential: the task goes to the analyst; parallel: broadcast, analyst and coder start.
         history = converse(ctx, agents, None if parallel else agents[0].name,
                            parallel=len(agents) if parallel else 1)
-        found = _team_outcome(history, self.params.max_iterations)
-        return dspy.Prediction(code=found["final_code"], outcome=ScratchpadOutcome(
-            first_code=found["first_code"], iterations=max(1, found["metrics"]["reviews"]),
-            parsed=found["parsed"], thread_id=ctx.thread_id, **found["metrics"],
-        ))
+        final, outcome = _team_outcome(history, self.params.max_iterations, ctx.thread_id)
+        return dspy.Prediction(code=final, outcome=outcome)

@@ -11,8 +11,6 @@ each version on them and on the prompt's visible examples in the sandbox, and re
 
 from __future__ import annotations
 
-from typing import Any
-
 import dspy
 from pydantic import Field
 
@@ -66,8 +64,8 @@ class SopParams(PipelineParams):
     )
 
 
-def sop_outcome(history: list[Message]) -> dict[str, Any]:
-    """First and final code, the acceptance tests and the line's metrics, from its messages."""
+def sop_outcome(history: list[Message], thread_id: str) -> tuple[str, SopOutcome]:
+    """Final code and the line's outcome (first code, acceptance tests, figures), from its messages."""
     code_handoffs = [m for m in history if m.intent == Intent.HANDOFF and m.metadata.get("stage") == "code"]
     codes = [code_of(Handoff.model_validate_json(m.content)) for m in code_handoffs]
     reports = [m for m in history if m.intent == Intent.QA_REPORT]
@@ -76,23 +74,24 @@ def sop_outcome(history: list[Message]) -> dict[str, Any]:
     traces = [m.metadata["trace"] for m in history if "trace" in m.metadata]
     tests = [m for m in history if m.intent == Intent.GENERATED_TESTS]
     reviewed = [m for m in history if m.intent == Intent.HANDOFF and m.metadata.get("stage") == "review"]
-    return {
-        "first_code": codes[0] if codes else "",
-        "final_code": codes[-1] if codes else "",
-        "generated_tests": tests[0].content if tests else "",
-        "metrics": {
-            "versions": len({m.metadata.get("version") for m in code_handoffs}),
-            "qa_runs": len(reports),
-            "qa_passed": bool(reports) and bool(reports[-1].metadata["passed"]),
-            "changes_requested": any(not m.metadata["passed"] for m in reports) or bool(reviewed),
-            "handoffs": sum(m.intent == Intent.HANDOFF for m in history),
-            "handoff_rejections": sum(m.intent == Intent.HANDOFF_REJECTED for m in history),
-            "unvalidated_handoffs": sum(not m.metadata["validated"] for m in acks),
-            "stop_reason": stops[-1] if stops else "incomplete",
-            "messages": len(history),
-            "unparsed_steps": sum(1 for t in traces if not t.get("parsed", True)),
-        },
-    }
+    versions = len({m.metadata.get("version") for m in code_handoffs})
+    unparsed = sum(1 for t in traces if not t.get("parsed", True))
+    return codes[-1] if codes else "", SopOutcome(
+        first_code=codes[0] if codes else "", iterations=max(1, versions), parsed=unparsed == 0,
+        thread_id=thread_id,
+        # Scored against the reference solution by the runner, after the run (their accuracy).
+        generated_test_code=tests[0].content if tests else "",
+        versions=versions,
+        qa_runs=len(reports),
+        qa_passed=bool(reports) and bool(reports[-1].metadata["passed"]),
+        changes_requested=any(not m.metadata["passed"] for m in reports) or bool(reviewed),
+        handoffs=sum(m.intent == Intent.HANDOFF for m in history),
+        handoff_rejections=sum(m.intent == Intent.HANDOFF_REJECTED for m in history),
+        unvalidated_handoffs=sum(not m.metadata["validated"] for m in acks),
+        stop_reason=stops[-1] if stops else "incomplete",
+        messages=len(history),
+        unparsed_steps=unparsed,
+    )
 
 
 @register_pipeline(
@@ -135,11 +134,5 @@ class Sop(dspy.Module):
     def forward(self, prompt: str, entry_point: str = "", task_id: str = "") -> dspy.Prediction:
         ctx = TaskContext(current_pool(), task_id or "task", prompt, entry_point)
         agents = self._agents(ctx)
-        found = sop_outcome(converse(ctx, agents, agents[0].name))
-        metrics = found["metrics"]
-        return dspy.Prediction(code=found["final_code"], outcome=SopOutcome(
-            first_code=found["first_code"], iterations=max(1, metrics["versions"]),
-            parsed=metrics["unparsed_steps"] == 0, thread_id=ctx.thread_id, **metrics,
-            # Scored against the reference solution by the runner, after the run (their accuracy).
-            generated_test_code=found["generated_tests"],
-        ))
+        final, outcome = sop_outcome(converse(ctx, agents, agents[0].name), ctx.thread_id)
+        return dspy.Prediction(code=final, outcome=outcome)

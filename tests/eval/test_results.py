@@ -5,13 +5,8 @@ import json
 
 import pandas as pd
 
-from eval.results import (
-    ProblemResult,
-    ResolvedParams,
-    results_from_table,
-    results_table,
-    with_current_columns,
-)
+from eval.result_schema import upgrade_table
+from eval.results import ProblemResult, ResolvedParams, results_from_table, results_table
 from eval.verdict import Status
 
 
@@ -60,11 +55,13 @@ def test_resolved_params_keep_the_checkpoint_shape():
 def test_isolation_written_among_the_figures_by_older_code_reads_into_its_field():
     """The sandbox level was once the figure extra.isolation: checkpoints, traces and tables
     written then load with it in its own field, and it is no figure any more."""
-    line = {**json.loads(_result("T/0", Status.PASSED).model_dump_json(exclude={"isolation"})),
-            "extra": {"isolation": "bwrap", "consensus": True}}
+    written = _result("T/0", Status.PASSED).model_dump_json(exclude={"isolation", "schema_version"})
+    line = {**json.loads(written), "extra": {"isolation": "bwrap", "consensus": True}}
     old = ProblemResult.model_validate_json(json.dumps(line))
     assert (old.isolation, old.extra) == ("bwrap", {"consensus": True})
-    table = results_table([old]).rename(columns={"isolation": "extra.isolation"})  # an older table
+    # an older table: unversioned, the level among the figures
+    table = results_table([old]).rename(columns={"isolation": "extra.isolation"})
+    table = table.drop(columns=["schema_version"])
     assert results_from_table(table) == [old]
-    assert "isolation" in with_current_columns(table) and "extra.isolation" not in with_current_columns(table)
+    assert "isolation" in upgrade_table(table) and "extra.isolation" not in upgrade_table(table)
     assert ProblemResult.model_validate_json(old.model_dump_json()) == old

@@ -1,11 +1,18 @@
 """Reading a checkpoint store: what a kill leaves is tolerated, what critiquelab never writes is
 one clear error (the CLI's exit 2), never a traceback."""
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from core.errors import UserError
-from eval.results import ProblemResult
+from eval.results import ProblemResult, ResolvedParams
+from experiments import checkpoints
+from experiments.api import load_experiment
 from experiments.checkpoints import CheckpointStore
+from experiments.serving.provision import resolve_model
+from experiments.tracking.run_records import results_digest
 
 
 def _result(task_id: str, seed: int = 0) -> ProblemResult:
@@ -47,3 +54,33 @@ def test_all_seeds_are_read_and_a_file_whose_seed_is_not_a_number_is_ignored(tmp
     loaded = store.load_all("baseline")
 
     assert sorted((r.task_id, r.seed) for r in loaded) == [("T/0", 0), ("T/1", -1)]
+
+
+V1_STORE = Path(__file__).parents[1] / "eval" / "data" / "results_v1" / "checkpoints"
+
+
+def test_a_store_written_before_results_were_versioned_resumes_as_it_was(tmp_path):
+    """Checkpoints written by the code of b4cabf8 (no schema version) are reused, and their digest
+    is the one that code tagged, so a finished child run of such a data directory is left as it
+    was when the experiment is resumed."""
+    store_dir = tmp_path / "checkpoints" / "x-key"
+    shutil.copytree(V1_STORE, store_dir)
+    done = CheckpointStore(store_dir).load("debate", 0)
+    assert sorted(done) == ["HumanEval/0", "HumanEval/1"]
+    assert done["HumanEval/1"].resolved_params == ResolvedParams(token_budget=1234.5)
+    assert CheckpointStore(store_dir).load("debate", 0, ResolvedParams()).keys() == {"HumanEval/0"}
+    digest = results_digest([done["HumanEval/0"], done["HumanEval/1"]])
+    assert digest == "5e13c5b27c22a12ecd7928c9635c8af1dc13b0692d5bbb15b383fb01c8435b61"  # b4cabf8's
+
+
+def test_the_checkpoint_key_is_derived_as_before(monkeypatch):
+    """The key of a configuration is what b4cabf8 computed for it, given the same code (the code's
+    fingerprint is part of every key: any edit of the fingerprinted packages starts a new store)."""
+    monkeypatch.setattr(checkpoints, "code_fingerprint", lambda: "fixed-code")
+    spec = load_experiment({
+        "name": "resume-check", "seeds": [0, 1],
+        "pipelines": [{"name": "baseline"}, {"name": "debate", "params": {"debaters": 2, "rounds": 1}}],
+        "model": {"id": "openai/fake", "api_base": "http://127.0.0.1:9/v1"},
+    })
+    fingerprints = checkpoints.input_fingerprints(spec, "sqlite:///unused.db")
+    assert checkpoints.checkpoint_key(spec, resolve_model(spec.model), fingerprints) == "7525a8fec5125e30"

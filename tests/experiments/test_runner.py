@@ -187,7 +187,8 @@ def test_a_token_budget_measured_on_other_problems_is_not_reused(home, humaneval
     ]
 
 
-@pytest.mark.parametrize("where", ["experiments.runner.make_pipeline", "experiments.runner.results_table"])
+@pytest.mark.parametrize("where", ["experiments.child_steps.make_pipeline",
+                                   "experiments.child_steps.results_table"])
 def test_an_interrupt_between_a_childs_start_and_its_end_leaves_no_run_running(
     where, home, monkeypatch, humaneval_problems
 ):

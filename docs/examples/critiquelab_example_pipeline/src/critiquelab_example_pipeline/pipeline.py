@@ -107,7 +107,7 @@ class PlanFirst(dspy.Module):
         history = converse(ctx, [planner, PlannedCoderAgent(ctx, self.coder)], planner.name)
         found = thread_outcome(history)
         plans = [m for m in history if m.intent == Intent.PLAN]
-        return dspy.Prediction(code=found["final_code"], outcome=PlanFirstOutcome(
-            first_code=found["first_code"], parsed=found["parsed"], thread_id=ctx.thread_id,
-            plan_steps=int(plans[-1].metadata.get("steps", 0)) if plans else 0, **found["metrics"],
+        return dspy.Prediction(code=found.final_code, outcome=PlanFirstOutcome(
+            first_code=found.first_code, parsed=found.parsed, thread_id=ctx.thread_id,
+            plan_steps=int(plans[-1].metadata.get("steps", 0)) if plans else 0, **found.figures,
         ))
