@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from experiments.api import offline_defaults, run
+from critiquelab.experiments.api import offline_defaults, run
 
 
 def main() -> None:

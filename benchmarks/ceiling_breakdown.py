@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from experiments.compare.runs import load_problems_frame, resolve_runs
-from experiments.paths import data_dir
-from experiments.tracking.store import tracking_uri
+from critiquelab.experiments.compare.runs import load_problems_frame, resolve_runs
+from critiquelab.experiments.paths import data_dir
+from critiquelab.experiments.tracking.store import tracking_uri
 
 
 def _rows(frame, label: str) -> dict[str, dict]:

@@ -6,7 +6,7 @@ From each distinguish run's per-problem table (every candidate scored on the hid
 the run, candidate 0 the greedy answer): pass@1, selection accuracy (the answer passes, over the
 problems where some candidate passes), and greedy answers that passed the visible examples but
 were replaced — rightly (the replacement passes, the greedy answer did not) or wrongly (the
-reverse), by :class:`pipelines.distinguish.outcome.DistinguishOutcome`'s run metrics, the run
+reverse), by :class:`critiquelab.pipelines.distinguish.outcome.DistinguishOutcome`'s run metrics, the run
 summary's own definition.
 
 From its message log (each verdict records the groups, their outcomes on every input and the
@@ -30,14 +30,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from eval.results import ProblemResult
-from eval.statistics import mcnemar_exact
-from eval.verdict import Status
-from experiments.compare.runs import load_problems_frame, resolve_runs
-from experiments.paths import data_dir
-from experiments.tracking.store import tracking_uri
-from pipelines.distinguish.outcome import DistinguishOutcome
-from pipelines.distinguish.selection import (
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.statistics import mcnemar_exact
+from critiquelab.eval.verdict import Status
+from critiquelab.experiments.compare.runs import load_problems_frame, resolve_runs
+from critiquelab.experiments.paths import data_dir
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.pipelines.distinguish.outcome import DistinguishOutcome
+from critiquelab.pipelines.distinguish.selection import (
     GREEDY,
     Group,
     Tournament,

@@ -34,8 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from core.errors import UserError
-from eval.datasets import humaneval_path
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import humaneval_path
 
 ROWS_FILE, INPUTS_FILE = "HumanEvalPlus.jsonl", "HumanEvalPlusInputs.jsonl"
 

@@ -5,7 +5,7 @@ the sandbox beside the harness's own held-out run of the same program.
 ``critiquelab export`` writes each role's messages as the LM receives them, with ``{input}``
 placeholders (``messages.json``; ``prompts.txt`` shows the same to a reader). This script fills
 the coder's placeholder with each held-out problem's prompt, sends the request with ``urllib`` to
-the bundled model's server (started as the harness starts it, ``experiments.serving.provision``)
+the bundled model's server (started as the harness starts it, ``critiquelab.experiments.serving.provision``)
 or to ``--api-base``, reads the code from the reply and scores it on the hidden tests. It prints
 how many requests were byte-identical to the ones the harness recorded for those problems
 (messages and settings, as JSON), how many replies were the recorded replies, and pass@1 of both.
@@ -40,17 +40,17 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from core.errors import UserError
-from eval.datasets import load_problems
-from eval.problems import Problem
-from eval.scoring import score_code
-from experiments.api import export, offline_defaults
-from experiments.paths import data_dir
-from experiments.serving.provision import resolve_model, serve_model
-from experiments.spec.experiment import ExperimentSpec, ModelSpec, parse_spec
-from experiments.tracking.store import PARENT_TAG, child_key, tracking_uri
-from experiments.viewer.data import ViewerData, message_trace
-from optimizers.export import MESSAGES_FILE, read_manifest, state_path
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.scoring import score_code
+from critiquelab.experiments.api import export, offline_defaults
+from critiquelab.experiments.paths import data_dir
+from critiquelab.experiments.serving.provision import resolve_model, serve_model
+from critiquelab.experiments.spec.experiment import ExperimentSpec, ModelSpec, parse_spec
+from critiquelab.experiments.tracking.store import PARENT_TAG, child_key, tracking_uri
+from critiquelab.experiments.viewer.data import ViewerData, message_trace
+from critiquelab.optimizers.export import MESSAGES_FILE, read_manifest, state_path
 
 ROLE = "coder"  # the baseline's one role
 _PLACEHOLDER = re.compile(r"(```python\n)?\{(\w+)\}(\n```)?")

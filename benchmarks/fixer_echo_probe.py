@@ -28,18 +28,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from eval.assembly import extract_code
-from eval.datasets import load_problems
-from eval.program_identity import same_program
-from eval.scoring import score_code
-from experiments.api import offline_defaults
-from experiments.paths import data_dir
-from experiments.serving.lm import HarnessLM
-from experiments.serving.local_server import LocalModelServer, select_backend
-from experiments.serving.model_files import ensure_model_file, resolve_bundled
-from experiments.serving.server_build import find_built_server
-from experiments.tracking.store import tracking_uri
-from experiments.viewer.data import ViewerData, message_trace
+from critiquelab.eval.assembly import extract_code
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.program_identity import same_program
+from critiquelab.eval.scoring import score_code
+from critiquelab.experiments.api import offline_defaults
+from critiquelab.experiments.paths import data_dir
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.experiments.serving.local_server import LocalModelServer, select_backend
+from critiquelab.experiments.serving.model_files import ensure_model_file, resolve_bundled
+from critiquelab.experiments.serving.server_build import find_built_server
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.experiments.viewer.data import ViewerData, message_trace
 
 KEPT = "Address every valid finding in the review and keep what already works."
 REWORDED = ("The current implementation is wrong: the review (and the test results, when given) say "

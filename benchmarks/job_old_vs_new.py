@@ -37,10 +37,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from eval.datasets import load_problems
-from experiments.api import RunOverrides, offline_defaults, run
-from experiments.spec.files import load_yaml
-from experiments.tracking.store import tracking_uri
+from critiquelab.eval.datasets import load_problems
+from critiquelab.experiments.api import RunOverrides, offline_defaults, run
+from critiquelab.experiments.spec.files import load_yaml
+from critiquelab.experiments.tracking.store import tracking_uri
 
 SPEC = Path(__file__).resolve().parents[1] / "experiments" / "debate_vs_critic.yaml"
 

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 
-from eval.datasets import load_problems
-from experiments.api import offline_defaults, run
+from critiquelab.eval.datasets import load_problems
+from critiquelab.experiments.api import offline_defaults, run
 
 
 def _spec(model: dict, limit: int, persist: bool = True) -> dict:

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
-from eval.datasets import load_problems
-from experiments.api import offline_defaults, run
+from critiquelab.eval.datasets import load_problems
+from critiquelab.experiments.api import offline_defaults, run
 
 PIPELINES = {"debate": ({"debaters": 3, "rounds": 2}, 3), "vote": ({"k": 5}, 5)}
 

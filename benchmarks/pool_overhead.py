@@ -37,8 +37,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Intent, Message
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Intent, Message
 
 Workload = Callable[[MessagePool, str], None]
 
@@ -198,7 +198,7 @@ def critic_loop_on_vs_off(
     include closing the pool, i.e. waiting until every message is stored. ``lm_cache``: an LM
     cache directory (``<home>/lm_cache``) that already holds these problems' calls, instead of
     the warm-up; then the real run's time is taken as ``problem_lm_s`` per problem."""
-    from experiments.api import offline_defaults, run
+    from critiquelab.experiments.api import offline_defaults, run
 
     offline_defaults()
     spec = {
@@ -270,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         critic_loop_on_vs_off(args.critic_loop, args.lm_cache, args.problem_lm_s, args.repeats)
         return 0
 
-    from runtime.pool.chroma_store import ChromaPoolStore
-    from runtime.pool.embedder import MiniLMEmbedder
+    from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
+    from critiquelab.runtime.pool.embedder import MiniLMEmbedder
 
     def workload(pool: MessagePool, task_id: str) -> None:
         simulated_critic_loop(pool, task_id, lm_latency=args.lm_latency, rounds=args.rounds)

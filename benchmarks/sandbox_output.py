@@ -59,7 +59,7 @@ def _descendants(pid: int) -> list[int]:
 def worker(tree: str, samples: int, print_mb: int) -> dict[str, Any]:
     """Runs inside a fresh process with ``tree`` first on ``sys.path``."""
     sys.path.insert(0, tree)
-    from eval.execution import run_program, shutdown
+    from critiquelab.eval.execution import run_program, shutdown
 
     run_program(TRIVIAL, ADD_TEST, "add", timeout_s=5)  # warm-up: starts the lane
     start = time.perf_counter()

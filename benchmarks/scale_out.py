@@ -34,8 +34,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 
-from eval.datasets import load_problems
-from experiments.api import offline_defaults, run
+from critiquelab.eval.datasets import load_problems
+from critiquelab.experiments.api import offline_defaults, run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

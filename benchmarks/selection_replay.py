@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
-from eval.statistics import mcnemar_exact
-from experiments.compare.runs import load_problems_frame, resolve_runs
-from experiments.paths import data_dir
-from experiments.tracking.store import tracking_uri
+from critiquelab.eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
+from critiquelab.eval.statistics import mcnemar_exact
+from critiquelab.experiments.compare.runs import load_problems_frame, resolve_runs
+from critiquelab.experiments.paths import data_dir
+from critiquelab.experiments.tracking.store import tracking_uri
 
 
 def main() -> None:

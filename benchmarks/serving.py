@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.serving.local_server import Backend, LocalModelServer, select_backend
-from experiments.serving.model_files import ensure_model_file, resolve_bundled
-from experiments.serving.server_build import find_built_server
+from critiquelab.experiments.serving.local_server import Backend, LocalModelServer, select_backend
+from critiquelab.experiments.serving.model_files import ensure_model_file, resolve_bundled
+from critiquelab.experiments.serving.server_build import find_built_server
 
 ANSWER_TOKENS = 300
 QUIET_LOAD = 1.5

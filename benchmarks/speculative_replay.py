@@ -33,17 +33,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from core.usage import UsageMeter, metering
-from experiments.api import offline_defaults
-from experiments.paths import data_dir
-from experiments.serving.lm import HarnessLM
-from experiments.serving.local_server import LocalModelServer, select_backend
-from experiments.serving.model_files import ensure_model_file, resolve_bundled
-from experiments.serving.provision import draft_model_file
-from experiments.serving.server_build import find_built_server
-from experiments.serving.speculation import Speculation
-from experiments.tracking.store import tracking_uri
-from experiments.viewer.data import ViewerData, message_trace
+from critiquelab.core.usage import UsageMeter, metering
+from critiquelab.experiments.api import offline_defaults
+from critiquelab.experiments.paths import data_dir
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.experiments.serving.local_server import LocalModelServer, select_backend
+from critiquelab.experiments.serving.model_files import ensure_model_file, resolve_bundled
+from critiquelab.experiments.serving.provision import draft_model_file
+from critiquelab.experiments.serving.server_build import find_built_server
+from critiquelab.experiments.serving.speculation import Speculation
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.experiments.viewer.data import ViewerData, message_trace
 
 
 @dataclass

@@ -25,8 +25,8 @@ from support.critic_scripts import critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
-from eval.datasets import load_problems
-from experiments.api import offline_defaults, run
+from critiquelab.eval.datasets import load_problems
+from critiquelab.experiments.api import offline_defaults, run
 
 
 def _spec(api_base: str, problems: int, traces: bool) -> dict:

@@ -17,7 +17,7 @@ from typing import Annotated, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
-from core.yaml_numbers import NUMBER_TYPE_ERRORS, number_as_text_hint
+from critiquelab.core.yaml_numbers import NUMBER_TYPE_ERRORS, number_as_text_hint
 
 
 class StrictModel(BaseModel):
@@ -31,7 +31,7 @@ class StrictModel(BaseModel):
 
     A model that is immutable once checked (a pipeline's params, memory settings) adds
     ``model_config = ConfigDict(frozen=True)``; pydantic merges it with this one. The typed
-    figures a pipeline measures (:class:`pipelines.outcomes.Figures`) are strict models too, and
+    figures a pipeline measures (:class:`critiquelab.pipelines.outcomes.Figures`) are strict models too, and
     take back ``allow_inf_nan``: a measured ratio may be NaN.
     """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from core.errors import UserError
+from critiquelab.core.errors import UserError
 
 _NOT_THERE = (errno.ENOENT, errno.ENOTDIR)
 

@@ -4,7 +4,7 @@ pyproject), and a reference a spec writes — ``package.module:Name`` (an import
 ``path/to/file.py:Name`` (a file, which need not be on ``sys.path``).
 
 Loading runs the user's code, so anything it raises (a missing dependency, a syntax error, an
-exception at import) is one :class:`~core.errors.UserError` line naming the plugin: exit 2, as
+exception at import) is one :class:`~critiquelab.core.errors.UserError` line naming the plugin: exit 2, as
 for any bad input, never a traceback.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from core.errors import UserError
+from critiquelab.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ class RoleUsage:
     reuse_reported_prompt_tokens: int = 0
     # Replies that ended because they reached the request's max_tokens: cut off, not finished.
     truncated_replies: int = 0
-    # What the role could not use (counted where a role's reply is parsed, runtime.role_call):
+    # What the role could not use (counted where a role's reply is parsed, critiquelab.runtime.role_call):
     # role calls whose reply did not parse into the signature's fields, replies of a code-writing
     # role that hold no code, LM calls beyond a role call's first (DSPy asking again after a reply
     # it could not parse), and fallbacks the pipeline took in place of the role's answer.

@@ -14,7 +14,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from eval import python_ast
+from critiquelab.eval import python_ast
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _CODE_START = re.compile(r"^(def |async def |class |import |from |@)", re.MULTILINE)

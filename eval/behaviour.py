@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from eval import python_ast
-from eval.assembly import assemble_program
-from eval.visible_examples import run_examples, visible_examples
+from critiquelab.eval import python_ast
+from critiquelab.eval.assembly import assemble_program
+from critiquelab.eval.visible_examples import run_examples, visible_examples
 
 
 def visible_verdicts(

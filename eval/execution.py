@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from eval.verdict import Status, Verdict
+from critiquelab.eval.verdict import Status, Verdict
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -68,14 +68,14 @@ def isolation_level() -> str:
     ``bwrap`` (namespaces + unprivileged uid + rlimits), ``setuid`` (unprivileged uid +
     rlimits, no namespaces) or ``process`` (rlimits only); see ``eval/sandbox/isolation.py``.
     """
-    from eval.sandbox.isolation import detect_level
+    from critiquelab.eval.sandbox.isolation import detect_level
 
     return detect_level()
 
 
 def _pool(limits: Any = None) -> Any:
-    from eval.sandbox.limits import DEFAULT_LIMITS
-    from eval.sandbox.pool import get_pool
+    from critiquelab.eval.sandbox.limits import DEFAULT_LIMITS
+    from critiquelab.eval.sandbox.pool import get_pool
 
     return get_pool(isolation_level(), limits or DEFAULT_LIMITS)
 
@@ -103,7 +103,7 @@ def run_program(
     """Run ``check(entry_point)`` from ``test`` against ``program`` in the sandbox.
 
     ``timeout_s`` bounds the whole sample (loading the module and every call). ``limits`` is an
-    ``eval.sandbox.limits.Limits`` (memory, file size, disk, processes); defaults suit HumanEval.
+    ``critiquelab.eval.sandbox.limits.Limits`` (memory, file size, disk, processes); defaults suit HumanEval.
     Never raises for anything the candidate does; ``Status.ERROR`` means the sandbox failed.
     """
     job = ExecutionJob(program, test, entry_point, timeout_s, prompt)
@@ -127,7 +127,7 @@ def run_program_explained(
     prompt: str | None = None,
 ) -> tuple[Verdict, FailureExplanation]:
     """:func:`run_program`, and on a failure inside the test where it failed and on what. Only
-    for a positive control (``pipelines.controls``): the explanation quotes the hidden test."""
+    for a positive control (``critiquelab.pipelines.controls``): the explanation quotes the hidden test."""
     pool = _pool()
     result = pool.run({**_job_dict(ExecutionJob(program, test, entry_point, timeout_s, prompt)),
                        "explain": True})
@@ -159,7 +159,7 @@ def call_function(
     module instance, like a doctest session; after a timeout or crash the module is reloaded
     for the next call. ``timeout_s`` applies to each call.
     """
-    from eval.sandbox.codec import CodecError, decode_tree
+    from critiquelab.eval.sandbox.codec import CodecError, decode_tree
 
     pool = _pool(limits)
     result = pool.run({"kind": "calls", "program": program, "entry_point": entry_point,
@@ -185,6 +185,6 @@ def call_function(
 
 def shutdown() -> None:
     """Stop the worker pool's processes (also done at interpreter exit)."""
-    from eval.sandbox.pool import shutdown as stop
+    from critiquelab.eval.sandbox.pool import shutdown as stop
 
     stop()

@@ -15,13 +15,13 @@ import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eval import python_ast
-from eval.assembly import assemble_program
-from eval.execution import call_function
-from eval.visible_examples import VisibleExample, run_examples
+from critiquelab.eval import python_ast
+from critiquelab.eval.assembly import assemble_program
+from critiquelab.eval.execution import call_function
+from critiquelab.eval.visible_examples import VisibleExample, run_examples
 
 Outcome = tuple[str, str]
-"""What one call did, as :meth:`eval.execution.CallOutcome.signature` gives it: ``("returned",
+"""What one call did, as :meth:`critiquelab.eval.execution.CallOutcome.signature` gives it: ``("returned",
 repr(value))``, ``("raised", error type)``, ``("timed_out", reason)`` or ``("failed", reason)``."""
 
 

@@ -2,7 +2,7 @@
 those tests are.
 
 A generated test is an assert line ``assert f(args) == literal``, parsed like the assert
-examples a prompt shows (:mod:`eval.visible_examples`): its arguments are evaluated inside the
+examples a prompt shows (:mod:`critiquelab.eval.visible_examples`): its arguments are evaluated inside the
 sandbox, its expected value is a literal compared on the trusted side, so a model-written test
 never runs as trusted code. Asserts of any other shape are dropped (counted, never run).
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eval.assembly import assemble_program
-from eval.problems import Problem
-from eval.visible_examples import VisibleExample, example_passes, visible_examples
+from critiquelab.eval.assembly import assemble_program
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.visible_examples import VisibleExample, example_passes, visible_examples
 
 
 def parse_asserts(text: str, entry_point: str, limit: int | None = None) -> list[VisibleExample]:

@@ -8,7 +8,7 @@ results can be reported once on ``test`` problems it was never tuned on. ``all``
 
 The split is applied to the validated dataset before ``task_ids`` and ``limit`` select from it.
 It changes which problems run, never a problem's result, so it is not part of any checkpoint key.
-(``optimizers.splits`` is another thing: the optimiser's seeded train/val/test split of whatever
+(``critiquelab.optimizers.splits`` is another thing: the optimiser's seeded train/val/test split of whatever
 problems the spec selected.)
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from eval.problems import Problem
+from critiquelab.eval.problems import Problem
 
 SplitName = Literal["all", "dev", "test"]
 SPLIT_RULE = "dev = even positions (0, 2, 4, …) in the dataset's order, test = odd positions"

@@ -1,6 +1,6 @@
 """What a problem's hidden tests say about a version of the code, as text a role can read.
 
-For positive controls only (``pipelines.controls``: the ``oracle_feedback`` arm): everywhere else
+For positive controls only (``critiquelab.pipelines.controls``: the ``oracle_feedback`` arm): everywhere else
 hidden tests score code after a pipeline returned and never reach a prompt. The text names the
 failing check as the test writes it (HumanEval's ``assert candidate(...) == ...``), the call the
 candidate answered last before it, and what that call returned or raised — the analogue of the
@@ -9,9 +9,9 @@ visible examples' execution feedback, from the tests that decide the score.
 
 from __future__ import annotations
 
-from eval.assembly import assemble_program, contains_code
-from eval.execution import FailureExplanation, run_program_explained
-from eval.problems import Problem
+from critiquelab.eval.assembly import assemble_program, contains_code
+from critiquelab.eval.execution import FailureExplanation, run_program_explained
+from critiquelab.eval.problems import Problem
 
 ALL_PASS = "PASS: every check of the problem's tests passes."
 

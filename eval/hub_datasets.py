@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from eval.hub_sets import known_set
+from critiquelab.core.errors import UserError
+from critiquelab.eval.hub_sets import known_set
 
 HUB_PREFIX = "hf://"
 # A Hub repository id: NAME or OWNER/NAME, each part letters, digits, '-', '_', '.'.
@@ -62,7 +62,7 @@ def hub_name(source: str) -> str:
 
 def hub_location(source: str, config: str | None = None, split: str | None = None,
                  revision: str | None = None) -> str | HubSource:
-    """A spec's ``dataset.source`` with its Hub fields, as ``eval.datasets`` takes it: the
+    """A spec's ``dataset.source`` with its Hub fields, as ``critiquelab.eval.datasets`` takes it: the
     source, or the Hub dataset they describe. The Hub fields apply to ``hf://`` sources only."""
     if is_hub(source):
         return HubSource(hub_name(source), config, split, revision)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from core.errors import UserError
+from critiquelab.core.errors import UserError
 
 
 @dataclass(frozen=True)

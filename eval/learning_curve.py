@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from eval.plots import saved_figure
+from critiquelab.eval.plots import saved_figure
 
 LEARNING_PLOT = "learning_curve.png"
 

@@ -28,7 +28,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def rate(hits: Sequence[bool], among: Sequence[bool]) -> float | None:
     """Share of the items ``among`` marks that ``hits`` marks too (pairwise); None — absent,
-    never 0 — when ``among`` marks none (the rule in :mod:`eval.summary`)."""
+    never 0 — when ``among`` marks none (the rule in :mod:`critiquelab.eval.summary`)."""
     total = sum(bool(a) for a in among)
     if not total:
         return None

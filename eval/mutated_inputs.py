@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from eval import python_ast
+from critiquelab.eval import python_ast
 
 
 def _variants(value: Any) -> list[Any]:

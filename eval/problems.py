@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 class Problem(BaseModel):
     """A programming problem in HumanEval's shape (other dataset formats are turned into it by
-    ``eval.formats``).
+    ``critiquelab.eval.formats``).
 
     ``prompt`` is what the model sees. ``test`` and ``canonical_solution`` are hidden: they
     are used for scoring only and must never reach a prompt.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
-from eval import python_ast
+from critiquelab.eval import python_ast
 
 _COMMENT = re.compile(r"#[^\n]*")
 

@@ -1,6 +1,6 @@
 """Render a pipeline comparison: two plots, a Markdown summary and a self-contained HTML page.
 
-Rendering only: the numbers come from :mod:`eval.statistics`. The HTML embeds its images as
+Rendering only: the numbers come from :mod:`critiquelab.eval.statistics`. The HTML embeds its images as
 base64 so it can be mailed or attached to an MLflow run and still open on its own. A metric that
 does not apply to a pipeline (missing, NaN) is shown as "–" and draws nothing.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eval.plots import saved_figure
+from critiquelab.eval.plots import saved_figure
 
 # Columns of the Markdown table (the HTML shows every column); optional ones appear when present.
 SUMMARY_COLUMNS = (
@@ -243,8 +243,8 @@ def render_memory_html(
     memory: pd.DataFrame, curves: pd.DataFrame, plot: Path | None, slopes: pd.DataFrame | None = None
 ) -> str:
     """The Memory section of ``summary.md`` as HTML: the runs' memory metrics, the learning-curve
-    reading (``eval.learning_curve.curve_summary``), the plot inline and the slope tests
-    (``eval.learning_slope``)."""
+    reading (``critiquelab.eval.learning_curve.curve_summary``), the plot inline and the slope tests
+    (``critiquelab.eval.learning_slope``)."""
     parts = [f'<section id="{MEMORY_SECTION_ID}"><h2>Memory</h2>']
     if len(memory):
         parts.append(frame_html(memory[[c for c in MEMORY_COLUMNS if c in memory]]))

@@ -2,7 +2,7 @@
 
 What the runner stores per problem — a checkpoint line, a trace's result attribute, a row of the
 per-problem table (``problems.parquet``) — carries ``schema_version``. Every reader goes through
-:func:`upgrade_record` (a record: :class:`eval.results.ProblemResult` runs it before validating)
+:func:`upgrade_record` (a record: :class:`critiquelab.eval.results.ProblemResult` runs it before validating)
 or :func:`upgrade_table` (a whole table, read as columns), so each older shape is handled here
 once, as a step from one version to the next, never by a reader of its own.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import UserError
+from critiquelab.core.errors import UserError
 
 RESULT_SCHEMA = 2
 # The version of a record or table that stores none: written before versions were stored.

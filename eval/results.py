@@ -4,8 +4,8 @@
 as the per-problem table (:func:`results_table`, ``problems.parquet``) and in each problem's
 trace; compare and the viewer read the table back into it (:func:`results_from_table`).
 ``extra`` holds the pipeline's figures flat, one key per figure, as its outcome model
-(``pipelines.outcomes``) declares them. Every stored record carries its ``schema_version``; older
-versions are read through the one migration in :mod:`eval.result_schema`.
+(``critiquelab.pipelines.outcomes``) declares them. Every stored record carries its ``schema_version``; older
+versions are read through the one migration in :mod:`critiquelab.eval.result_schema`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pydantic import (
     model_validator,
 )
 
-from eval.result_schema import RESULT_SCHEMA, upgrade_record
-from eval.verdict import Status
+from critiquelab.eval.result_schema import RESULT_SCHEMA, upgrade_record
+from critiquelab.eval.verdict import Status
 
 
 class ResolvedParams(BaseModel):
@@ -41,7 +41,7 @@ class ResolvedParams(BaseModel):
     token_budget: float | None = Field(
         default=None,
         description="token_budget from token_budget_from: the measured tokens per problem of another "
-        "pipeline under the same seed (pipelines.budget); None: nothing to resolve.",
+        "pipeline under the same seed (critiquelab.pipelines.budget); None: nothing to resolve.",
     )
 
     @model_serializer(mode="wrap")
@@ -85,7 +85,8 @@ class ProblemResult(BaseModel):
     usage_by_role: dict[str, dict[str, float]] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(
         default_factory=dict,
-        description="The pipeline's per-problem figures, flat (``pipelines.outcomes.Outcome.figures``).",
+        description="The pipeline's per-problem figures, flat "
+        "(``critiquelab.pipelines.outcomes.Outcome.figures``).",
     )
     resolved_params: ResolvedParams = Field(
         default_factory=ResolvedParams, description="Parameters the run resolved when it started."
@@ -93,7 +94,8 @@ class ProblemResult(BaseModel):
 
     schema_version: int = Field(
         default=RESULT_SCHEMA,
-        description="The stored result schema (eval.result_schema), written with every record and "
+        description="The stored result schema (critiquelab.eval.result_schema), written with every record "
+        "and "
         "table row; a record of an older version is upgraded as it is read, so this is always the "
         "current one once read.",
     )
@@ -101,7 +103,7 @@ class ProblemResult(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _upgraded(cls, data: Any) -> Any:
-        """A stored record of any schema version read as the current one (eval.result_schema). A
+        """A stored record of any schema version read as the current one (critiquelab.eval.result_schema). A
         result built in code goes through it too: it has no version yet, and the upgrade of an
         unversioned record leaves a current-shaped one as it is."""
         return upgrade_record(data) if isinstance(data, Mapping) else data

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eval.assembly import AssembledProgram, assemble_program, contains_code
-from eval.execution import ExecutionJob, run_many, run_program
-from eval.problems import Problem
-from eval.verdict import Status, Verdict
+from critiquelab.eval.assembly import AssembledProgram, assemble_program, contains_code
+from critiquelab.eval.execution import ExecutionJob, run_many, run_program
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.verdict import Status, Verdict
 
 NO_CODE = "no_code"
 

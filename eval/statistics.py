@@ -9,7 +9,7 @@ Every interval lies inside the range its quantity can take and contains its own 
 every sample size and count (checked exhaustively and by property tests): library results are
 exact up to floating-point rounding, and the last ulps are clamped rather than trusted, so a
 plot's error bars are never negative. Metrics that do not apply to a pipeline are absent, by
-the rule stated in :mod:`eval.summary`; a pipeline's own metrics come from its outcome model
+the rule stated in :mod:`critiquelab.eval.summary`; a pipeline's own metrics come from its outcome model
 (passed in by compare), never from which ``extra.*`` columns a table happens to have.
 """
 
@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.errors import UserError
-from eval.results import results_from_table
-from eval.summary import FigureMetrics
+from critiquelab.core.errors import UserError
+from critiquelab.eval.results import results_from_table
+from critiquelab.eval.summary import FigureMetrics
 
 CONFIDENCE = 0.95
 TOKENS_UNIT = 1000  # cost-normalised pass@1 is "problems solved per 1k tokens"
@@ -180,7 +180,7 @@ def sample_coverage_notices(summary: pd.DataFrame) -> list[str]:
     """One line per pipeline whose ``samples_pass@k`` covers only some attempts — a budgeted or
     greedy-first vote samples only where it needs to, usually the harder problems, so its
     samples_pass@k is not comparable with a pass@k over every problem."""
-    from eval.metrics import SAMPLE_KS
+    from critiquelab.eval.metrics import SAMPLE_KS
 
     notices = []
     for _, row in summary.iterrows():
@@ -205,8 +205,8 @@ def pipeline_summary(
     per attempt. ``pass@1_per_1k_tokens`` = pass@1 / (total tokens per problem / 1000), i.e.
     problems solved per 1000 tokens spent. ``figures``: per label, the metrics of the
     pipeline's own figures over its rows read back as results (compare passes each pipeline's
-    ``pipelines.outcomes.Outcome.table_metrics``); a label without one has only the common
-    columns. Metrics that do not apply to a pipeline (see :mod:`eval.summary`) are missing from
+    ``critiquelab.pipelines.outcomes.Outcome.table_metrics``); a label without one has only the common
+    columns. Metrics that do not apply to a pipeline (see :mod:`critiquelab.eval.summary`) are missing from
     its row: NaN in the frame, "–" in the report.
     """
     check_confidence(confidence)

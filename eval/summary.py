@@ -2,12 +2,12 @@
 
 :func:`summarize` computes what every pipeline has (pass@1, tokens, calls, statuses, prefix
 reuse, usage per role) and adds the pipeline's own metrics from its figures, which the caller
-passes in: the pipeline's outcome model knows them (``pipelines.outcomes.Outcome.run_metrics``,
+passes in: the pipeline's outcome model knows them (``critiquelab.pipelines.outcomes.Outcome.run_metrics``,
 looked up in the registry by the runner), so nothing here guesses a pipeline from the keys a
 result holds.
 
 The rule for metrics that do not apply (here, in the outcome models' summaries and in
-:func:`eval.statistics.pipeline_summary`): a rate or mean whose denominator is empty — no first
+:func:`critiquelab.eval.statistics.pipeline_summary`): a rate or mean whose denominator is empty — no first
 version that failed and was challenged (critique success), none that passed (harmful
 revisions), no consensus reached (final in majority), no debater outcomes (flips), no agreement
 or sample data — is *absent*: not logged to MLflow, missing from compare's table and shown as
@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from eval.results import ProblemResult
+from critiquelab.eval.results import ProblemResult
 
 FigureMetrics = Callable[[Sequence[ProblemResult]], Mapping[str, float]]
-# What a role could not use, counted per role where its reply is parsed (runtime.role_call):
+# What a role could not use, counted per role where its reply is parsed (critiquelab.runtime.role_call):
 # replies that did not parse, a code-writing role's replies without code, DSPy asking again after
 # a reply it could not parse, and fallbacks the pipeline took instead of the role's answer.
 UNUSABLE_COUNTS = ("unparsed_replies", "codeless_replies", "reply_retries", "fallbacks")

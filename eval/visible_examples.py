@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from eval import python_ast
-from eval.assembly import assemble_program
-from eval.execution import CallOutcome, call_function
+from critiquelab.eval import python_ast
+from critiquelab.eval.assembly import assemble_program
+from critiquelab.eval.execution import CallOutcome, call_function
 
 # What may stand between a call and its value in prose examples: "f(x) ==> y", "f(x) # => y",
 # "f(x) ➞ y", "f(x) = y", "f(x) returns y" …

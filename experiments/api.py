@@ -1,6 +1,6 @@
 """The library API behind the CLI, usable from a notebook::
 
-    from experiments.api import RunOverrides, run
+    from critiquelab.experiments.api import RunOverrides, run
     result = run("experiments/baseline.yaml", overrides=RunOverrides(limit=5))
     result.summary()
 
@@ -15,16 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.errors import FieldError, UserError
-from experiments.costs.estimate import Estimate, estimate_run
-from experiments.runner import ExperimentResult, run_experiment
-from experiments.spec.experiment import ExperimentSpec, parse_spec
-from experiments.spec.files import load_yaml
-from experiments.spec.overrides import RunOverrides
-from experiments.spec.pipeline_spec import anchored_pipeline_files
+from critiquelab.core.errors import FieldError, UserError
+from critiquelab.experiments.costs.estimate import Estimate, estimate_run
+from critiquelab.experiments.runner import ExperimentResult, run_experiment
+from critiquelab.experiments.spec.experiment import ExperimentSpec, parse_spec
+from critiquelab.experiments.spec.files import load_yaml
+from critiquelab.experiments.spec.overrides import RunOverrides
+from critiquelab.experiments.spec.pipeline_spec import anchored_pipeline_files
 
 if TYPE_CHECKING:
-    from experiments.studies.read import Study
+    from critiquelab.experiments.studies.read import Study
 
 
 def offline_defaults() -> None:
@@ -55,7 +55,7 @@ def load_experiment(
     spec: str | Path | dict[str, Any], overrides: RunOverrides | None = None
 ) -> ExperimentSpec:
     """A spec (a YAML path, or its data as a dict) with ``overrides`` applied, validated once; any
-    problem is one :class:`core.errors.UserError` line, naming the option at fault if one is."""
+    problem is one :class:`critiquelab.core.errors.UserError` line, naming the option at fault if one is."""
     overrides = overrides or RunOverrides()
     source = _source(spec)
     written = spec if isinstance(spec, dict) else load_yaml(Path(spec))
@@ -103,8 +103,8 @@ def estimate(
     fresh: bool = False,
 ) -> Estimate:
     """What :func:`run` with the same arguments would cost, per pipeline × seed: an
-    :class:`experiments.costs.estimate.Estimate` (``.table()`` prints as ``run --estimate`` does). Calls
-    no model and writes nothing; the spec is checked as ``run`` checks it."""
+    :class:`critiquelab.experiments.costs.estimate.Estimate` (``.table()`` prints as ``run --estimate`` does).
+    Calls no model and writes nothing; the spec is checked as ``run`` checks it."""
     offline_defaults()
     overrides = overrides or RunOverrides()
     experiment = load_experiment(spec, overrides)
@@ -124,18 +124,18 @@ def export(
 ) -> dict[str, Any]:
     """Export an optimised program: ``target`` is an export directory / ``program.json``, or the
     id of an MLflow run (in ``home``'s store) that logged one as its ``program`` artifact. The id
-    of a plain run exports the prompts its roles were sent (:mod:`experiments.run_export`): a
+    of a plain run exports the prompts its roles were sent (:mod:`critiquelab.experiments.run_export`): a
     child run's pipeline, or, for a parent, one directory per pipeline label under ``out``.
 
     Files go to ``out`` (default: ``<home>/exports/<run id or directory name>``); ``mlflow`` in
     ``formats`` registers one prompt per role in the Prompt Registry. Returns what was written.
     Formats and ``out`` are checked before anything is read or downloaded.
     """
-    from core.lookup import check_lookup
-    from experiments.controls import refuse_control_params
-    from experiments.paths import check_writable_dir, data_dir
-    from experiments.tracking.store import tracking_uri
-    from optimizers.export import check_formats, export_program, load_program, register_prompts
+    from critiquelab.core.lookup import check_lookup
+    from critiquelab.experiments.controls import refuse_control_params
+    from critiquelab.experiments.paths import check_writable_dir, data_dir
+    from critiquelab.experiments.tracking.store import tracking_uri
+    from critiquelab.optimizers.export import check_formats, export_program, load_program, register_prompts
 
     offline_defaults()
     formats = check_formats(formats)
@@ -150,7 +150,7 @@ def export(
     if not path.exists():
         downloaded = _download_program(home, str(target))
         if downloaded is None:  # a plain run: the prompts its roles were sent, rebuilt
-            from experiments.run_export import export_plain_run
+            from critiquelab.experiments.run_export import export_plain_run
 
             return export_plain_run(home, str(target), formats=formats, out=out, prefix=prefix)
         run_id, path = str(target), downloaded
@@ -177,10 +177,10 @@ def _download_program(home: Path, run_id: str) -> Path | None:
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from core.errors import UserError
-    from experiments.tracking.local_store import require_runs
-    from experiments.tracking.store import ServiceClient, tracking_uri
-    from pipelines.controls import refuse_control_runs
+    from critiquelab.core.errors import UserError
+    from critiquelab.experiments.tracking.local_store import require_runs
+    from critiquelab.experiments.tracking.store import ServiceClient, tracking_uri
+    from critiquelab.pipelines.controls import refuse_control_runs
 
     uri = tracking_uri(home)
     require_runs(uri, f"export: '{run_id}' is no path, so a run id")
@@ -206,8 +206,8 @@ def optimize(
 ) -> Any:
     """Run (or resume) an optimisation spec; returns an ``OptimizeResult``. ``log`` receives a
     line per step; ``progress`` shows a progress bar per program on the held-out test."""
-    from experiments.optimize.loop import run_optimization
-    from experiments.optimize.spec import load_optimize_spec
+    from critiquelab.experiments.optimize.loop import run_optimization
+    from critiquelab.experiments.optimize.spec import load_optimize_spec
 
     offline_defaults()
     return run_optimization(
@@ -222,7 +222,7 @@ def list_pipelines(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
     ``critiquelab pipelines`` prints them: ``name``, ``summary``, ``roles``, ``figures`` and
     ``params`` — one row per parameter with ``name``, ``type``, ``default``, ``required``,
     ``allowed`` (range or choices) and ``description``, generated from its typed model."""
-    from pipelines.registry import describe_pipelines
+    from critiquelab.pipelines.registry import describe_pipelines
 
     return describe_pipelines(names)
 
@@ -232,7 +232,7 @@ def load_study(path: str | Path) -> Study:
     ``.outcomes`` is its per-problem DataFrame (one row per arm × seed × problem, the final
     programs included), ``.manifest`` its provenance and evidence status, ``.compare()``
     compare's tables and paired tests re-computed from its files, with no data directory."""
-    from experiments.studies.read import load_study as load
+    from critiquelab.experiments.studies.read import load_study as load
 
     return load(path)
 
@@ -243,7 +243,7 @@ def write_study(
 ) -> Path:
     """Write the study of finished runs (a parent run id, or pipeline run ids) into the folder
     ``out`` — what ``critiquelab study write`` does. ``evidence``: ``held_out`` or ``in_sample``."""
-    from experiments.studies.write import write_study as write
+    from critiquelab.experiments.studies.write import write_study as write
 
     if evidence not in ("held_out", "in_sample"):
         raise UserError(f"evidence '{evidence}': use held_out or in_sample")

@@ -20,16 +20,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import UserError
-from eval.datasets import dataset_fingerprint
-from eval.results import ProblemResult, ResolvedParams
-from experiments.memory_run import memory_of
-from experiments.paths import path_segment
-from experiments.serving.provision import ModelIdentity
-from experiments.spec.execution import ExecutionSpec
-from experiments.spec.experiment import ExperimentSpec
-from experiments.tracking.provenance import PROJECT_ROOT, code_fingerprint
-from pipelines.params import SCHEDULING_ONLY, marked_fields
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import dataset_fingerprint
+from critiquelab.eval.results import ProblemResult, ResolvedParams
+from critiquelab.experiments.memory_run import memory_of
+from critiquelab.experiments.paths import path_segment
+from critiquelab.experiments.serving.provision import ModelIdentity
+from critiquelab.experiments.spec.execution import ExecutionSpec
+from critiquelab.experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.tracking.provenance import PROJECT_ROOT, code_fingerprint
+from critiquelab.pipelines.params import SCHEDULING_ONLY, marked_fields
 
 MANIFEST = "manifest.json"
 # The model settings that change what the model answers (hence tokens and time); transport
@@ -83,7 +83,7 @@ class InputFingerprints:
 def input_fingerprints(spec: ExperimentSpec, registry_uri: str) -> InputFingerprints:
     """Loaded prompts change every result, so their content is part of the keys (the
     dataset's too); reading them checks each source is prompts at all."""
-    from optimizers.export import prompts_fingerprint
+    from critiquelab.optimizers.export import prompts_fingerprint
 
     sources = {p.display_name: spec.prompts_of(p) for p in spec.pipelines}
     prompts = {
@@ -98,7 +98,7 @@ def outside_code(spec: ExperimentSpec) -> dict[str, str]:
     names): :func:`code_fingerprint` covers only the project's packages, so an edited plugin would
     otherwise reuse the results of its earlier code. A module inside a package counts with every
     ``.py`` file of that package's folder."""
-    from pipelines.registry import pipeline_source
+    from critiquelab.pipelines.registry import pipeline_source
 
     found = {}
     for pipeline in spec.pipelines:

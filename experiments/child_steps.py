@@ -16,33 +16,33 @@ from typing import TYPE_CHECKING
 
 import dspy
 
-from core.errors import UserError
-from eval.problems import Problem
-from eval.results import ProblemResult, ResolvedParams, results_table
-from eval.summary import summarize
-from experiments.checkpoints import CheckpointStore
-from experiments.child_runs import RunsStopped
-from experiments.controls import marked_label
-from experiments.executors.job import Executor, SolveJob
-from experiments.memory_run import memory_metrics, memory_of, open_bank, run_order, with_memory
-from experiments.progress import ProgressBar
-from experiments.reply_warnings import refuse_if_faulty
-from experiments.run_warnings import child_run_warnings
-from experiments.serving.lazy_lm import LazyLM
-from experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
-from experiments.spec.experiment import ExperimentSpec
-from experiments.spec.pipeline_spec import PipelineSpec
-from experiments.tracking.run_records import child_run, results_digest
-from experiments.tracking.store import RESULTS_TAG, WARNINGS_TAG, Tracker, flatten
-from experiments.tracking.traces import ProblemTracer, trace_checkpointed
-from pipelines.budget import TokenBudgetParams
-from pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
-from pipelines.params import PipelineParams
-from pipelines.registry import build_pipeline, outcome_model
-from pipelines.with_memory.task_hook import WithMemory
-from runtime.memory.bank import MemoryBank
-from runtime.memory.config import MemoryConfig
-from runtime.pool.message_pool import MessagePool
+from critiquelab.core.errors import UserError
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult, ResolvedParams, results_table
+from critiquelab.eval.summary import summarize
+from critiquelab.experiments.checkpoints import CheckpointStore
+from critiquelab.experiments.child_runs import RunsStopped
+from critiquelab.experiments.controls import marked_label
+from critiquelab.experiments.executors.job import Executor, SolveJob
+from critiquelab.experiments.memory_run import memory_metrics, memory_of, open_bank, run_order, with_memory
+from critiquelab.experiments.progress import ProgressBar
+from critiquelab.experiments.reply_warnings import refuse_if_faulty
+from critiquelab.experiments.run_warnings import child_run_warnings
+from critiquelab.experiments.serving.lazy_lm import LazyLM
+from critiquelab.experiments.serving.role_models import RoleModels, models_by_role, usage_by_model
+from critiquelab.experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.spec.pipeline_spec import PipelineSpec
+from critiquelab.experiments.tracking.run_records import child_run, results_digest
+from critiquelab.experiments.tracking.store import RESULTS_TAG, WARNINGS_TAG, Tracker, flatten
+from critiquelab.experiments.tracking.traces import ProblemTracer, trace_checkpointed
+from critiquelab.pipelines.budget import TokenBudgetParams
+from critiquelab.pipelines.controls import CONTROL_TAG, NO_CONTROL, control_of
+from critiquelab.pipelines.params import PipelineParams
+from critiquelab.pipelines.registry import build_pipeline, outcome_model
+from critiquelab.pipelines.with_memory.task_hook import WithMemory
+from critiquelab.runtime.memory.bank import MemoryBank
+from critiquelab.runtime.memory.config import MemoryConfig
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
@@ -58,7 +58,7 @@ class ChildRun:
     results: list[ProblemResult]
     metrics: dict[str, float]
     warnings: list[str] = field(default_factory=list)  # what may make its numbers misleading
-    control: str = NO_CONTROL  # a positive control (pipelines.controls) is shown as one
+    control: str = NO_CONTROL  # a positive control (critiquelab.pipelines.controls) is shown as one
 
 
 def make_pipeline(
@@ -68,7 +68,7 @@ def make_pipeline(
     ``program.json`` or ``prompts:/`` registry URIs) loaded into it if ``prompts`` names any."""
     pipeline = build_pipeline(name, params)
     if prompts:
-        from optimizers.export import load_prompts_into
+        from critiquelab.optimizers.export import load_prompts_into
 
         load_prompts_into(pipeline, prompts, registry_uri=registry_uri)
     return pipeline

@@ -1,4 +1,4 @@
-"""The fence around positive controls (``pipelines.controls``): the one kind of run whose prompts
+"""The fence around positive controls (``critiquelab.pipelines.controls``): the one kind of run whose prompts
 carry hidden-test text is named as a control wherever it is shown and kept out of everything
 that learns or ships prompts.
 
@@ -8,7 +8,7 @@ that learns or ships prompts.
   run named as a trace source (an experiment's control runs are never collected as traces);
 - export: a control run's prompts are refused.
 
-Every refusal is one :class:`~core.errors.UserError` line (exit 2) raised before anything is
+Every refusal is one :class:`~critiquelab.core.errors.UserError` line (exit 2) raised before anything is
 written. Labels of control runs carry :func:`marked_label`'s marker wherever they are listed (run's
 table, compare's Controls block, the viewer); compare draws no control in its plots.
 """
@@ -19,9 +19,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from pipelines.controls import CONTROL_TAG, NO_CONTROL, WHY_FENCED, control_of, refuse_control_runs
-from runtime.memory.config import MemoryConfig
+from critiquelab.core.errors import UserError
+from critiquelab.pipelines.controls import (
+    CONTROL_TAG,
+    NO_CONTROL,
+    WHY_FENCED,
+    control_of,
+    refuse_control_runs,
+)
+from critiquelab.runtime.memory.config import MemoryConfig
 
 
 def marked_label(label: str, control: str) -> str:
@@ -63,8 +69,8 @@ def refuse_control_trace_sources(
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from experiments.tracking.local_store import require_runs
-    from experiments.tracking.store import ServiceClient, tracking_uri
+    from critiquelab.experiments.tracking.local_store import require_runs
+    from critiquelab.experiments.tracking.store import ServiceClient, tracking_uri
 
     uri = tracking_uri(home, tracking)
     require_runs(uri, f"traces.run_ids: run '{run_ids[0]}'" if run_ids

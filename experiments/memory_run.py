@@ -1,8 +1,9 @@
 """What the runner does for a pipeline with ``memory:`` on, and the problem order of a run.
 
 Kept apart from the runner so it stays the hub that calls things: open the memory bank, give
-the pipeline's roles the memory field and wrap it (:class:`pipelines.with_memory.task_hook.WithMemory`),
-check a warm start against the optimisers' split rule, and compute the run's memory metrics.
+the pipeline's roles the memory field and wrap it
+(:class:`critiquelab.pipelines.with_memory.task_hook.WithMemory`), check a warm start against the optimisers'
+split rule, and compute the run's memory metrics.
 """
 
 from __future__ import annotations
@@ -11,19 +12,19 @@ import random
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from eval.problems import Problem
-from eval.results import ProblemResult
-from experiments.spec.experiment import ExperimentSpec
-from experiments.spec.pipeline_spec import PipelineSpec
-from optimizers.splits import Split, SplitOverlapError
-from pipelines.with_memory.metrics import error_blocks, recall_quality, reuse, size
-from pipelines.with_memory.task_hook import WithMemory
-from runtime.memory.bank import MemoryBank, memory_dir
-from runtime.memory.config import MemoryConfig
-from runtime.memory.consolidation import consolidate
-from runtime.memory.episodic import served_task_ids, stored_task_ids
-from runtime.memory.injection import RunMemory, enable_memory
+from critiquelab.core.errors import UserError
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.spec.pipeline_spec import PipelineSpec
+from critiquelab.optimizers.splits import Split, SplitOverlapError
+from critiquelab.pipelines.with_memory.metrics import error_blocks, recall_quality, reuse, size
+from critiquelab.pipelines.with_memory.task_hook import WithMemory
+from critiquelab.runtime.memory.bank import MemoryBank, memory_dir
+from critiquelab.runtime.memory.config import MemoryConfig
+from critiquelab.runtime.memory.consolidation import consolidate
+from critiquelab.runtime.memory.episodic import served_task_ids, stored_task_ids
+from critiquelab.runtime.memory.injection import RunMemory, enable_memory
 
 ERROR_BLOCK = 10  # problems per block when failure reasons are counted over the run's order
 

@@ -9,7 +9,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from core.lookup import user_path
+from critiquelab.core.lookup import user_path
 
 
 def data_dir() -> Path:
@@ -85,9 +85,9 @@ def unwritable_dir(path: str | Path) -> str | None:
 
 
 def check_writable_dir(path: str | Path, what: str) -> Path:
-    """``path`` as a :class:`Path`, or a :class:`~core.errors.UserError` naming ``what`` (where
+    """``path`` as a :class:`Path`, or a :class:`~critiquelab.core.errors.UserError` naming ``what`` (where
     the files would go) when it cannot take them (see :func:`unwritable_dir`)."""
-    from core.errors import UserError
+    from critiquelab.core.errors import UserError
 
     problem = unwritable_dir(path)
     if problem is not None:

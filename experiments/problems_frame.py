@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from eval.results import TABLE_COLUMNS, ProblemResult, results_table
-from experiments.controls import marked_label
+from critiquelab.eval.results import TABLE_COLUMNS, ProblemResult, results_table
+from critiquelab.experiments.controls import marked_label
 
 
 class ChildRun(Protocol):
-    """What of :class:`experiments.child_steps.ChildRun` the frame reads (the runner imports this
+    """What of :class:`critiquelab.experiments.child_steps.ChildRun` the frame reads (the runner imports this
     module, so it is described here, not imported)."""
 
     pipeline: str
@@ -25,7 +25,7 @@ LEADING = ("pipeline", "seed", "run_id", "task_id")
 def problems_frame(children: Sequence[ChildRun]) -> Any:
     """One row per problem of each child run (its per-problem table, ``problems.parquet``), with
     ``pipeline`` set to the run's label (marked for a positive control), ``seed`` and ``run_id``;
-    the columns are documented on :attr:`experiments.runner.ExperimentResult.problems`."""
+    the columns are documented on :attr:`critiquelab.experiments.runner.ExperimentResult.problems`."""
     import pandas as pd
 
     frames = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from eval.results import ProblemResult
+from critiquelab.eval.results import ProblemResult
 
 
 class ProgressBar:

@@ -1,23 +1,24 @@
 """Warnings about what a run's roles could not use, and ``strict``'s refusal to report a run with
 a warning that says its numbers may not measure the method.
 
-Counted per role where every reply is parsed (:func:`runtime.role_call.call_role`, with the
-pipelines' fallbacks, :func:`runtime.role_call.fell_back`): an endpoint that answers every role
+Counted per role where every reply is parsed (:func:`critiquelab.runtime.role_call.call_role`, with the
+pipelines' fallbacks, :func:`critiquelab.runtime.role_call.fell_back`): an endpoint that answers every role
 with a code block (a misconfigured model) leaves every critique unread and every judge undecided,
 and a critic loop then measures a baseline. Those runs say so on screen, on the MLflow run and
-in ``compare`` (:mod:`experiments.run_warnings`), naming the roles and their counts.
+in ``compare`` (:mod:`critiquelab.experiments.run_warnings`), naming the roles and their counts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from core.errors import ServiceError
-from eval.results import ProblemResult
-from eval.scoring import NO_CODE
-from eval.summary import unusable_by_role
+from critiquelab.core.errors import ServiceError
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.scoring import NO_CODE
+from critiquelab.eval.summary import unusable_by_role
 
-# How each count reads in a warning (eval.summary.UNUSABLE_COUNTS, but retries: a warning of its own).
+# How each count reads in a warning (critiquelab.eval.summary.UNUSABLE_COUNTS, but retries: a warning of its
+# own).
 _READS = {"unparsed_replies": "unparsed", "codeless_replies": "without code", "fallbacks": "fallbacks taken"}
 
 
@@ -84,7 +85,7 @@ def retry_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[
 def problem_faults(result: ProblemResult) -> list[str]:
     """What ``strict`` refuses in one problem: replies its roles could not use or fallbacks, no code
     in the answer, replies cut at max_tokens, calls that reported no token usage (the warnings of
-    :func:`experiments.run_warnings.refusable_warnings`, for one problem)."""
+    :func:`critiquelab.experiments.run_warnings.refusable_warnings`, for one problem)."""
     faults = []
     by_role = unusable_by_role(result)
     if by_role:

@@ -23,11 +23,11 @@ from typing import Any
 
 import yaml
 
-from core.errors import UserError
-from experiments.tracking.store import PARENT_TAG
-from optimizers.export import render_messages
-from pipelines.controls import CONTROL_TAG
-from pipelines.registry import program_roles
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.tracking.store import PARENT_TAG
+from critiquelab.optimizers.export import render_messages
+from critiquelab.pipelines.controls import CONTROL_TAG
+from critiquelab.pipelines.registry import program_roles
 
 SENT_FILE = "sent.json"
 
@@ -75,11 +75,11 @@ def plain_children(client: Any, run: Any) -> tuple[str, list[Any]]:
 def rebuild(client: Any, parent_id: str, child: Any) -> RunProgram:
     """The program ``child`` ran, as the runner built it: the spec's pipeline and params, the
     exported prompts the run loaded, memory's field where memory was on."""
-    from experiments.child_steps import make_pipeline
-    from experiments.memory_run import memory_of
-    from experiments.spec.experiment import parse_spec
-    from optimizers.export_roles import load_role_state
-    from pipelines.budget import TokenBudgetParams
+    from critiquelab.experiments.child_steps import make_pipeline
+    from critiquelab.experiments.memory_run import memory_of
+    from critiquelab.experiments.spec.experiment import parse_spec
+    from critiquelab.optimizers.export_roles import load_role_state
+    from critiquelab.pipelines.budget import TokenBudgetParams
 
     config = artifact_text(client, parent_id, "config.yaml")
     if config is None:
@@ -162,8 +162,8 @@ def export_plain_run(
     files written, the registered prompts and the notices."""
     from mlflow.tracking import MlflowClient
 
-    from experiments.tracking.store import ServiceClient, tracking_uri
-    from optimizers.export import export_program, register_prompts
+    from critiquelab.experiments.tracking.store import ServiceClient, tracking_uri
+    from critiquelab.optimizers.export import export_program, register_prompts
 
     uri = tracking_uri(home)
     client = ServiceClient(MlflowClient(tracking_uri=uri), uri)

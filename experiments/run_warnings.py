@@ -3,10 +3,10 @@ numbers misleading although nothing failed."""
 
 from __future__ import annotations
 
-from eval.results import ProblemResult
-from eval.scoring import NO_CODE
-from experiments.reply_warnings import retry_warnings, unusable_reply_warnings
-from experiments.spec.experiment import ExperimentSpec
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.scoring import NO_CODE
+from critiquelab.experiments.reply_warnings import retry_warnings, unusable_reply_warnings
+from critiquelab.experiments.spec.experiment import ExperimentSpec
 
 
 def child_run_warnings(spec: ExperimentSpec, label: str, seed: int,
@@ -19,7 +19,7 @@ def child_run_warnings(spec: ExperimentSpec, label: str, seed: int,
 def refusable_warnings(label: str, seed: int, results: list[ProblemResult]) -> list[str]:
     """The warnings that say a run's numbers may not measure its method — what the endpoint
     answered, not how the method did — which ``strict`` refuses to report
-    (:func:`experiments.reply_warnings.refuse_if_faulty` checks the same per problem). Not
+    (:func:`critiquelab.experiments.reply_warnings.refuse_if_faulty` checks the same per problem). Not
     refusable: retries (they end in a reply that parsed, or in one counted as unparsed) and
     speculative decoding (a serving choice the spec made)."""
     return (no_code_warnings(label, seed, results) + usage_warnings(label, seed, results)

@@ -11,27 +11,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.datasets import load_problems
-from eval.problems import Problem
-from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
-from experiments.child_runs import run_children
-from experiments.child_steps import ChildContext, ChildRun, make_pipeline, run_child
-from experiments.controls import marked_label
-from experiments.executors.factory import open_executor
-from experiments.executors.job import Executor
-from experiments.memory_run import check_warm_starts, memory_of
-from experiments.paths import data_dir as default_data_dir
-from experiments.serving.lazy_lm import LazyLM
-from experiments.serving.provision import resolve_model
-from experiments.serving.role_models import RoleModels
-from experiments.spec.experiment import ExperimentSpec
-from experiments.tracking.local_store import check_writable_store
-from experiments.tracking.run_records import open_parent_run
-from experiments.tracking.store import PARENT_TAG, Tracker, check_tracking_server, tracking_uri
-from pipelines.budget import TokenBudgetParams, budget_source
-from runtime.memory.bank import memory_dir
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.store_lock import HeldStores
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.problems import Problem
+from critiquelab.experiments.checkpoints import (
+    CheckpointStore,
+    checkpoint_key,
+    checkpoint_store,
+    input_fingerprints,
+)
+from critiquelab.experiments.child_runs import run_children
+from critiquelab.experiments.child_steps import ChildContext, ChildRun, make_pipeline, run_child
+from critiquelab.experiments.controls import marked_label
+from critiquelab.experiments.executors.factory import open_executor
+from critiquelab.experiments.executors.job import Executor
+from critiquelab.experiments.memory_run import check_warm_starts, memory_of
+from critiquelab.experiments.paths import data_dir as default_data_dir
+from critiquelab.experiments.serving.lazy_lm import LazyLM
+from critiquelab.experiments.serving.provision import resolve_model
+from critiquelab.experiments.serving.role_models import RoleModels
+from critiquelab.experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.tracking.local_store import check_writable_store
+from critiquelab.experiments.tracking.run_records import open_parent_run
+from critiquelab.experiments.tracking.store import PARENT_TAG, Tracker, check_tracking_server, tracking_uri
+from critiquelab.pipelines.budget import TokenBudgetParams, budget_source
+from critiquelab.runtime.memory.bank import memory_dir
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.store_lock import HeldStores
 
 
 @dataclass
@@ -39,7 +44,8 @@ class ExperimentResult:
     experiment_id: str
     parent_run_id: str
     children: list[ChildRun] = field(default_factory=list)
-    comparison: Any = None  # experiments.compare.runs.ComparisonResult, when the run compared its pipelines
+    # critiquelab.experiments.compare.runs.ComparisonResult, when the run compared its pipelines
+    comparison: Any = None
 
     @property
     def warnings(self) -> list[str]:
@@ -73,11 +79,11 @@ class ExperimentResult:
         ``prompt_tokens``, ``completion_tokens``, ``total_tokens``, ``lm_calls``,
         ``cached_lm_calls``, ``latency_s``, ``parsed`` (False: some role's reply was unparseable),
         ``isolation`` (the sandbox's level), ``final_code``, ``usage_by_role`` (JSON text: per role
-        its calls and tokens), ``schema_version`` (the stored result schema, eval.result_schema),
+        its calls and tokens), ``schema_version`` (the stored result schema, critiquelab.eval.result_schema),
         and ``extra.<figure>`` for each figure the pipeline's outcome model declares (empty where
         another pipeline's row has no such figure). Rows come in run order: pipeline by pipeline,
         seed by seed, problems in the dataset's order."""
-        from experiments.problems_frame import problems_frame
+        from critiquelab.experiments.problems_frame import problems_frame
 
         return problems_frame(self.children)
 
@@ -119,7 +125,7 @@ def run_experiment(
     Input is validated (dataset, pipelines, model) before any run is created. ``fresh`` ignores
     earlier checkpoints of the same configuration; ``cache=False`` asks the model again for every
     request and keeps its new answers in place of the cached ones.
-    ``compare`` ends the run with :func:`experiments.compare.runs.compare_runs` on its pipelines
+    ``compare`` ends the run with :func:`critiquelab.experiments.compare.runs.compare_runs` on its pipelines
     (default: when it has two or more). The parent run is finished only after that, so a run
     killed at any point — the comparison included — is resumed by the same call.
     """
@@ -241,7 +247,7 @@ def _finish_parent(
     try:
         tracker.log_frame(parent_id, result.summary(), "summary")
         if compare or (compare is None and len(spec.pipelines) > 1):
-            from experiments.compare.runs import compare_runs
+            from critiquelab.experiments.compare.runs import compare_runs
 
             result.comparison = compare_runs(parent_id, home=home, tracking=uri)
     except BaseException:
@@ -255,7 +261,7 @@ def _check_chroma_server(spec: ExperimentSpec) -> None:
     the models start or anything is written."""
     url = spec.pool.chroma_url
     if url and (spec.pool.persist or any(memory_of(p) for p in spec.pipelines)):
-        from runtime.pool.chroma_store import check_chroma_server
+        from critiquelab.runtime.pool.chroma_store import check_chroma_server
 
         check_chroma_server(url)
 
@@ -264,7 +270,9 @@ def _open_pool(spec: ExperimentSpec, home: Path) -> MessagePool:
     """The experiment's message pool; closing it flushes every message to the store."""
     if not spec.pool.persist:
         return MessagePool()
-    from runtime.pool.chroma_process import ChromaProcessStore  # Chroma in a child: off the agents' CPU
+    from critiquelab.runtime.pool.chroma_process import (
+        ChromaProcessStore,  # Chroma in a child: off the agents' CPU
+    )
 
     if spec.pool.chroma_url:
         return MessagePool(ChromaProcessStore(url=spec.pool.chroma_url))

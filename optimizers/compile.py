@@ -8,10 +8,10 @@ Optimisers:
   keeps the role calls of runs whose final code passes the hidden tests.
 * ``mipro``: ``dspy.MIPROv2`` (``auto: light`` by default) with the teacher as prompt model
   and as the LM that bootstraps the demo candidates; a proposal the teacher's reply does not
-  parse into is recorded, not fatal (:mod:`optimizers.mipro`).
+  parse into is recorded, not fatal (:mod:`critiquelab.optimizers.mipro`).
 * ``gepa``: ``dspy.GEPA`` with a feedback metric built from the sandbox verdict (failed
   assertion, exception, timeout) and the teacher as reflection LM; with ``roles``, it proposes
-  instructions for those roles' predictors only (:mod:`optimizers.gepa`).
+  instructions for those roles' predictors only (:mod:`critiquelab.optimizers.gepa`).
 
 Every optimiser returns a new program and never mutates its input (it works on a deep copy).
 ``CompileConfig.roles`` limits what it may change to some roles (tree search's repairer and
@@ -20,13 +20,13 @@ scorer, say): the other predictors of its result get back the input program's pr
 (:class:`RoleRunMetric`). The limit is applied to the optimiser's result, so whatever measures the
 compiled program afterwards (the optimisation loop's validation) measures what is kept.
 Whatever the optimiser, a demo showing code is kept only if that code passes its train task's
-hidden tests (:mod:`optimizers.demo_filter`): a run that passed in the end also holds the
+hidden tests (:mod:`critiquelab.optimizers.demo_filter`): a run that passed in the end also holds the
 drafts and repairs that failed, and those must not become demos.
 The metric needs the hidden tests, so it holds the problems in a closure keyed by ``task_id``;
 the examples the optimisers see (and may turn into demos) carry only the prompt, entry point
 and task id. Feedback text for GEPA has hidden-test lines redacted, because GEPA's reflection
 LM writes instructions from it: a test line there would leak into a prompt. Each optimiser's
-parameters are typed and checked once (:mod:`optimizers.optimizer_params`): when the optimisation
+parameters are typed and checked once (:mod:`critiquelab.optimizers.optimizer_params`): when the optimisation
 spec is read, or when a config is made from a mapping.
 """
 
@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Any
 
 import dspy
 
-from core.errors import UserError
-from eval.problems import Problem
-from eval.results import ProblemResult
-from eval.scoring import score_code
-from eval.verdict import Verdict
-from optimizers.demo_filter import CodeDemoFilter, code_output_fields
-from optimizers.optimizer_params import (
+from critiquelab.core.errors import UserError
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.scoring import score_code
+from critiquelab.eval.verdict import Verdict
+from critiquelab.optimizers.demo_filter import CodeDemoFilter, code_output_fields
+from critiquelab.optimizers.optimizer_params import (
     BootstrapParams,
     GepaParams,
     MiproParams,
@@ -55,14 +55,14 @@ from optimizers.optimizer_params import (
     TracesParams,
     optimizer_params,
 )
-from optimizers.training_examples import RoleTrace
-from pipelines.controls import NO_CONTROL, WHY_FENCED, control_of
-from pipelines.registry import program_roles
-from pipelines.solve import returned_code, solve_and_score
-from signatures.adapter import CodeAdapter
+from critiquelab.optimizers.training_examples import RoleTrace
+from critiquelab.pipelines.controls import NO_CONTROL, WHY_FENCED, control_of
+from critiquelab.pipelines.registry import program_roles
+from critiquelab.pipelines.solve import returned_code, solve_and_score
+from critiquelab.signatures.adapter import CodeAdapter
 
 if TYPE_CHECKING:
-    from runtime.pool.message_pool import MessagePool
+    from critiquelab.runtime.pool.message_pool import MessagePool
 
 
 def problem_examples(problems: Iterable[Problem]) -> list[dspy.Example]:
@@ -133,7 +133,7 @@ class PassMetric:
 
     def verdict(self, example: Any, prediction: Any) -> tuple[Problem, Verdict]:
         problem = self.problems[example.task_id]
-        # DSPy ran the program: the same contract and scoring as a run's (pipelines.solve).
+        # DSPy ran the program: the same contract and scoring as a run's (critiquelab.pipelines.solve).
         _, verdict = score_code(problem, returned_code(prediction, "the program"), self.timeout_s)
         self.calls.append((problem.task_id, verdict.passed))
         return problem, verdict
@@ -228,7 +228,7 @@ def attach_trace_demos(
 class CompileConfig:
     """Which optimiser and its parameters: the optimiser's own model (an optimisation spec's,
     validated when the spec was read), or a mapping validated on creation (see
-    :mod:`optimizers.optimizer_params`); ``settings`` holds them typed, defaults filled in."""
+    :mod:`critiquelab.optimizers.optimizer_params`); ``settings`` holds them typed, defaults filled in."""
 
     optimizer: str = "bootstrap"
     params: OptimizerParams | Mapping[str, Any] = field(default_factory=dict)
@@ -325,7 +325,7 @@ def _optimise(
             )
             compiled = optimizer.compile(student, trainset=trainset)
         elif isinstance(settings, MiproParams):
-            from optimizers.mipro import compile_mipro
+            from critiquelab.optimizers.mipro import compile_mipro
 
             compiled, failed = compile_mipro(student, settings, bootstrap_metric, trainset, valset, task_lm,
                                              teacher, config.seed)
@@ -333,7 +333,7 @@ def _optimise(
                 progress("failed_proposals", float(len(failed)))
         else:
             assert isinstance(settings, GepaParams), settings  # the four optimisers' models, each handled
-            from optimizers.gepa import compile_gepa
+            from critiquelab.optimizers.gepa import compile_gepa
 
             compiled = compile_gepa(
                 student, settings, metric.with_feedback, trainset, valset, reflection_lm=teacher,
@@ -350,11 +350,11 @@ def evaluate(
     traces: list[RoleTrace] | None = None,
 ) -> dict[str, bool]:
     """Hidden-test pass of ``program`` on each problem, solved and scored exactly as a run does
-    (:func:`pipelines.solve.solve_and_score`), one problem at a time (a pipeline's own
+    (:func:`critiquelab.pipelines.solve.solve_and_score`), one problem at a time (a pipeline's own
     ``parallel_agents`` still overlap its role calls), so traces come in problem order and a
     seeded draw from them repeats. With ``traces``, the run's role calls are appended to it,
     labelled — how an optimisation without earlier runs gets pool traces of its own train split."""
-    from optimizers.training_examples import TaskOutcome, label_thread
+    from critiquelab.optimizers.training_examples import TaskOutcome, label_thread
 
     results: dict[str, bool] = {}
     with private_pool() as pool:
@@ -372,8 +372,8 @@ def evaluate(
 def private_pool() -> Iterator[MessagePool]:
     """An in-memory pool of the optimiser's own for the runs inside this block: their messages are
     its traces, never a run's."""
-    from runtime.pool.context import using_pool
-    from runtime.pool.message_pool import MessagePool
+    from critiquelab.runtime.pool.context import using_pool
+    from critiquelab.runtime.pool.message_pool import MessagePool
 
     with MessagePool() as pool, using_pool(pool):
         yield pool

@@ -30,9 +30,9 @@ from typing import Any
 
 import dspy
 
-from eval import python_ast
-from eval.problems import Problem
-from eval.scoring import score_code
+from critiquelab.eval import python_ast
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.scoring import score_code
 
 
 def is_helper_module(code: str, entry_point: str) -> bool:

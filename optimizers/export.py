@@ -3,7 +3,7 @@
 An export directory holds:
 
 * ``program.json`` — the DSPy state (``program.save``'s), keyed by role (the names the
-  pipeline's registration declares, :mod:`optimizers.export_roles`): per role its instruction,
+  pipeline's registration declares, :mod:`critiquelab.optimizers.export_roles`): per role its instruction,
   field descriptions and demos. This is what ``critiquelab run --prompts`` loads back, into any
   pipeline with those roles; a prompt registered in MLflow's Prompt Registry carries its role's
   state too, so ``--prompts prompts:/NAME/VERSION`` loads it back from there. Exports keyed by
@@ -13,7 +13,7 @@ An export directory holds:
 * ``messages.json`` (format ``json``) — ``{role: [{"role", "content"}, ...]}``, the messages of
   ``prompts.txt`` as data, for a client outside the tool to fill in and send.
 * ``prompts.md`` / ``prompts.txt`` — per role, the exact messages the LM receives, rendered
-  through :class:`~signatures.adapter.CodeAdapter` (the adapter runs use), with ``{name}``
+  through :class:`~critiquelab.signatures.adapter.CodeAdapter` (the adapter runs use), with ``{name}``
   placeholders where the inputs go. Rendering through the real adapter is the point: a prompt
   re-typed by hand from the instruction would not be the prompt that was measured.
 
@@ -38,11 +38,11 @@ from typing import Any
 
 import dspy
 
-from core.errors import UserError
-from core.lookup import check_lookup
-from optimizers.export_roles import exporting_pipeline, load_role_state, migrate_state, role_keyed
-from pipelines.registry import create_pipeline, program_roles
-from signatures.adapter import CodeAdapter
+from critiquelab.core.errors import UserError
+from critiquelab.core.lookup import check_lookup
+from critiquelab.optimizers.export_roles import exporting_pipeline, load_role_state, migrate_state, role_keyed
+from critiquelab.pipelines.registry import create_pipeline, program_roles
+from critiquelab.signatures.adapter import CodeAdapter
 
 STATE_FILE = "program.json"
 MANIFEST_FILE = "manifest.json"
@@ -209,7 +209,7 @@ def prompts_state(source: str | Path, *, registry_uri: str | None = None) -> dic
 
 def prompts_by_role(source: str | Path, *, registry_uri: str | None = None) -> dict[str, Any]:
     """The state of exported prompts keyed by role, whichever form it was stored in
-    (:func:`optimizers.export_roles.migrate_state`, with the exporting pipeline's declaration)."""
+    (:func:`critiquelab.optimizers.export_roles.migrate_state`, with the exporting pipeline's declaration)."""
     if not str(source).startswith(REGISTRY_SCHEME):
         state = read_state(Path(source))
         return migrate_state(state, exporting_pipeline(state_path(Path(source))))

@@ -20,8 +20,8 @@ from typing import Any
 
 import dspy
 
-from core.errors import UserError
-from pipelines.registry import program_roles, role_map
+from critiquelab.core.errors import UserError
+from critiquelab.pipelines.registry import program_roles, role_map
 
 MANIFEST_FILE = "manifest.json"
 

@@ -3,7 +3,7 @@
 DSPy's GEPA proposes a new instruction for one predictor at a time, round robin over all of a
 program's predictors, from the sandbox feedback of a minibatch; the reflection LM (the teacher,
 e.g. the bundled 1.5B model) writes it. With ``optimizer.roles: [repairer]`` the other roles'
-instructions are put back after compilation (:func:`optimizers.compile.keep_roles`), so without a
+instructions are put back after compilation (:func:`critiquelab.optimizers.compile.keep_roles`), so without a
 limit here GEPA would spend most of its metric calls — and tree search's are the costly ones —
 evaluating coder, scorer and path-reflector instructions that are thrown away, and the candidate
 it selects on validation would have been scored with instructions the kept program does not
@@ -19,7 +19,7 @@ from typing import Any
 import dspy
 from gepa.core.state import GEPAState
 
-from optimizers.optimizer_params import GepaParams
+from critiquelab.optimizers.optimizer_params import GepaParams
 
 
 class RoleComponentSelector:

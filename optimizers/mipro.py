@@ -21,7 +21,7 @@ from dspy.teleprompt.mipro_optimizer_v2 import BOOTSTRAPPED_FEWSHOT_EXAMPLES_IN_
 from dspy.teleprompt.utils import get_signature
 from dspy.utils.exceptions import AdapterParseError
 
-from optimizers.optimizer_params import MiproParams
+from critiquelab.optimizers.optimizer_params import MiproParams
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Each optimiser's parameters as a typed, documented model (``optimizer.params`` of an
-optimisation spec; :class:`~optimizers.compile.CompileConfig` in Python).
+optimisation spec; :class:`~critiquelab.optimizers.compile.CompileConfig` in Python).
 
 Why typed: DSPy's optimisers take keyword arguments, and a dict handed through to them turns a
 misspelled name (``max_bootstraped_demos``) into a setting silently ignored — a different
@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from core.config import StrictModel, explain
-from core.errors import UserError
+from critiquelab.core.config import StrictModel, explain
+from critiquelab.core.errors import UserError
 
 Budget = Literal["light", "medium", "heavy"]
 

@@ -1,6 +1,6 @@
 """TextGrad refinement of one role's instruction, gated on the validation split.
 
-Why: demos (``optimizers.compile``) teach by example, but a role's instruction (its signature's
+Why: demos (``critiquelab.optimizers.compile``) teach by example, but a role's instruction (its signature's
 docstring) is what every call reads first. TextGrad treats that instruction as a trainable
 text variable: the program runs on each training problem with the current instruction, an
 evaluation LM reads what happened — the role's own outputs, the critic's reviews from the run's
@@ -10,9 +10,9 @@ not make the program worse on problems it was not refined on, so the result is g
 instruction is kept only if validation pass@1 does not drop.
 
 Hidden tests never reach the engine: verdict details are redacted exactly as GEPA's feedback
-is (:func:`optimizers.compile.feedback_text`), the whole feedback text is redacted again, and
-every request the engine receives is checked with :func:`optimizers.training_examples.assert_no_hidden_tests`
-before it is sent.
+is (:func:`critiquelab.optimizers.compile.feedback_text`), the whole feedback text is redacted again, and
+every request the engine receives is checked with
+:func:`critiquelab.optimizers.training_examples.assert_no_hidden_tests` before it is sent.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import dspy
 
-from eval.problems import Problem
-from eval.results import ProblemResult
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult
 
 if TYPE_CHECKING:
     from textgrad import TGD, Variable
     from textgrad.engine import EngineLM
     from textgrad.loss import MultiFieldEvaluation
 
-    from runtime.pool.messages import Message
+    from critiquelab.runtime.pool.messages import Message
 
 EVALUATION_INSTRUCTION = (
     "Below is the instruction given to one role of a multi-agent Python code generator, and "
@@ -84,7 +84,7 @@ class RefineResult:
 
 def role_predictors(program: dspy.Module, role: str) -> list[Any]:
     """The predictors of ``program`` that play ``role``, as its registration declares them."""
-    from pipelines.registry import program_roles
+    from critiquelab.pipelines.registry import program_roles
 
     return [p for _, p in program_roles(program).predictors(program, role)]
 
@@ -92,7 +92,7 @@ def role_predictors(program: dspy.Module, role: str) -> list[Any]:
 def program_roles(program: dspy.Module) -> list[str]:
     """The roles ``program``'s predictors play, sorted: every role whose prompt an optimiser can
     change: the declared roles some predictor of ``program`` serves."""
-    from pipelines.registry import program_roles
+    from critiquelab.pipelines.registry import program_roles
 
     roles = program_roles(program)
     return sorted({roles.role_of(name) for name, _ in program.named_predictors()})
@@ -101,8 +101,8 @@ def program_roles(program: dspy.Module) -> list[str]:
 def instruction_of(program: dspy.Module, role: str) -> str:
     found = role_predictors(program, role)
     if not found:
-        from core.errors import UserError
-        from pipelines.registry import program_roles as declared
+        from critiquelab.core.errors import UserError
+        from critiquelab.pipelines.registry import program_roles as declared
 
         roles = ", ".join(program_roles(program))
         raise UserError(f"pipeline '{declared(program).pipeline}' has no '{role}' role to refine; "
@@ -148,9 +148,9 @@ def run_and_explain(
     program: dspy.Module, problems: Sequence[Problem], role: str, *, lm: dspy.BaseLM, timeout_s: float,
 ) -> list[RunOutcome]:
     """Run ``program`` on each problem — solved and scored as a run does
-    (:func:`optimizers.compile.solve_as_run`) — and describe what happened from the role's point
+    (:func:`critiquelab.optimizers.compile.solve_as_run`) — and describe what happened from the role's point
     of view: its outputs, the critic's reviews (pool messages) and the redacted hidden-test verdict."""
-    from optimizers.compile import private_pool, solve_as_run
+    from critiquelab.optimizers.compile import private_pool, solve_as_run
 
     outcomes = []
     with private_pool() as pool:
@@ -163,10 +163,10 @@ def run_and_explain(
 
 def _explain(problem: Problem, result: ProblemResult, history: Sequence[Message], role: str) -> RunOutcome:
     """One training run as the evaluation LM reads it, redacted and checked for hidden tests."""
-    from optimizers.compile import feedback_text, redact_hidden_tests
-    from optimizers.training_examples import assert_no_hidden_tests, label_thread
-    from pipelines.solve import verdict_of
-    from runtime.pool.messages import Intent
+    from critiquelab.optimizers.compile import feedback_text, redact_hidden_tests
+    from critiquelab.optimizers.training_examples import assert_no_hidden_tests, label_thread
+    from critiquelab.pipelines.solve import verdict_of
+    from critiquelab.runtime.pool.messages import Intent
 
     calls = [t for t in label_thread(history, None) if t.role == role]
     reviews = [m for m in history if m.intent == Intent.CRITIQUE]
@@ -188,8 +188,8 @@ def _explain(problem: Problem, result: ProblemResult, history: Sequence[Message]
 
 def guarded_engine(engine: EngineLM, problems: Sequence[Problem]) -> EngineLM:
     """``engine`` behind a check that no hidden-test line of ``problems`` is in any request."""
-    from optimizers.textgrad_engine import EngineLM
-    from optimizers.training_examples import assert_no_hidden_tests
+    from critiquelab.optimizers.textgrad_engine import EngineLM
+    from critiquelab.optimizers.training_examples import assert_no_hidden_tests
 
     class Guarded(EngineLM):
         model_string = getattr(engine, "model_string", "guarded")
@@ -254,7 +254,7 @@ def refine_instruction(
     instruction is left as it was — small models often miss the format, and that is no reason
     to abort.
     """
-    from core.errors import UserError
+    from critiquelab.core.errors import UserError
 
     if not problems_val:  # checked first: the gate needs them, and refining takes hours locally
         raise UserError("refine: no validation problems to gate the refined instruction on")
@@ -291,7 +291,7 @@ def _minibatch(problems: Sequence[Problem], size: int | None, rng: random.Random
 
 def _step_record(step: int, batch: Sequence[Problem], outcomes: Sequence[RunOutcome]) -> StepRecord:
     """What a step's history entry says before TextGrad updates anything."""
-    from optimizers.compile import pass_at_1
+    from critiquelab.optimizers.compile import pass_at_1
 
     return {
         "step": step, "problems": [p.task_id for p in batch],
@@ -313,7 +313,7 @@ class _TextGrad:
 
     @classmethod
     def create(cls, text: str, role: str, engine: EngineLM) -> _TextGrad:
-        from optimizers.textgrad_engine import import_textgrad
+        from critiquelab.optimizers.textgrad_engine import import_textgrad
 
         tg = import_textgrad()
         described = f"instruction (system prompt) to the {role} role of a multi-agent code generator"
@@ -360,8 +360,8 @@ def _gated(
 ) -> RefineResult:
     """The refined program if its validation pass@1 does not drop below ``val_before`` (measured
     here when not given), else ``base``; no new instruction is nothing to validate."""
-    from optimizers.compile import evaluate, pass_at_1
-    from optimizers.gate import gate
+    from critiquelab.optimizers.compile import evaluate, pass_at_1
+    from critiquelab.optimizers.gate import gate
 
     if val_before is None:
         val_before = pass_at_1(evaluate(base, problems_val, lm=task_lm, timeout_s=timeout_s))

@@ -28,9 +28,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from core.config import StrictModel
-from core.errors import UserError
-from core.yaml_numbers import number_as_text_hint
+from critiquelab.core.config import StrictModel
+from critiquelab.core.errors import UserError
+from critiquelab.core.yaml_numbers import number_as_text_hint
 
 
 class SplitOverlapError(UserError):
@@ -71,7 +71,7 @@ class SplitSpec(StrictModel):
     """How to split: fractions (or counts, when ≥ 1) of train and validation; the rest is test.
     Strict like the rest of a spec: values are taken as written, never converted."""
 
-    # The range of every seed a spec holds (experiments.spec.experiment.MAX_SEED, which this layer
+    # The range of every seed a spec holds (critiquelab.experiments.spec.experiment.MAX_SEED, which this layer
     # cannot import).
     seed: int = Field(default=0, ge=0, le=2**31 - 1,
                       description="Seed of the shuffle; the split is a function of it.")
@@ -84,7 +84,7 @@ class SplitSpec(StrictModel):
     test: TestSource = Field(
         default="rest", description="Where the held-out test problems come from. 'rest': the problems "
         "train and val leave. 'test_half': the dataset's held-out test half (the odd positions, "
-        "eval.held_out; dataset.task_ids and limit select within it as within the other half), "
+        "critiquelab.eval.held_out; dataset.task_ids and limit select within it as within the other half), "
         "while train and val are drawn from dataset.split — 'dev', or the test would overlap them "
         "(refused unless allow_overlap); the dev problems they leave are not used.")
     allow_overlap: bool = Field(

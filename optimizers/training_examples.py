@@ -22,7 +22,7 @@ never guessed):
 
 Hidden tests never reach an example: examples hold only role inputs and outputs (the prompt the
 role saw, the code, reviews), and :func:`assert_no_hidden_tests` checks that explicitly. A positive
-control's runs (``pipelines.controls``: their prompts do carry hidden-test text) are refused as a
+control's runs (``critiquelab.pipelines.controls``: their prompts do carry hidden-test text) are refused as a
 source when named, and never collected from an experiment.
 """
 
@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from eval.problems import Problem
-from pipelines.controls import CONTROL_TAG, refuse_control_runs
-from runtime.agents import code_messages
-from runtime.pool.messages import Message
+from critiquelab.eval.problems import Problem
+from critiquelab.pipelines.controls import CONTROL_TAG, refuse_control_runs
+from critiquelab.runtime.agents import code_messages
+from critiquelab.runtime.pool.messages import Message
 
 REVIEW_ROLES = ("critic", "meta_critic")
 
@@ -202,7 +202,7 @@ def runs_of_experiment(tracking_uri: str, experiment: str, pipeline: str | None 
     client = MlflowClient(tracking_uri=tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
-        from core.errors import UserError
+        from critiquelab.core.errors import UserError
 
         raise UserError(f"no MLflow experiment named '{experiment}'")
     runs = client.search_runs([found.experiment_id], filter_string="attributes.status = 'FINISHED'")
@@ -222,7 +222,7 @@ def collect_from_home(
     to (``uri``; default the data directory's own), by run ids and/or an experiment name."""
     from mlflow.tracking import MlflowClient
 
-    from runtime.pool.chroma_store import ChromaPoolStore
+    from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
 
     uri = uri or f"sqlite:///{home / 'mlflow.db'}"
     ids = list(run_ids)

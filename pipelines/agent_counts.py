@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, model_serializer
 
-from core.config import StrictModel
-from pipelines.outcomes import Figures
-from runtime.agents import agent_role
-from runtime.pool.messages import Message
+from critiquelab.core.config import StrictModel
+from critiquelab.pipelines.outcomes import Figures
+from critiquelab.runtime.agents import agent_role
+from critiquelab.runtime.pool.messages import Message
 
 
 class AgentCounts(StrictModel):

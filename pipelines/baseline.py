@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dspy
 
-from pipelines.coder_agent import CoderAgent
-from pipelines.params import PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.threads import ThreadOutcome, run_thread
-from runtime.agents import TaskContext
-from runtime.pool.context import current_pool
-from signatures.coder import Coder
+from critiquelab.pipelines.coder_agent import CoderAgent
+from critiquelab.pipelines.params import PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.threads import ThreadOutcome, run_thread
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.signatures.coder import Coder
 
 
 class BaselineParams(PipelineParams):

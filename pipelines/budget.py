@@ -13,8 +13,8 @@ from typing import Any, Self
 
 from pydantic import Field, model_validator
 
-from core.errors import UserError
-from pipelines.params import PipelineParams
+from critiquelab.core.errors import UserError
+from critiquelab.pipelines.params import PipelineParams
 
 
 class TokenBudgetParams(PipelineParams):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dspy
 
-from runtime.agents import Agent, TaskContext
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role
 
 
 class CoderAgent(Agent):

@@ -5,7 +5,7 @@ problem's hidden tests say about the version it revises (the failing check, what
 returned or raised), so the run shows how far repair goes when the critique is perfect. It is the
 one place hidden-test text may reach a prompt, so it is fenced: a pipeline takes it only through
 its typed ``control`` param, the runner tags and labels such a run as a control, and memory,
-optimisation and export refuse it (``experiments.controls``).
+optimisation and export refuse it (``critiquelab.experiments.controls``).
 
 How the text gets in: the pipeline never holds a problem's hidden test. The runner binds a
 feedback function for the problem being solved (:func:`using_oracle`) — only for a pipeline
@@ -24,8 +24,8 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from core.errors import UserError
-from pipelines.params import KEYED_WHEN_SET
+from critiquelab.core.errors import UserError
+from critiquelab.pipelines.params import KEYED_WHEN_SET
 
 Control = Literal["none", "oracle_feedback"]
 ORACLE_FEEDBACK: Control = "oracle_feedback"
@@ -79,7 +79,7 @@ def oracle_feedback(code: str) -> str:
     feedback = _oracle.get()
     if feedback is None:
         raise RuntimeError("oracle_feedback needs the problem's hidden tests, which only the runner binds "
-                           "(pipelines.solve.solve_and_score) for a pipeline run as that control")
+                           "(critiquelab.pipelines.solve.solve_and_score) for a pipeline run as that control")
     return feedback(code)
 
 

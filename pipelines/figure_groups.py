@@ -1,5 +1,5 @@
 """Figure groups several pipelines share, each with the metrics it summarises into (see
-:class:`pipelines.outcomes.FigureGroup`): a first version revised into a final one, tests a role
+:class:`critiquelab.pipelines.outcomes.FigureGroup`): a first version revised into a final one, tests a role
 wrote, and per-problem counts that add up over a run."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any, ClassVar, Self
 
 from pydantic import Field
 
-from eval.metrics import applicable, rate
-from pipelines.attribution import REVISION_ENDS, revision_end
-from pipelines.outcomes import FigureGroup, Scored
+from critiquelab.eval.metrics import applicable, rate
+from critiquelab.pipelines.attribution import REVISION_ENDS, revision_end
+from critiquelab.pipelines.outcomes import FigureGroup, Scored
 
 
 class RevisionFigures(FigureGroup):
@@ -36,7 +36,8 @@ class RevisionFigures(FigureGroup):
     @classmethod
     def attribute(cls, row: Scored[Self]) -> str | None:
         """Kept passing, broken by a revision, a critic miss (no change asked for a failing first
-        version), an echo, a repair miss, or fixed (:func:`pipelines.attribution.revision_end`)."""
+        version), an echo, a repair miss, or fixed
+        (:func:`critiquelab.pipelines.attribution.revision_end`)."""
         figures = row.figures
         asked = bool(figures.changes_requested) or bool(figures.fixes)
         return revision_end(figures.first_passed, row.passed, revision_asked=asked,

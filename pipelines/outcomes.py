@@ -33,8 +33,8 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import ConfigDict, Field, model_validator
 
-from core.config import StrictModel
-from eval.results import ProblemResult
+from critiquelab.core.config import StrictModel
+from critiquelab.eval.results import ProblemResult
 
 G = TypeVar("G", bound="FigureGroup")
 # The type of a figure the scorer fills from ``codes_to_score``: each code passed the hidden tests?
@@ -65,9 +65,9 @@ class FigureGroup(Figures):
     MLflow) and/or ``summarise_table`` (compare's metrics over all seeds of a pipeline); only
     summaries a group defines itself count, so a group that extends another (to read its fields)
     does not repeat the other's metrics. A metric whose denominator is empty is left out (the
-    rule in :mod:`eval.summary`).
+    rule in :mod:`critiquelab.eval.summary`).
 
-    A group whose figures say where a problem ended (:mod:`pipelines.attribution`) defines
+    A group whose figures say where a problem ended (:mod:`critiquelab.pipelines.attribution`) defines
     ``attribute`` and lists the places it can answer in ``ENDS``; a pipeline's outcome is
     attributed by the most derived such group it inherits."""
 

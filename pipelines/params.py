@@ -3,7 +3,7 @@
 One model per pipeline is the single source of truth: it checks a spec's ``params`` once, when
 the spec is read, and the pipeline is then constructed from that instance (``Debate(params)``);
 it is what ``critiquelab pipelines`` lists (name, type, default, allowed values, description).
-A bad value is one line naming the field and what is allowed (:func:`core.config.explain`).
+A bad value is one line naming the field and what is allowed (:func:`critiquelab.core.config.explain`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal, Protocol, Self, Union, get_args, get
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from core.config import StrictModel, choices_of, explain
-from core.errors import UserError
-from runtime.parallel_agents import MAX_PARALLEL_AGENTS
+from critiquelab.core.config import StrictModel, choices_of, explain
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.parallel_agents import MAX_PARALLEL_AGENTS
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 
@@ -100,7 +100,7 @@ says, at most ten minutes: a bound past the clock's range would fail only in the
 description is the common one, a pipeline that runs something else says what."""
 
 ParallelAgents = Annotated[int, Field(ge=1, le=MAX_PARALLEL_AGENTS), SCHEDULING_ONLY]
-"""Role calls of one problem in flight at once (see :mod:`runtime.parallel_agents`); no
+"""Role calls of one problem in flight at once (see :mod:`critiquelab.runtime.parallel_agents`); no
 default, since how much of a pipeline can run at once is the pipeline's to say. A model that
 declares ``parallel_agents: ParallelAgents`` is a :class:`AgentsInParallel`."""
 

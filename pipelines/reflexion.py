@@ -6,7 +6,7 @@ says what went wrong and the lesson; the coder retries with every reflection so 
 ``memories`` field. With ``memory`` on, each attempt also receives what memory recalls (with
 ``recall: on_failure`` only the retries), and each reflection is kept in episodic memory for later
 tasks. As the oracle_feedback control the reflector also reads what the hidden tests say about
-the attempt (:mod:`pipelines.controls`).
+the attempt (:mod:`critiquelab.pipelines.controls`).
 """
 
 from __future__ import annotations
@@ -16,23 +16,23 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from eval.visible_examples import code_feedback, visible_examples
-from pipelines.controls import ORACLE_FEEDBACK, ControlArm, oracle_feedback
-from pipelines.params import FeedbackTimeout, PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.threads import ThreadOutcome, converse, thread_outcome
-from runtime.agents import Agent, TaskContext
-from runtime.memory.entries import MemoryEntry, task_tags
-from runtime.memory.injection import current_task_memory, recall_for
-from runtime.memory.reflection import render_history, task_summary
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from runtime.recall import NO_MEMORIES
-from runtime.role_call import RoleResult, call_role
-from signatures.coder import Coder
-from signatures.memory import with_memories
-from signatures.reflector import Reflector
-from signatures.test_results import with_test_results
+from critiquelab.eval.visible_examples import code_feedback, visible_examples
+from critiquelab.pipelines.controls import ORACLE_FEEDBACK, ControlArm, oracle_feedback
+from critiquelab.pipelines.params import FeedbackTimeout, PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.threads import ThreadOutcome, converse, thread_outcome
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.memory.entries import MemoryEntry, task_tags
+from critiquelab.runtime.memory.injection import current_task_memory, recall_for
+from critiquelab.runtime.memory.reflection import render_history, task_summary
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.recall import NO_MEMORIES
+from critiquelab.runtime.role_call import RoleResult, call_role
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.memory import with_memories
+from critiquelab.signatures.reflector import Reflector
+from critiquelab.signatures.test_results import with_test_results
 
 
 class ReflexionParams(PipelineParams):

@@ -1,7 +1,8 @@
 """Pipelines registered by name, so YAML specs, the CLI and MLflow params can name them.
 
 Every pipeline declares its parameters and its per-problem figures as typed models beside it
-and registers them. A new pipeline copies this pattern (see :mod:`pipelines.critic_loop.pipeline`)::
+and registers them. A new pipeline copies this pattern (see
+:mod:`critiquelab.pipelines.critic_loop.pipeline`)::
 
     class ReflexionParams(PipelineParams):
         \"\"\"Parameters of ``reflexion``.\"\"\"
@@ -30,7 +31,7 @@ and registers them. A new pipeline copies this pattern (see :mod:`pipelines.crit
 
 Decorating only marks the class: a pipeline is *found* through the entry-point group
 :data:`ENTRY_POINTS` (``critiquelab.pipelines``; critiquelab's own are listed in its pyproject as
-another package lists its own, ``reflexion = "pipelines.reflexion:Reflexion"``), or named where
+another package lists its own, ``reflexion = "critiquelab.pipelines.reflexion:Reflexion"``), or named where
 it is by a spec (``package.module:Name``, ``path/to/file.py:Name``). The installed ones are read
 once per process, at the first lookup (:func:`rescan` reads them again); a plugin that fails to
 import, or a name two pipelines take, is one :class:`UserError` line. Nothing is registered at
@@ -47,10 +48,10 @@ max_trials=2))`` with the model pydantic checked (a bad value is its ``Validatio
 ``create_pipeline("reflexion", max_trials=2)`` checks raw values once, a bad one being the same
 one line a spec gets.
 
-The outcome model (:mod:`pipelines.outcomes`) declares every figure ``forward`` reports: building
+The outcome model (:mod:`critiquelab.pipelines.outcomes`) declares every figure ``forward`` reports: building
 it with an undeclared figure or a wrong type fails, and the figure groups it inherits say which
-run metrics (:meth:`~pipelines.outcomes.Outcome.run_metrics`) and comparison columns
-(:meth:`~pipelines.outcomes.Outcome.table_metrics`) its results summarise into.
+run metrics (:meth:`~critiquelab.pipelines.outcomes.Outcome.run_metrics`) and comparison columns
+(:meth:`~critiquelab.pipelines.outcomes.Outcome.table_metrics`) its results summarise into.
 """
 
 from __future__ import annotations
@@ -64,11 +65,11 @@ from typing import Any, TypeVar
 
 import dspy
 
-from core.errors import UserError
-from core.plugins import Loaded, entry_point_objects, is_reference, load_reference
-from pipelines.outcomes import Outcome
-from pipelines.params import PipelineParams, describe_params
-from pipelines.roles import RoleDeclaration, RoleMap, declare_roles, undeclared_roles
+from critiquelab.core.errors import UserError
+from critiquelab.core.plugins import Loaded, entry_point_objects, is_reference, load_reference
+from critiquelab.pipelines.outcomes import Outcome
+from critiquelab.pipelines.params import PipelineParams, describe_params
+from critiquelab.pipelines.roles import RoleDeclaration, RoleMap, declare_roles, undeclared_roles
 
 PipelineFactory = Callable[..., dspy.Module]
 F = TypeVar("F", bound=PipelineFactory)
@@ -95,10 +96,10 @@ def register_pipeline(
 ) -> Callable[[F], F]:
     """Class decorator: make a ``dspy.Module`` subclass constructible by ``name``, its
     parameters described and checked by the model ``params``, its ``forward`` returning an
-    ``outcome`` (a :class:`~pipelines.outcomes.Outcome` subclass: its per-problem figures).
+    ``outcome`` (a :class:`~critiquelab.pipelines.outcomes.Outcome` subclass: its per-problem figures).
     ``roles``: the role names its calls are made and reported as (``role.NAME.*`` metrics),
     which an experiment may give their own model or temperature, each with the predictors that
-    serve it (``{"coder": "proposer", …}``; see :mod:`pipelines.roles`): the one declaration the
+    serve it (``{"coder": "proposer", …}``; see :mod:`critiquelab.pipelines.roles`): the one declaration the
     optimisers, export and ``run --prompts`` read too."""
     declared = declare_roles(name, roles)
     if not (isinstance(outcome, type) and issubclass(outcome, Outcome)):
@@ -265,7 +266,7 @@ def create_pipeline(name: str, **values: Any) -> dspy.Module:
 def describe_pipelines(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Every installed pipeline, or only ``names`` (registered names or references, in that
     order; an unknown one is a one-line UserError): ``name``, ``summary`` (its docstring's first
-    paragraph), ``params`` (:func:`pipelines.params.describe_params` of its model), ``roles`` and
+    paragraph), ``params`` (:func:`critiquelab.pipelines.params.describe_params` of its model), ``roles`` and
     ``figures`` (the per-problem figures its outcome model declares)."""
     chosen = [(name, _registered(name)) for name in names] if names else sorted(_installed().items())
     return [

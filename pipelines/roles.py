@@ -16,7 +16,7 @@ ignored), several paths, ``()`` for a role with no predictor of the pipeline's o
 :class:`Role` that also names the other names its calls are made as (a panel's
 ``critic_correctness`` calls are the ``critic`` role's). A plain tuple of names declares roles
 each served by the predictor of the same name. Everything that maps a predictor to a role, or
-a role to its predictors, asks :func:`pipelines.registry.program_roles` (a :class:`RoleMap`),
+a role to its predictors, asks :func:`critiquelab.pipelines.registry.program_roles` (a :class:`RoleMap`),
 never the attribute name.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import UserError
+from critiquelab.core.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def legacy_role(predictor: str) -> str:
 def undeclared_roles(program: Any) -> RoleMap:
     """The roles of a module no registration describes (an ad-hoc ``dspy.Module``): one per
     predictor, named after its attribute. A registered pipeline's are
-    :func:`pipelines.registry.program_roles`."""
+    :func:`critiquelab.pipelines.registry.program_roles`."""
     names: dict[str, Role] = {}
     for name, _ in program.named_predictors():
         role = legacy_role(name)

@@ -8,12 +8,12 @@ from concurrent.futures import Future
 
 import dspy
 
-from core.errors import ServiceError
-from eval.behaviour import visible_verdicts
-from runtime.agents import Agent, TaskContext, sampling_config
-from runtime.parallel_agents import ParallelCalls
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult, call_role
+from critiquelab.core.errors import ServiceError
+from critiquelab.eval.behaviour import visible_verdicts
+from critiquelab.runtime.agents import Agent, TaskContext, sampling_config
+from critiquelab.runtime.parallel_agents import ParallelCalls
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult, call_role
 
 
 class SamplerAgent(Agent):

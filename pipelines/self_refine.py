@@ -11,19 +11,19 @@ from typing import Any
 import dspy
 from pydantic import Field
 
-from pipelines.coder_agent import CoderAgent
-from pipelines.controls import ORACLE_FEEDBACK, ControlArm, oracle_feedback
-from pipelines.params import MaxIterations, PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.threads import ThreadOutcome, run_thread
-from runtime.agents import Agent, TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role, fell_back
-from signatures.coder import Coder
-from signatures.fixer import Fixer
-from signatures.self_refine import SelfFeedback
-from signatures.test_results import with_test_results
+from critiquelab.pipelines.coder_agent import CoderAgent
+from critiquelab.pipelines.controls import ORACLE_FEEDBACK, ControlArm, oracle_feedback
+from critiquelab.pipelines.params import MaxIterations, PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.threads import ThreadOutcome, run_thread
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role, fell_back
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.fixer import Fixer
+from critiquelab.signatures.self_refine import SelfFeedback
+from critiquelab.signatures.test_results import with_test_results
 
 
 class SelfReviewAgent(Agent):

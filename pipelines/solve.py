@@ -1,16 +1,16 @@
 """Solve one problem with one pipeline and score it on the hidden tests — the project's one
 solve-and-score: a run's executors, an optimisation's validation and trace runs
-(:func:`optimizers.compile.evaluate`) and TextGrad's training runs
-(:func:`optimizers.refine.run_and_explain`) all call :func:`solve_and_score`, so an
+(:func:`critiquelab.optimizers.compile.evaluate`) and TextGrad's training runs
+(:func:`critiquelab.optimizers.refine.run_and_explain`) all call :func:`solve_and_score`, so an
 optimisation's validation pass@1 and a run's pass@1 are the same measurement.
 
 What it decides, once for all of them:
 
-* The pipeline's contract (:mod:`pipelines.outcomes`): ``code`` a ``str`` and ``outcome`` the
+* The pipeline's contract (:mod:`critiquelab.pipelines.outcomes`): ``code`` a ``str`` and ``outcome`` the
   typed :class:`Outcome`. Anything else is a bug of the pipeline: a ``TypeError`` naming it
   (a run stops, resumably), never a silent failure that would count as a wrong answer.
 * A reply with no code in it (empty, prose only) fails as ``no_code``; one that does not compile
-  as ``syntax`` (:func:`eval.scoring.score_code`, which also assembles the program).
+  as ``syntax`` (:func:`critiquelab.eval.scoring.score_code`, which also assembles the program).
 * An exception raised by the pipeline propagates: an LM or pool failure is not a wrong answer.
 
 The pipeline sees only the prompt and entry point; the hidden tests are used only after it
@@ -31,19 +31,19 @@ from typing import Any
 
 import dspy
 
-from core.usage import UsageMeter, metering
-from eval.generated_tests import canonical_passes, parse_asserts
-from eval.hidden_feedback import hidden_test_feedback
-from eval.problems import Problem
-from eval.program_identity import same_program
-from eval.results import ProblemResult
-from eval.scoring import score_code
-from eval.verdict import Verdict
-from pipelines.controls import ORACLE_FEEDBACK, control_of, using_oracle
-from pipelines.figure_groups import RevisionFigures
-from pipelines.outcomes import Outcome
-from runtime.role_lms import using_role_lms
-from signatures.adapter import CodeAdapter
+from critiquelab.core.usage import UsageMeter, metering
+from critiquelab.eval.generated_tests import canonical_passes, parse_asserts
+from critiquelab.eval.hidden_feedback import hidden_test_feedback
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.program_identity import same_program
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.scoring import score_code
+from critiquelab.eval.verdict import Verdict
+from critiquelab.pipelines.controls import ORACLE_FEEDBACK, control_of, using_oracle
+from critiquelab.pipelines.figure_groups import RevisionFigures
+from critiquelab.pipelines.outcomes import Outcome
+from critiquelab.runtime.role_lms import using_role_lms
+from critiquelab.signatures.adapter import CodeAdapter
 
 
 def solve_and_score(
@@ -58,7 +58,7 @@ def solve_and_score(
 ) -> ProblemResult:
     """The pipeline sees only the prompt and entry point; the hidden test is used after it
     returns, to score the final code — except in a positive control (``oracle_feedback``), the
-    one arm given the hidden tests' report on the code it revises (:mod:`pipelines.controls`).
+    one arm given the hidden tests' report on the code it revises (:mod:`critiquelab.pipelines.controls`).
     ``role_lms``: roles that run on an LM of their own."""
     meter = UsageMeter()
     start = time.monotonic()
@@ -106,7 +106,7 @@ def usage_by_role(meter: UsageMeter) -> dict[str, dict[str, float]]:
             "calls": u.calls, "prompt_tokens": u.prompt_tokens,
             "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3),
             "model_s": round(u.model_s, 3), "timed_tokens": u.timed_tokens,
-            # what the role could not use (runtime.role_call): metrics and warnings per role
+            # what the role could not use (critiquelab.runtime.role_call): metrics and warnings per role
             "unparsed_replies": u.unparsed_replies, "codeless_replies": u.codeless_replies,
             "reply_retries": u.reply_retries, "fallbacks": u.fallbacks,
         }
@@ -125,12 +125,13 @@ def returned_code(prediction: object, source: str) -> str:
 
 def returned_reply(pipeline: object, prediction: object) -> tuple[str, Outcome]:
     """The code and typed outcome ``pipeline`` returned, checked against the contract of
-    :mod:`pipelines.outcomes`."""
+    :mod:`critiquelab.pipelines.outcomes`."""
     source = type(pipeline).__name__
     code = returned_code(prediction, source)
     outcome = getattr(prediction, "outcome", None)
     if not isinstance(outcome, Outcome):
-        raise TypeError(f"{source} returned no typed outcome (pipelines.outcomes.Outcome): got {outcome!r}")
+        raise TypeError(f"{source} returned no typed outcome "
+                        f"(critiquelab.pipelines.outcomes.Outcome): got {outcome!r}")
     return code, outcome
 
 

@@ -9,14 +9,14 @@ from typing import TypedDict
 import dspy
 from pydantic import Field
 
-from pipelines.figure_groups import RevisionFigures
-from pipelines.outcomes import Outcome
-from runtime.agents import MAX_ROUNDS, Agent, TaskContext, code_messages, run_until_quiet
-from runtime.parallel_agents import run_agents_concurrently
-from runtime.pool.messages import Intent, Message
+from critiquelab.pipelines.figure_groups import RevisionFigures
+from critiquelab.pipelines.outcomes import Outcome
+from critiquelab.runtime.agents import MAX_ROUNDS, Agent, TaskContext, code_messages, run_until_quiet
+from critiquelab.runtime.parallel_agents import run_agents_concurrently
+from critiquelab.runtime.pool.messages import Intent, Message
 
 
-class ThreadOutcome(Outcome, RevisionFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
+class ThreadOutcome(Outcome, RevisionFigures):  # type: ignore[misc]  # plugin false positive: see critiquelab.pipelines.outcomes
     """Figures of a coder whose version is reviewed and revised on one thread (baseline,
     self_refine, critic_loop, reflexion): its loop, from the thread's messages alone."""
 

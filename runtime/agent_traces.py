@@ -32,7 +32,7 @@ class AgentTraces:
     """Each of a conversation's agents records its role calls on a list of its own; :meth:`join`
     adds them to the trace in effect when this was made, in turns, agent by agent: every agent's
     first call in agent order, then every second call, and so on. An agent's own calls depend only
-    on the messages it was sent (see :mod:`runtime.parallel_agents`), so the joined trace is the
+    on the messages it was sent (see :mod:`critiquelab.runtime.parallel_agents`), so the joined trace is the
     same whether the agents ran one after another or several at once, and in whatever order."""
 
     def __init__(self, agents: int) -> None:

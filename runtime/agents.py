@@ -11,12 +11,12 @@ from typing import Any
 
 import dspy
 
-from core.errors import UserError
-from runtime.agent_traces import AgentTraces
-from runtime.pool.context import current_run_id
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.agent_traces import AgentTraces
+from critiquelab.runtime.pool.context import current_run_id
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The SOP line's handoff protocol over the pool (MetaGPT-style).
 
-A sender publishes a ``handoff`` message to one receiver: a :class:`signatures.handoff.Handoff`
+A sender publishes a ``handoff`` message to one receiver: a :class:`critiquelab.signatures.handoff.Handoff`
 envelope (summary, artifact, blockers, next action) tagged with its ``stage``. The receiver
 validates the artifact against the stage's typed schema and answers ``handoff.accepted``, or
 returns it with the validation error as ``handoff.rejected``; the sender then tries again with
@@ -17,10 +17,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from runtime.agents import Agent, TaskContext
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult
-from signatures.handoff import Handoff
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult
+from critiquelab.signatures.handoff import Handoff
 
 # A receiver-side check beyond the schema (e.g. "the code compiles"); returns an error or "".
 ArtifactCheck = Callable[[BaseModel], str]

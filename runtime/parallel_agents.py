@@ -2,8 +2,8 @@
 within a round, vote samples), without letting the degree of concurrency change any request.
 
 Why threads that copy the caller's context: the LM and adapter (``dspy.context``), the task's
-usage meter and the acting role (:mod:`core.usage`), the pool and the run id
-(:mod:`runtime.pool.context`) all live in context variables, and a new thread starts with
+usage meter and the acting role (:mod:`critiquelab.core.usage`), the pool and the run id
+(:mod:`critiquelab.runtime.pool.context`) all live in context variables, and a new thread starts with
 none of them. Each call therefore runs in a copy of the context it was submitted from, so its
 tokens count toward the right problem and role and it talks to the same LM and pool.
 
@@ -12,7 +12,8 @@ what it asks. The agents build each request from messages they sort by agent ind
 reads its neighbours' previous round in debater order; the judge's transcript is in round and
 debater order), and samples take their seeds from their index, not from their completion order.
 Nor does what an optimiser learns from a run: a call in a thread records its role calls on a
-trace of its own, joined to the caller's in an order the program fixes (:mod:`runtime.agent_traces`).
+trace of its own, joined to the caller's in an order the program fixes
+(:mod:`critiquelab.runtime.agent_traces`).
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import dspy
 
-from runtime.agent_traces import AgentTraces, join_trace
+from critiquelab.runtime.agent_traces import AgentTraces, join_trace
 
 if TYPE_CHECKING:
-    from runtime.agents import Agent
-    from runtime.pool.messages import Message
+    from critiquelab.runtime.agents import Agent
+    from critiquelab.runtime.pool.messages import Message
 
 T = TypeVar("T")
 

@@ -1,9 +1,10 @@
 """What a role call receives from memory, without the call knowing about memory.
 
-:func:`runtime.role_call.call_role` asks :func:`recalled` about each call; the memory subsystem
-installs its recaller around each task it serves (:func:`runtime.memory.injection.using_task_memory`).
-With nothing installed — a pipeline used outside a memory run — or for a role memory does not
-serve, the answer is None and the call goes exactly as without memory.
+:func:`critiquelab.runtime.role_call.call_role` asks :func:`recalled` about each call; the memory subsystem
+installs its recaller around each task it serves
+(:func:`critiquelab.runtime.memory.injection.using_task_memory`). With nothing installed — a pipeline used
+outside a memory run — or for a role memory does not serve, the answer is None and the call goes exactly as
+without memory.
 """
 
 from __future__ import annotations

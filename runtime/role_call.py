@@ -11,12 +11,12 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 from pydantic import BaseModel
 
-from core.usage import UsageMeter, acting_as, current_meter, metering
-from eval.assembly import contains_code
-from runtime.recall import Recall, recalled
-from runtime.role_lms import role_lm
-from signatures.adapter import is_code_signature
-from signatures.memory import MEMORIES_FIELD, has_memories
+from critiquelab.core.usage import UsageMeter, acting_as, current_meter, metering
+from critiquelab.eval.assembly import contains_code
+from critiquelab.runtime.recall import Recall, recalled
+from critiquelab.runtime.role_lms import role_lm
+from critiquelab.signatures.adapter import is_code_signature
+from critiquelab.signatures.memory import MEMORIES_FIELD, has_memories
 
 
 def to_jsonable(value: Any) -> Any:
@@ -150,8 +150,8 @@ def call_role(
     critic's unparsed review must never count as an approval). A prompt too long for the
     model's context is recorded the same way, with ``error`` saying so. ``config`` holds LM
     settings for this call (temperature, seed, rollout_id), e.g. to draw independent samples; they
-    apply on top of the role's LM (:func:`runtime.role_lms.role_lm`) where one is bound. With
-    memory on, a call gets what memory recalls for ``role`` (:mod:`runtime.recall`; the
+    apply on top of the role's LM (:func:`critiquelab.runtime.role_lms.role_lm`) where one is bound. With
+    memory on, a call gets what memory recalls for ``role`` (:mod:`critiquelab.runtime.recall`; the
     ``memories`` text, demos) unless the caller recalled itself and passes ``recall`` with its own
     ``memories`` text; ``after_failure`` tells memory whether the call is a retry after the visible
     examples failed (None: memory judges from the inputs). A reply the role cannot use (unparsed,
@@ -182,7 +182,7 @@ def call_role(
         meter.forget_replies()  # not kept in the LM cache: a later run asks again, not replays it
     total = meter.total()
     # Counted here, where every role's reply is parsed, so no pipeline has to: the run's metrics
-    # and warnings name the roles whose replies were unusable (experiments.run_warnings). Each
+    # and warnings name the roles whose replies were unusable (critiquelab.experiments.run_warnings). Each
     # role call is one predictor call, which asks once; calls beyond that are DSPy asking again
     # (ChatAdapter falls back to JSONAdapter) after a reply it could not parse.
     meter.count(role, unparsed_replies=int(not parsed), codeless_replies=int(parsed and not usable),
@@ -201,7 +201,7 @@ def call_role(
 def fell_back(role: str) -> None:
     """Count a fallback the pipeline took because it could not use ``role``'s answer (a judge that
     did not decide, a critique that could not be read): the pipeline goes on without that role's
-    say, so it is counted and warned about as an unparsed reply is (experiments.run_warnings).
+    say, so it is counted and warned about as an unparsed reply is (critiquelab.experiments.run_warnings).
     Called by the pipeline where it decides so, in the role call's context (its task's meter)."""
     meter = current_meter()
     if meter is not None:

@@ -2,7 +2,7 @@
 
 An experiment may give a role its own model or temperature (a sampled repairer, a larger model as
 critic). The runner binds them for the problem being solved with :func:`using_role_lms`;
-:func:`runtime.role_call.call_role` asks :func:`role_lm` for the role it is calling and falls
+:func:`critiquelab.runtime.role_call.call_role` asks :func:`role_lm` for the role it is calling and falls
 back to the context's LM. A context variable, not pipeline state: the pipeline object is shared
 by the problems solved concurrently, and parallel agents copy the context they were started in.
 """

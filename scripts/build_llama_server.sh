@@ -21,7 +21,7 @@ NO_AMX_CMAKE_FLAGS=()
 
 fail() { echo "llama-server: not built ($1); the local model is served by llama-cpp-python"; exit 1; }
 
-target=$("$PY" -m experiments.serving.server_build 2>/dev/null) || fail "cannot import experiments.serving.server_build"
+target=$("$PY" -m critiquelab.experiments.serving.server_build 2>/dev/null) || fail "cannot import critiquelab.experiments.serving.server_build"
 if [ -x "$target" ] && [ -f "$(dirname "$target")/build.json" ]; then
   echo "llama-server: cached at $target"
   exit 0

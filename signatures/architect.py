@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dspy
 
-from signatures.team_contracts import TaskAssignment
+from critiquelab.signatures.team_contracts import TaskAssignment
 
 
 class Architect(dspy.Signature):

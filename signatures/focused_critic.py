@@ -7,7 +7,7 @@ from typing import Literal
 
 import dspy
 
-from signatures.review import Finding, Verdict
+from critiquelab.signatures.review import Finding, Verdict
 
 CriticFocus = Literal["correctness", "edge_cases", "performance", "readability", "security"]
 

@@ -15,7 +15,7 @@ class Judge(dspy.Signature):
     proposals: str = dspy.InputField(desc="The debaters' final solutions, numbered from 1.")
     transcript: str = dspy.InputField(desc="The debaters' arguments, round by round.")
     choice: int = dspy.OutputField(desc="The number of the chosen solution.")
-    # As the debater's (signatures.debater): fields that say what they must not hold, so the reply
+    # As the debater's (critiquelab.signatures.debater): fields that say what they must not hold, so the reply
     # does not copy solutions or the docstring (measured: the 0.5B filled merged_code with the
     # prompt's stub, docstring and all, where it was to stay empty).
     rationale: str = dspy.OutputField(desc="One or two sentences of prose, no code, explaining the choice.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dspy
 
-from signatures.review import Finding, Verdict
+from critiquelab.signatures.review import Finding, Verdict
 
 
 class ScratchpadReviewer(dspy.Signature):

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from signatures.review import Category, Severity
+from critiquelab.signatures.review import Category, Severity
 
 Priority = Literal["high", "medium", "low"]
 DeveloperStatus = Literal["completed", "partial", "failed"]

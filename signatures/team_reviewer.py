@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dspy
 
-from signatures.team_contracts import ReviewFinding, ReviewVerdict
+from critiquelab.signatures.team_contracts import ReviewFinding, ReviewVerdict
 
 
 class TeamReviewer(dspy.Signature):

@@ -49,7 +49,7 @@ def sandbox_tmpdir() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def humaneval_problems() -> list:
-    from eval.datasets import load_problems
+    from critiquelab.eval.datasets import load_problems
 
     return load_problems()
 

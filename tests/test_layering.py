@@ -61,7 +61,9 @@ def _all_imports(path: Path, root: Path = ROOT) -> set[str]:
             names.update(f"{source}.{alias.name}" for alias in node.names if alias.name != "*")
         elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-    return names
+    # Our code imports itself as critiquelab.<package> (the namespace no user folder shadows);
+    # the layers are the folders, so the prefix is dropped to name a module by its folder.
+    return {name.removeprefix("critiquelab.") for name in names}
 
 
 def _imports(path: Path) -> set[str]:

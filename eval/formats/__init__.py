@@ -20,9 +20,9 @@ from typing import Annotated
 from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
-from core.errors import UserError
-from core.plugins import entry_point_objects
-from eval.formats.base import DatasetFormat, FormatOptions
+from critiquelab.core.errors import UserError
+from critiquelab.core.plugins import entry_point_objects
+from critiquelab.eval.formats.base import DatasetFormat, FormatOptions
 
 ENTRY_POINTS = "critiquelab.formats"
 
@@ -39,7 +39,8 @@ def _formats() -> dict[str, DatasetFormat]:
     for loaded in entry_point_objects(ENTRY_POINTS):
         value = loaded.value
         if not isinstance(value, DatasetFormat):
-            raise UserError(f"{loaded.source}: not a dataset format (an eval.formats.DatasetFormat)")
+            raise UserError(f"{loaded.source}: not a dataset format "
+                            "(a critiquelab.eval.formats.DatasetFormat)")
         if value.name != loaded.name:
             raise UserError(f"{loaded.source}: is format '{value.name}'; name the entry point '{value.name}'")
         if value.name in found and found[value.name][0] is not value:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from eval.formats.rows import RowReader
-from eval.problems import Problem
+from critiquelab.eval.formats.rows import RowReader
+from critiquelab.eval.problems import Problem
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ and other columns are not read.
 
 The hidden test is differential: every input of ``base_input + plus_input`` (each a list of
 arguments) is given to the candidate and its output compared with the canonical solution's
-output on the same input, computed in the trusted checker (``eval.sandbox.reference``), with
+output on the same input, computed in the trusted checker (``critiquelab.eval.sandbox.reference``), with
 ``atol`` where given. The prompt is the dataset's own (HumanEval+: HumanEval's stub; MBPP+:
 the task and its first assert in a docstring), so the visible examples are what it shows.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eval.formats.base import DatasetFormat, FormatOptions
-from eval.formats.rows import RowReader, defined_functions
-from eval.problems import Problem
+from critiquelab.eval.formats.base import DatasetFormat, FormatOptions
+from critiquelab.eval.formats.rows import RowReader, defined_functions
+from critiquelab.eval.problems import Problem
 
 
 def _inputs(row: RowReader, field: str, *, required: bool) -> list[list[Any]]:
@@ -37,7 +37,7 @@ def build_test(source: str, entry_point: str, inputs: list[list[Any]], atol: flo
     the test module loads. Failures name the input by position only, never its value."""
     return (
         "import json\n\n"
-        "from eval.sandbox.reference import reference_outputs, same_output\n\n"
+        "from critiquelab.eval.sandbox.reference import reference_outputs, same_output\n\n"
         f"_INPUTS = json.loads({json.dumps(inputs)!r})\n"
         f"_EXPECTED = reference_outputs({source!r}, {entry_point!r}, _INPUTS)\n"
         f"_ATOL = {atol!r}\n\n\n"

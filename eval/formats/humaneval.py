@@ -3,9 +3,9 @@ optionally ``canonical_solution``); the loader only checks it."""
 
 from __future__ import annotations
 
-from eval.formats.base import DatasetFormat, FormatOptions
-from eval.formats.rows import RowReader, check_function_fault, defined_functions
-from eval.problems import Problem
+from critiquelab.eval.formats.base import DatasetFormat, FormatOptions
+from critiquelab.eval.formats.rows import RowReader, check_function_fault, defined_functions
+from critiquelab.eval.problems import Problem
 
 
 def problem_from_row(row: RowReader, options: FormatOptions) -> Problem:

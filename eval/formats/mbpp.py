@@ -20,9 +20,9 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from eval.formats.base import DatasetFormat, FormatOptions
-from eval.formats.rows import CANNOT_FAIL, RowReader, can_fail_an_answer, defined_functions
-from eval.problems import Problem
+from critiquelab.eval.formats.base import DatasetFormat, FormatOptions
+from critiquelab.eval.formats.rows import CANNOT_FAIL, RowReader, can_fail_an_answer, defined_functions
+from critiquelab.eval.problems import Problem
 
 _INDENT = "    "
 

@@ -14,8 +14,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import UserError
-from eval import python_ast
+from critiquelab.core.errors import UserError
+from critiquelab.eval import python_ast
 
 # A task id names a problem in every table, page title, checkpoint and MLflow trace (whose name
 # MLflow caps at 4,096 characters); real ones are short ("HumanEval/0", "Mbpp/2", 601).

@@ -1,4 +1,4 @@
-"""The sandbox behind ``eval.execution`` (issue #3).
+"""The sandbox behind ``critiquelab.eval.execution`` (issue #3).
 
 - ``codec``: the plain-data value format and framing; the only thing crossing the boundary.
 - ``limits``: resource limits for candidate processes.

@@ -27,9 +27,9 @@ import sys
 import time
 from typing import Any
 
-from eval.sandbox import codec
-from eval.sandbox.launcher import Sandbox, SandboxFailure
-from eval.sandbox.limits import Limits
+from critiquelab.eval.sandbox import codec
+from critiquelab.eval.sandbox.launcher import Sandbox, SandboxFailure
+from critiquelab.eval.sandbox.limits import Limits
 
 _STREAMS = ("stdout", "stderr")
 

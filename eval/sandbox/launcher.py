@@ -16,9 +16,9 @@ import struct
 import subprocess
 import time
 
-from eval.sandbox import codec
-from eval.sandbox.isolation import LaunchSpec, launch_spec
-from eval.sandbox.limits import Limits
+from critiquelab.eval.sandbox import codec
+from critiquelab.eval.sandbox.isolation import LaunchSpec, launch_spec
+from critiquelab.eval.sandbox.limits import Limits
 
 _BUDGET = struct.Struct(">d")
 GRACE_S = 3.0  # how long past a budget the server may take to answer before we call it stuck

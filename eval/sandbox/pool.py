@@ -34,13 +34,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from eval.sandbox import codec
-from eval.sandbox.limits import Limits
+from critiquelab.eval.sandbox import codec
+from critiquelab.eval.sandbox.limits import Limits
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from eval.sandbox.checker import main; main()"
+    "from critiquelab.eval.sandbox.checker import main; main()"
 )
 HARD_GRACE_S = 10.0  # past the job's own timeout before a checker counts as hung
 LANE_PREFIX = "critiquelab-lane-"

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the same files, under the names a type checker finds them by
     import ctypes
 
-    from eval.sandbox import codec
-    from eval.sandbox.output_sink import OutputSink
+    from critiquelab.eval.sandbox import codec
+    from critiquelab.eval.sandbox.output_sink import OutputSink
 else:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import codec  # stdlib-only sibling modules, found via the line above

@@ -1,7 +1,7 @@
-"""``python -m experiments.cli``: the ``critiquelab`` command (the runs' own invocation)."""
+"""``python -m critiquelab.experiments.cli``: the ``critiquelab`` command (the runs' own invocation)."""
 
 import sys
 
-from experiments.cli.main import main
+from critiquelab.experiments.cli.main import main
 
 sys.exit(main())

@@ -1,5 +1,5 @@
 """Argument types of the command line that refuse a bad value before anything runs: argparse
-turns the ``ArgumentTypeError`` into one line and exit code 2 (see ``experiments.cli.parser``)."""
+turns the ``ArgumentTypeError`` into one line and exit code 2 (see ``critiquelab.experiments.cli.parser``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from core.lookup import user_path
-from experiments.paths import unwritable_dir
+from critiquelab.core.lookup import user_path
+from critiquelab.experiments.paths import unwritable_dir
 
 
 def int_between(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
@@ -42,9 +42,9 @@ def comma_separated(text: str) -> list[str]:
 
 
 def dataset_format(text: str) -> str:
-    """``--format``: an installed dataset format (critiquelab's, or a plugin's: eval.formats)."""
-    from core.errors import UserError
-    from eval.formats import get_format
+    """``--format``: an installed dataset format (critiquelab's, or a plugin's: critiquelab.eval.formats)."""
+    from critiquelab.core.errors import UserError
+    from critiquelab.eval.formats import get_format
 
     try:
         return get_format(text).name
@@ -64,7 +64,7 @@ def request_timeout(text: str) -> float:
     (``model.timeout_s``), refused with the text as typed (``1e400``, not ``inf``)."""
     import math
 
-    from experiments.spec.experiment import ModelSpec
+    from critiquelab.experiments.spec.experiment import ModelSpec
 
     try:
         value = float(text)
@@ -85,7 +85,7 @@ def request_timeout(text: str) -> float:
 
 def output_dir(text: str) -> Path:
     """A directory to write into: an existing directory that takes new entries, or one that can
-    be created — tried here (and undone, see :func:`experiments.paths.unwritable_dir`), so a bad
+    be created — tried here (and undone, see :func:`critiquelab.experiments.paths.unwritable_dir`), so a bad
     one is refused before any work is done, and nothing is left behind."""
     problem = unwritable_dir(text)
     if problem is not None:

@@ -1,4 +1,4 @@
-"""What each verb of ``critiquelab`` does: a call of :mod:`experiments.api` (or of the module the
+"""What each verb of ``critiquelab`` does: a call of :mod:`critiquelab.experiments.api` (or of the module the
 verb is about) and what it prints. Anything a command needs is imported when it runs, so that
 ``--help`` stays quick."""
 
@@ -14,29 +14,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import UserError
-from experiments.cli.memory import cmd_memory
-from experiments.cli.rescore import cmd_rescore
-from experiments.cli.study import cmd_study
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.cli.memory import cmd_memory
+from critiquelab.experiments.cli.rescore import cmd_rescore
+from critiquelab.experiments.cli.study import cmd_study
 
 if TYPE_CHECKING:
-    from experiments.spec.overrides import RunOverrides
+    from critiquelab.experiments.spec.overrides import RunOverrides
 
 
 def _overrides(args: argparse.Namespace) -> RunOverrides:
     """The run options that replace spec values (each is the option of the same name)."""
-    from experiments.spec.overrides import RunOverrides
+    from critiquelab.experiments.spec.overrides import RunOverrides
 
     return RunOverrides(**{name: getattr(args, name) for name in RunOverrides.model_fields})
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from experiments.api import run
+    from critiquelab.experiments.api import run
 
     if args.estimate:
         return _cmd_estimate(args)
     if args.study is not None:  # refused before the run, not after hours of it
-        from experiments.studies.write import check_destination
+        from critiquelab.experiments.studies.write import check_destination
 
         if args.evidence is None:
             raise UserError("--study needs --evidence held_out|in_sample: what a reader is told beside "
@@ -55,8 +55,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _print_notices([n for n in result.comparison.notices if n not in result.warnings])
         print(f"\n{result.comparison.markdown}\nReport: {result.comparison.files['html']}")
     if args.study is not None:
-        from experiments.api import load_experiment
-        from experiments.studies.write import write_study
+        from critiquelab.experiments.api import load_experiment
+        from critiquelab.experiments.studies.write import write_study
 
         # From the store the run logged to: a spec's tracking server, not the local one.
         tracking = load_experiment(args.spec, _overrides(args)).tracking.uri
@@ -67,7 +67,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_estimate(args: argparse.Namespace) -> int:
-    from experiments.api import estimate
+    from critiquelab.experiments.api import estimate
 
     result = estimate(args.spec, overrides=_overrides(args), home=args.home, fresh=args.fresh)
     print(result.table())
@@ -80,17 +80,17 @@ def _print_notices(notices: list[str]) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from eval.statistics import check_bootstrap_options
-    from experiments.compare.runs import compare_runs
-    from experiments.paths import data_dir as default_data_dir
-    from experiments.studies.read import is_study, load_study
+    from critiquelab.eval.statistics import check_bootstrap_options
+    from critiquelab.experiments.compare.runs import compare_runs
+    from critiquelab.experiments.paths import data_dir as default_data_dir
+    from critiquelab.experiments.studies.read import is_study, load_study
 
     # Checked here too so the message names the flags rather than compare_runs' parameters.
     check_bootstrap_options(
         args.resamples, args.bootstrap_seed, resamples_name="--resamples", seed_name="--bootstrap-seed"
     )
     if args.viewer_url is not None:
-        from experiments.viewer.server import check_viewer_url
+        from critiquelab.experiments.viewer.server import check_viewer_url
 
         check_viewer_url(args.viewer_url, "--viewer-url")
     if len(args.runs) == 1 and is_study(args.runs[0]):  # from the study's files: nothing to log
@@ -113,7 +113,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    from experiments.api import optimize
+    from critiquelab.experiments.api import optimize
 
     result = optimize(args.spec, home=args.home, fresh=args.fresh, cache=not args.no_cache,
                       log=lambda line: print(line, file=sys.stderr, flush=True), progress=True)
@@ -140,7 +140,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from experiments.api import export
+    from critiquelab.experiments.api import export
 
     result = export(args.target, formats=args.formats, out=args.out, home=args.home, prefix=args.prefix)
     for path in result["files"]:
@@ -153,9 +153,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:
-    from experiments.paths import data_dir
-    from experiments.tracking.local_store import check_writable_store
-    from experiments.tracking.store import is_server, tracking_uri
+    from critiquelab.experiments.paths import data_dir
+    from critiquelab.experiments.tracking.local_store import check_writable_store
+    from critiquelab.experiments.tracking.store import is_server, tracking_uri
 
     home = args.home or data_dir()
     if is_server(tracking_uri(home)):  # a team's server has its own UI
@@ -179,9 +179,9 @@ def _cmd_ui(args: argparse.Namespace) -> int:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
-    from experiments.paths import data_dir
-    from experiments.tracking.store import tracking_uri
-    from experiments.viewer.server import HOST, export, make_server, open_viewer
+    from critiquelab.experiments.paths import data_dir
+    from critiquelab.experiments.tracking.store import tracking_uri
+    from critiquelab.experiments.viewer.server import HOST, export, make_server, open_viewer
 
     home = args.home or data_dir()
     viewer, first = open_viewer(tracking_uri(home), args.run_id)
@@ -197,8 +197,8 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from experiments.paths import model_cache_dir
-    from experiments.serving.model_files import BUNDLED_MODELS, ensure_model_file, resolve_bundled
+    from critiquelab.experiments.paths import model_cache_dir
+    from critiquelab.experiments.serving.model_files import BUNDLED_MODELS, ensure_model_file, resolve_bundled
 
     if args.action == "list":
         for bundled in BUNDLED_MODELS.values():
@@ -214,8 +214,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_pipelines(args: argparse.Namespace) -> int:
-    from experiments.api import list_pipelines
-    from experiments.cli.pipelines_listing import render_pipelines
+    from critiquelab.experiments.api import list_pipelines
+    from critiquelab.experiments.cli.pipelines_listing import render_pipelines
 
     print(render_pipelines(list_pipelines(args.names or None), shutil.get_terminal_size().columns))
     return 0

@@ -1,7 +1,7 @@
-"""The ``critiquelab`` command line, a thin layer over :mod:`experiments.api`: its entry point
+"""The ``critiquelab`` command line, a thin layer over :mod:`critiquelab.experiments.api`: its entry point
 and how a command ends.
 
-Exit codes (defined once, :class:`core.errors.ExitCode`): 0 done; 2 bad input (one line naming it,
+Exit codes (defined once, :class:`critiquelab.core.errors.ExitCode`): 0 done; 2 bad input (one line naming it,
 nothing written); 3 an external service (model endpoint, Chroma or MLflow server) failed mid-run
 (one line; the same command resumes); 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the terminal
 closed; the process ends within seconds, resumable; what fails while it stops is a warning line
@@ -9,8 +9,9 @@ before the stop's, not exit 2 or 3); 141 standard output closed by its reader (`
 ``--debug`` shows the traceback above that line, with the same exit code; any other traceback is a
 bug.
 
-:func:`main` is the ``critiquelab`` script and ``python -m experiments.cli``; the verbs and their
-options are :mod:`experiments.cli.parser`, what each verb does :mod:`experiments.cli.commands`.
+:func:`main` is the ``critiquelab`` script and ``python -m critiquelab.experiments.cli``; the verbs and their
+options are :mod:`critiquelab.experiments.cli.parser`, what each verb does
+:mod:`critiquelab.experiments.cli.commands`.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import threading
 import traceback
 from typing import Any, NoReturn
 
-from core.errors import ExitCode, ServiceError, UserError
-from experiments.cli.commands import HANDLERS
-from experiments.cli.parser import build_parser
+from critiquelab.core.errors import ExitCode, ServiceError, UserError
+from critiquelab.experiments.cli.commands import HANDLERS
+from critiquelab.experiments.cli.parser import build_parser
 
 # After Ctrl-C, SIGTERM or SIGHUP the runner marks its runs, stops the model server and flushes the
 # pool; whatever still hangs then (a model request in flight) must not keep the process alive.
@@ -62,7 +63,7 @@ def _one_line(error: Exception) -> str:
 def _hard_exit(code: int, message: str = "") -> NoReturn:
     """Exit without joining worker threads that are blocked in a model request. ``atexit`` does
     not run, so the sandbox's checkers, which it would have stopped, are killed here."""
-    from eval.sandbox import pool as sandbox_pool
+    from critiquelab.eval.sandbox import pool as sandbox_pool
 
     if message:
         _say(message)
@@ -91,13 +92,13 @@ def _main(argv: list[str] | None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error, already printed as one line (2)
         return int(exc.code or 0)
-    from experiments.api import offline_defaults
+    from critiquelab.experiments.api import offline_defaults
 
     offline_defaults()
     if args.home:
         os.environ["CRITIQUELAB_HOME"] = str(args.home)
     elif os.environ.get("CRITIQUELAB_HOME"):  # checked as --home is, before anything is written
-        from experiments.paths import unwritable_dir
+        from critiquelab.experiments.paths import unwritable_dir
 
         problem = unwritable_dir(os.environ["CRITIQUELAB_HOME"])
         if problem is not None:

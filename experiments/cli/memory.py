@@ -1,5 +1,5 @@
 """`critiquelab memory …`: see and curate what the agents learned (a thin layer over
-:class:`runtime.memory.bank.MemoryBank`)."""
+:class:`critiquelab.runtime.memory.bank.MemoryBank`)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import datetime
 import math
 from typing import Any
 
-from core.errors import UserError
-from experiments.cli.arg_types import int_between
-from experiments.paths import data_dir
-from runtime.memory.bank import MemoryBank, memory_dir
-from runtime.memory.config import DEFAULT_COLLECTION, STORE_NAME
-from runtime.memory.consolidation import DUPLICATE_DISTANCE, consolidate
-from runtime.memory.entries import MEMORY_TYPES
-from runtime.memory.episodic import stored_collections
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.cli.arg_types import int_between
+from critiquelab.experiments.paths import data_dir
+from critiquelab.runtime.memory.bank import MemoryBank, memory_dir
+from critiquelab.runtime.memory.config import DEFAULT_COLLECTION, STORE_NAME
+from critiquelab.runtime.memory.consolidation import DUPLICATE_DISTANCE, consolidate
+from critiquelab.runtime.memory.entries import MEMORY_TYPES
+from critiquelab.runtime.memory.episodic import stored_collections
 
 
 def _text(value: str) -> str:
@@ -64,7 +64,7 @@ def _decision_id(value: str) -> str:
 
 
 def _role(value: str) -> str:
-    from pipelines.registry import describe_pipelines
+    from critiquelab.pipelines.registry import describe_pipelines
 
     roles = sorted({role for pipeline in describe_pipelines() for role in pipeline["roles"]})
     if value not in roles:

@@ -1,5 +1,5 @@
 """The ``critiquelab`` command line's verbs and options (argparse). Every argument's type checks
-its value (:mod:`experiments.cli.arg_types`), so a bad one is refused before any work."""
+its value (:mod:`critiquelab.experiments.cli.arg_types`), so a bad one is refused before any work."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any, NoReturn
 
-from core.errors import ExitCode
-from experiments.cli.arg_types import (
+from critiquelab.core.errors import ExitCode
+from critiquelab.experiments.cli.arg_types import (
     comma_separated,
     comma_separated_ints,
     data_home,
@@ -18,15 +18,15 @@ from experiments.cli.arg_types import (
     prompt_prefix,
     request_timeout,
 )
-from experiments.cli.memory import add_memory_parser
-from experiments.cli.rescore import add_rescore_parser
-from experiments.cli.study import add_evidence_options, add_study_parser
+from critiquelab.experiments.cli.memory import add_memory_parser
+from critiquelab.experiments.cli.rescore import add_rescore_parser
+from critiquelab.experiments.cli.study import add_evidence_options, add_study_parser
 
 # Printed by --help as written (plain text: no reST or Markdown markup a terminal would show raw).
 DESCRIPTION = """\
 Run multi-agent code-generation experiments, compare their pipelines, look at what the
 agents did, and optimise and export their prompts. Everything here is also a Python API
-(experiments.api)."""
+(critiquelab.experiments.api)."""
 EPILOG = """\
 'critiquelab VERB --help' shows a verb's options; 'critiquelab pipelines' lists the pipelines
 a spec can name.

@@ -12,7 +12,7 @@ _MIN_DESCRIPTION = 30  # narrower than this, the description goes on lines of it
 
 
 def render_pipelines(pipelines: Sequence[dict[str, Any]], width: int) -> str:
-    """The listing of :func:`pipelines.registry.describe_pipelines`, at most ``width`` wide where
+    """The listing of :func:`critiquelab.pipelines.registry.describe_pipelines`, at most ``width`` wide where
     the columns before the description allow it."""
     blocks = []
     for pipeline in pipelines:

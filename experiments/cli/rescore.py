@@ -1,5 +1,5 @@
 """``critiquelab rescore RUN_ID --dataset FILE``: a thin layer over
-:func:`experiments.rescore.runs.rescore_run`."""
+:func:`critiquelab.experiments.rescore.runs.rescore_run`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from experiments.cli.arg_types import dataset_format, output_dir
+from critiquelab.experiments.cli.arg_types import dataset_format, output_dir
 
 
 def add_rescore_parser(commands: Any) -> None:
@@ -34,8 +34,8 @@ def _print(source: str, notices: list[str], dataset: str, dataset_format: str, t
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from experiments.rescore.runs import rescore_run, rescore_study
-    from experiments.studies.read import is_study
+    from critiquelab.experiments.rescore.runs import rescore_run, rescore_study
+    from critiquelab.experiments.studies.read import is_study
 
     if is_study(args.run_id):  # a committed study: from its files, nothing logged
         scored = rescore_study(args.run_id, args.dataset, dataset_format=args.dataset_format, out=args.out,

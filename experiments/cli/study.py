@@ -1,4 +1,4 @@
-"""``critiquelab study write|check|show``: a thin layer over :mod:`experiments.studies`.
+"""``critiquelab study write|check|show``: a thin layer over :mod:`critiquelab.experiments.studies`.
 (``critiquelab compare STUDY_DIR`` and ``rescore STUDY_DIR`` read a study too.)"""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.errors import ExitCode
-from experiments.cli.arg_types import output_dir
+from critiquelab.core.errors import ExitCode
+from critiquelab.experiments.cli.arg_types import output_dir
 
 
 def one_line(text: str) -> str:
@@ -68,7 +68,7 @@ def add_study_parser(commands: Any) -> None:
 
 
 def _tables(args: argparse.Namespace) -> int:
-    from experiments.studies.tables import refresh_files
+    from critiquelab.experiments.studies.tables import refresh_files
 
     found = [Path("README.md"), args.root / "README.md", *sorted(args.docs.rglob("*.md"))]
     files = args.files or [p for p in found if p.is_file()]
@@ -83,8 +83,8 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def cmd_study(args: argparse.Namespace) -> int:
-    from experiments.studies.read import load_study
-    from experiments.studies.write import write_study
+    from critiquelab.experiments.studies.read import load_study
+    from critiquelab.experiments.studies.write import write_study
 
     if args.study_command == "tables":
         return _tables(args)

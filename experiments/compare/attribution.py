@@ -1,11 +1,11 @@
 """compare's failure attribution: per pipeline, where each problem ended and how often.
 
 Each run's problems are attributed by its pipeline's registered outcome model
-(:meth:`pipelines.outcomes.Outcome.attributions`, in the places :mod:`pipelines.attribution`
-defines): a pipeline that drafts and revises by its first and final versions' hidden-test results
-and what its reviews asked for, one that chooses among candidates by every candidate's. The
-per-problem class is the ``attribution`` column of compare's ``problems.csv`` (with the run id, so
-``critiquelab view`` opens each problem), counts and shares per pipeline are ``attribution.csv``,
+(:meth:`critiquelab.pipelines.outcomes.Outcome.attributions`, in the places
+:mod:`critiquelab.pipelines.attribution` defines): a pipeline that drafts and revises by its first and final
+versions' hidden-test results and what its reviews asked for, one that chooses among candidates by every
+candidate's. The per-problem class is the ``attribution`` column of compare's ``problems.csv`` (with the run
+id, so ``critiquelab view`` opens each problem), counts and shares per pipeline are ``attribution.csv``,
 a section of ``summary.md`` and ``report.html`` (each problem linked to its transcript) and
 metrics ``attribution.<label>.<end>`` (and ``…_share``) on the run the comparison is logged to.
 """
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.results import results_from_table
-from experiments.compare.compared_run import ComparedRun
-from pipelines.attribution import MEANINGS
+from critiquelab.eval.results import results_from_table
+from critiquelab.experiments.compare.compared_run import ComparedRun
+from critiquelab.pipelines.attribution import MEANINGS
 
 COLUMN = "attribution"
 PROBLEM_COLUMNS = ("pipeline", "seed", "run_id", "task_id", "passed", COLUMN)
@@ -39,7 +39,7 @@ class AttributionSection:
 def attribute_problems(problems: Any, runs: Sequence[ComparedRun]) -> dict[str, tuple[str, ...]]:
     """Set ``problems[COLUMN]`` (None where a problem is not attributable) from each run's
     registered outcome model; returns, per label attributed, the places its problems can end."""
-    from pipelines.registry import is_pipeline, outcome_model
+    from critiquelab.pipelines.registry import is_pipeline, outcome_model
 
     problems[COLUMN] = None
     ends: dict[str, tuple[str, ...]] = {}
@@ -104,7 +104,7 @@ def _markdown(counts: Any) -> str:
 
 
 def _html(counts: Any, problems: Any, viewer_url: str | None) -> str:
-    from experiments.viewer.server import problem_link
+    from critiquelab.experiments.viewer.server import problem_link
 
     parts = ['<section id="attribution"><h2>Where problems ended</h2>']
     for places, labels in _tables(counts):
@@ -134,7 +134,7 @@ def attribution_section(
 ) -> AttributionSection:
     """Attribute ``problems`` (adding the column), write ``problems.csv`` (always) and, when some
     pipeline attributes its problems, ``attribution.csv`` and the report sections."""
-    from eval.report import add_html_section
+    from critiquelab.eval.report import add_html_section
 
     ends = attribute_problems(problems, runs)
     files["problems"] = out / "problems.csv"

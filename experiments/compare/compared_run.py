@@ -16,7 +16,7 @@ class ComparedRun:
     label: str
     seed: int
     pipeline: str = ""  # the registered pipeline the run ran (its outcome model summarises its figures)
-    control: str = ""  # the positive control the run was (experiments.controls), '' for none
-    # What the run warned about when it ended (experiments.run_warnings: replies without code or
+    control: str = ""  # the positive control the run was (critiquelab.experiments.controls), '' for none
+    # What the run warned about when it ended (critiquelab.experiments.run_warnings: replies without code or
     # usage, replies cut at max_tokens …): compare repeats it beside the figures it qualifies.
     warnings: tuple[str, ...] = ()

@@ -1,8 +1,8 @@
-"""compare's Controls block: positive controls (``pipelines.controls``) are reported apart from
+"""compare's Controls block: positive controls (``critiquelab.pipelines.controls``) are reported apart from
 the pipelines they bound, never as a headline row, a headline pair or a bar of the plots.
 
 A control run is known by its MLflow tag (``critiquelab.control``, set by the runner) and its
-label carries the marker ``[control: NAME]`` (:func:`experiments.controls.marked_label`), so it
+label carries the marker ``[control: NAME]`` (:func:`critiquelab.experiments.controls.marked_label`), so it
 reads as a control wherever a label is shown. Its rows and every pair that involves it go to
 ``controls.csv`` / ``control_pairs.csv`` and a Controls section of ``summary.md`` and
 ``report.html``.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.compare.compared_run import ComparedRun
+from critiquelab.experiments.compare.compared_run import ComparedRun
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def split_controls(table: Any, pairs: Any, runs: Sequence[ComparedRun]) -> Split
 def controls_section(split: SplitTables, out: Path, files: dict[str, Path]) -> str:
     """Write the controls' tables beside the report and put their section into ``report.html``;
     the Markdown section is returned ('' without a control)."""
-    from eval.report import add_html_section, controls_markdown, render_controls_html
+    from critiquelab.eval.report import add_html_section, controls_markdown, render_controls_html
 
     if split.controls.empty:
         return ""

@@ -3,7 +3,7 @@ test of every pipeline with memory against a reference without it.
 
 The reference of a pipeline with memory is the run of the same registered pipeline without memory
 when the comparison holds one (reflexion+memory against reflexion: the same retries, so the same
-order effect), else the baseline; ``eval.learning_slope`` says what is tested and how.
+order effect), else the baseline; ``critiquelab.eval.learning_slope`` says what is tested and how.
 """
 
 from __future__ import annotations
@@ -15,10 +15,15 @@ from typing import Any
 
 import pandas as pd
 
-from eval.learning_curve import LEARNING_PLOT, curve_summary, learning_curves, plot_learning_curves
-from eval.learning_slope import slope_tests
-from eval.report import MEMORY_COLUMNS, add_memory_section
-from experiments.compare.compared_run import ComparedRun
+from critiquelab.eval.learning_curve import (
+    LEARNING_PLOT,
+    curve_summary,
+    learning_curves,
+    plot_learning_curves,
+)
+from critiquelab.eval.learning_slope import slope_tests
+from critiquelab.eval.report import MEMORY_COLUMNS, add_memory_section
+from critiquelab.experiments.compare.compared_run import ComparedRun
 
 SLOPE_FILE = "learning_slope.csv"
 

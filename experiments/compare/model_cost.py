@@ -2,7 +2,7 @@
 
 A run whose roles used more than one model logs ``model.<id>.tokens`` per model and the seconds
 each model took with the tokens those seconds cover (``.model_s``, ``.timed_tokens``:
-:func:`experiments.serving.role_models.usage_by_model`). Pooled over the compared runs, they give
+:func:`critiquelab.experiments.serving.role_models.usage_by_model`). Pooled over the compared runs, they give
 each model's measured seconds per token on this machine; the section weighs every run's tokens
 by them: ``model_s_per_problem`` = Σ over models of tokens per problem × that model's seconds per
 token — what the run's calls cost in model time, cached calls included at the speed measured
@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.compare.compared_run import ComparedRun
+from critiquelab.experiments.compare.compared_run import ComparedRun
 
 COST_FILE = "model_cost.csv"
 _MODEL = "model."
@@ -77,7 +77,7 @@ def model_cost_frame(
 def model_cost_section(client: Any, runs: Sequence[ComparedRun], out: Path, files: dict[str, Path]) -> str:
     """Write ``model_cost.csv`` and put the section into ``report.html``; the Markdown section is
     returned ('' when no compared run used more than one model)."""
-    from eval.report import add_html_section, frame_html, markdown_table
+    from critiquelab.eval.report import add_html_section, frame_html, markdown_table
 
     logged = [dict(client.get_run(run.run_id).data.metrics) for run in runs]
     if not any(_per_model(metrics, "tokens") for metrics in logged):

@@ -2,7 +2,7 @@
 
 From a notebook::
 
-    from experiments.compare.runs import compare_runs
+    from critiquelab.experiments.compare.runs import compare_runs
     result = compare_runs("<parent run id>")        # every child run (pipeline × seed) of it
     result = compare_runs(["<child id>", "<child id>"])  # explicit runs, possibly across parents
     result.table, result.pairs                      # pandas DataFrames
@@ -27,21 +27,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from eval.result_schema import upgrade_table
-from eval.summary import FigureMetrics
-from experiments.compare.attribution import attribution_section, log_attribution_metrics
-from experiments.compare.compared_run import ComparedRun
-from experiments.compare.controls import controls_section, split_controls
-from experiments.compare.learning import learning_section
-from experiments.compare.model_cost import model_cost_section
-from experiments.controls import control_of_run, marked_label
-from experiments.paths import check_writable_dir
-from experiments.paths import data_dir as default_data_dir
-from experiments.rescore.pairs import lost_passes_section
-from experiments.tracking.compare_provenance import provenance_notices
-from experiments.tracking.local_store import require_runs
-from experiments.tracking.store import (
+from critiquelab.core.errors import UserError
+from critiquelab.eval.result_schema import upgrade_table
+from critiquelab.eval.summary import FigureMetrics
+from critiquelab.experiments.compare.attribution import attribution_section, log_attribution_metrics
+from critiquelab.experiments.compare.compared_run import ComparedRun
+from critiquelab.experiments.compare.controls import controls_section, split_controls
+from critiquelab.experiments.compare.learning import learning_section
+from critiquelab.experiments.compare.model_cost import model_cost_section
+from critiquelab.experiments.controls import control_of_run, marked_label
+from critiquelab.experiments.paths import check_writable_dir
+from critiquelab.experiments.paths import data_dir as default_data_dir
+from critiquelab.experiments.rescore.pairs import lost_passes_section
+from critiquelab.experiments.tracking.compare_provenance import provenance_notices
+from critiquelab.experiments.tracking.local_store import require_runs
+from critiquelab.experiments.tracking.store import (
     CHILD_TAG,
     PARENT_TAG,
     WARNINGS_TAG,
@@ -221,7 +221,7 @@ def figure_tables(runs: Sequence[ComparedRun], notices: list[str]) -> dict[str, 
     """Per label, the table metrics of its pipeline's figures, as the pipeline's registered
     outcome model summarises them. A run of a pipeline not registered here (renamed, or from
     other code) gets only the columns every pipeline has, and a notice says so."""
-    from pipelines.registry import is_pipeline, outcome_model
+    from critiquelab.pipelines.registry import is_pipeline, outcome_model
 
     pipelines = {run.label: run.pipeline for run in runs}  # a label's runs are of one pipeline
     tables: dict[str, FigureMetrics] = {}
@@ -237,7 +237,7 @@ def figure_tables(runs: Sequence[ComparedRun], notices: list[str]) -> dict[str, 
 def discordant_links(problems: Any, viewer_url: str) -> tuple[tuple[str, str], ...]:
     """(text, URL) for every problem one run passed and another of the same seed failed: its
     paired view in the viewer at ``viewer_url`` (``critiquelab view``'s root)."""
-    from experiments.viewer.server import pair_link
+    from critiquelab.experiments.viewer.server import pair_link
 
     links = []
     runs = problems[["pipeline", "seed", "run_id"]].drop_duplicates().to_records(index=False)
@@ -306,12 +306,12 @@ def compare_runs(
     compared runs' viewer pages are written beside the report (``viewer/``), so the links open
     from disk and travel with the report.
     """
-    from eval.statistics import check_bootstrap_options
+    from critiquelab.eval.statistics import check_bootstrap_options
 
     check_bootstrap_options(
         n_resamples, bootstrap_seed, confidence, resamples_name="n_resamples", seed_name="bootstrap_seed"
     )
-    from experiments.viewer.server import REPORT_PAGES, check_viewer_url
+    from critiquelab.experiments.viewer.server import REPORT_PAGES, check_viewer_url
 
     viewer_url = check_viewer_url(viewer_url) if viewer_url is not None else None
     run_ids = [runs] if isinstance(runs, str) else list(runs)
@@ -335,8 +335,8 @@ def compare_runs(
         n_resamples=n_resamples, confidence=confidence, viewer_url=viewer_url or REPORT_PAGES,
     )
     if viewer_url is None:  # the links' pages, written beside the report: they open from disk
-        from experiments.viewer.data import ViewerData
-        from experiments.viewer.server import Viewer, export
+        from critiquelab.experiments.viewer.data import ViewerData
+        from critiquelab.experiments.viewer.server import Viewer, export
 
         export(Viewer(ViewerData(client.tracking_uri)), out / REPORT_PAGES, [r.run_id for r in resolved])
     logged = None
@@ -359,10 +359,10 @@ def report_comparison(
 ) -> ComparisonResult:
     """The tables, paired tests and sections of a comparison, written to ``out``: from the
     per-problem frame of ``resolved`` and ``records``, anything with ``get_run(id).data`` (an
-    MLflow client, or a study's recorded runs — :mod:`experiments.studies`). Logs nothing.
+    MLflow client, or a study's recorded runs — :mod:`critiquelab.experiments.studies`). Logs nothing.
     ``viewer_url``: where discordant problems link to (None: no links, as for a study)."""
-    from eval.report import ReportContext, write_report
-    from eval.statistics import pairwise_tests, pipeline_summary, sample_coverage_notices
+    from critiquelab.eval.report import ReportContext, write_report
+    from critiquelab.eval.statistics import pairwise_tests, pipeline_summary, sample_coverage_notices
 
     notices += provenance_notices(records, [r.parent_id for r in resolved])
     notices += [warning for run in resolved for warning in run.warnings]  # the runs' own, repeated

@@ -5,8 +5,8 @@ Each pipeline's cost per problem comes from the first of:
 
 - ``measured``: every earlier problem checkpointed in this data directory under the same cost key
   (model and the settings that change its answers, dataset, pipeline, params, loaded prompts; see
-  :func:`experiments.checkpoints.cost_keys`), from any experiment and seed;
-- ``default``: :data:`experiments.costs.shipped.SHIPPED`, one documented run of the bundled 0.5B
+  :func:`critiquelab.experiments.checkpoints.cost_keys`), from any experiment and seed;
+- ``default``: :data:`critiquelab.experiments.costs.shipped.SHIPPED`, one documented run of the bundled 0.5B
   model on HumanEval, scaled where the params fix the number of LM calls (debaters × rounds, vote
   samples);
 - ``unknown``: neither. No figure is invented.
@@ -26,23 +26,28 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from eval.datasets import HUMANEVAL
-from eval.held_out import SplitName
-from eval.results import ProblemResult, ResolvedParams
-from experiments.checkpoints import CheckpointStore, checkpoint_key, checkpoint_store, input_fingerprints
-from experiments.costs.shipped import SERVED_RUN, SHIPPED, PerProblem
-from experiments.memory_run import memory_of
-from experiments.paths import data_dir as default_data_dir
-from experiments.paths import model_cache_dir
-from experiments.runner import load_inputs
-from experiments.serving.local_server import select_backend
-from experiments.serving.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
-from experiments.serving.provision import ModelIdentity, check_model_settings, resolve_model
-from experiments.serving.server_build import find_built_server
-from experiments.spec.experiment import ExperimentSpec, ModelSpec
-from experiments.tracking.store import tracking_uri
-from pipelines.budget import budget_source, token_budget
-from pipelines.params import PipelineParams
+from critiquelab.eval.datasets import HUMANEVAL
+from critiquelab.eval.held_out import SplitName
+from critiquelab.eval.results import ProblemResult, ResolvedParams
+from critiquelab.experiments.checkpoints import (
+    CheckpointStore,
+    checkpoint_key,
+    checkpoint_store,
+    input_fingerprints,
+)
+from critiquelab.experiments.costs.shipped import SERVED_RUN, SHIPPED, PerProblem
+from critiquelab.experiments.memory_run import memory_of
+from critiquelab.experiments.paths import data_dir as default_data_dir
+from critiquelab.experiments.paths import model_cache_dir
+from critiquelab.experiments.runner import load_inputs
+from critiquelab.experiments.serving.local_server import select_backend
+from critiquelab.experiments.serving.model_files import DEFAULT_LOCAL_MODEL, resolve_bundled
+from critiquelab.experiments.serving.provision import ModelIdentity, check_model_settings, resolve_model
+from critiquelab.experiments.serving.server_build import find_built_server
+from critiquelab.experiments.spec.experiment import ExperimentSpec, ModelSpec
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.pipelines.budget import budget_source, token_budget
+from critiquelab.pipelines.params import PipelineParams
 
 Z_80 = 1.2816  # the normal distribution's two-sided 80 % quantile
 Source = Literal["measured", "default", "unknown"]
@@ -291,7 +296,7 @@ def _checkpointed(
 
 def estimate_run(spec: ExperimentSpec, home: Path | None = None, *, fresh: bool = False) -> Estimate:
     """What running ``spec`` in ``home`` would cost, per pipeline × seed; ``fresh`` as for
-    :func:`experiments.runner.run_experiment` (checkpoints ignored: every problem is to do).
+    :func:`critiquelab.experiments.runner.run_experiment` (checkpoints ignored: every problem is to do).
 
     The spec is checked as a run checks it (dataset rows, pipelines, prompts, model name), except
     that no endpoint is contacted and no model file is assembled. Nothing is written to ``home``.

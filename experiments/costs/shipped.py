@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from pipelines.critic_loop.pipeline import CriticLoopParams
-from pipelines.debate.pipeline import DebateParams
-from pipelines.params import PipelineParams
-from pipelines.vote.pipeline import VoteParams
+from critiquelab.pipelines.critic_loop.pipeline import CriticLoopParams
+from critiquelab.pipelines.debate.pipeline import DebateParams
+from critiquelab.pipelines.params import PipelineParams
+from critiquelab.pipelines.vote.pipeline import VoteParams
 
 
 class PerProblem(BaseModel):

@@ -2,7 +2,7 @@
 pydantic models, the pipeline registry, the exit codes) and the performance page from its data and
 the benchmark scripts' docstrings, and the example plugin's README as a page, so none of them can
 drift from what the code (or the file) says.
-:mod:`experiments.docgen.mkdocs_hook` adds them to the site at build time (``mkdocs build``);
+:mod:`critiquelab.experiments.docgen.mkdocs_hook` adds them to the site at build time (``mkdocs build``);
 :func:`generated_pages` returns them as text."""
 
 from __future__ import annotations
@@ -16,34 +16,34 @@ def page_makers(root: Path) -> dict[str, Callable[[], str]]:
     repository (for the data files pages are rendered from). Imports happen when a page is made."""
 
     def cli() -> str:
-        from experiments.cli.parser import build_parser
-        from experiments.docgen.cli_reference import cli_page
+        from critiquelab.experiments.cli.parser import build_parser
+        from critiquelab.experiments.docgen.cli_reference import cli_page
 
         return cli_page(build_parser())
 
     def spec() -> str:
-        from experiments.docgen.spec_reference import spec_page
+        from critiquelab.experiments.docgen.spec_reference import spec_page
 
         return spec_page()
 
     def pipelines() -> str:
-        from experiments.docgen.pipeline_reference import pipelines_page
-        from pipelines.registry import describe_pipelines
+        from critiquelab.experiments.docgen.pipeline_reference import pipelines_page
+        from critiquelab.pipelines.registry import describe_pipelines
 
         return pipelines_page(describe_pipelines())
 
     def exit_codes() -> str:
-        from experiments.docgen.pipeline_reference import exit_codes_page
+        from critiquelab.experiments.docgen.pipeline_reference import exit_codes_page
 
         return exit_codes_page()
 
     def study_files() -> str:
-        from experiments.docgen.study_reference import study_files_page
+        from critiquelab.experiments.docgen.study_reference import study_files_page
 
         return study_files_page()
 
     def performance() -> str:
-        from experiments.docgen.performance import performance_page
+        from critiquelab.experiments.docgen.performance import performance_page
 
         return performance_page(root / "docs" / "data" / "timings.csv", root / "benchmarks")
 
@@ -67,7 +67,7 @@ def page_makers(root: Path) -> dict[str, Callable[[], str]]:
 
 def generated_pages(root: Path) -> dict[str, str]:
     """Every generated page's text, by its path under ``docs/``: the references and one page per
-    committed study (:mod:`experiments.docgen.study_pages`)."""
-    from experiments.docgen.study_pages import study_pages
+    committed study (:mod:`critiquelab.experiments.docgen.study_pages`)."""
+    from critiquelab.experiments.docgen.study_pages import study_pages
 
     return {**{path: make() for path, make in page_makers(root).items()}, **study_pages(root)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-from experiments.docgen.markdown import cell, code, generated_note, table
+from critiquelab.experiments.docgen.markdown import cell, code, generated_note, table
 
 # Accepted before the verb and after it: listed once, not under every verb.
 _COMMON = ("home", "debug")
@@ -71,7 +71,7 @@ def cli_page(parser: argparse.ArgumentParser) -> str:
     prog = parser.prog
     parts = [
         "# CLI reference\n",
-        generated_note("`experiments.cli.parser.build_parser()`, the parser `critiquelab` runs"),
+        generated_note("`critiquelab.experiments.cli.parser.build_parser()`, the parser `critiquelab` runs"),
         f"{cell(parser.description or '')}\n",
         f"Every verb also takes these, before or after the verb:\n\n"
         f"{_arguments(parser, prog, tuple(a.dest for a in parser._actions if a.dest not in _COMMON))}",

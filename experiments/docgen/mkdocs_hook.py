@@ -10,7 +10,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from experiments.docgen import generated_pages
+from critiquelab.experiments.docgen import generated_pages
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:

@@ -7,8 +7,8 @@ import ast
 import csv
 from pathlib import Path
 
-from core.errors import UserError
-from experiments.docgen.markdown import cell, code, generated_note, table
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.docgen.markdown import cell, code, generated_note, table
 
 COLUMNS = ("measure", "date", "value", "unit", "machine", "source", "note")
 

@@ -1,13 +1,13 @@
 """The pipeline reference, read from the registry (built-in pipelines and plugins alike), and the
-exit codes, read from their one definition (:class:`core.errors.ExitCode`)."""
+exit codes, read from their one definition (:class:`critiquelab.core.errors.ExitCode`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from core.errors import EXIT_MEANINGS
-from experiments.docgen.markdown import cell, code, generated_note, table
+from critiquelab.core.errors import EXIT_MEANINGS
+from critiquelab.experiments.docgen.markdown import cell, code, generated_note, table
 
 
 def _default(param: dict[str, Any]) -> str:
@@ -35,7 +35,7 @@ def pipelines_page(entries: list[dict[str, Any]]) -> str:
     names = ", ".join(f"[`{e['name']}`](#{e['name']})" for e in entries)
     return "\n".join([
         "# Pipeline reference\n",
-        generated_note("the pipeline registry (`pipelines.registry.describe_pipelines()`, what "
+        generated_note("the pipeline registry (`critiquelab.pipelines.registry.describe_pipelines()`, what "
                        "`critiquelab pipelines` prints), plugins included"),
         "A spec names a pipeline and sets its `params`; every param is typed and checked when the spec "
         "is read. To add one, see [Your own pipeline](../guides/own-pipeline.md).\n",
@@ -48,7 +48,7 @@ def exit_codes_page() -> str:
     rows = [[code(int(exit_code)), cell(meaning)] for exit_code, meaning in EXIT_MEANINGS.items()]
     return "\n".join([
         "# Exit codes\n",
-        generated_note("`core.errors.ExitCode` and `EXIT_MEANINGS`, the codes the CLI returns"),
+        generated_note("`critiquelab.core.errors.ExitCode` and `EXIT_MEANINGS`, the codes the CLI returns"),
         table(["code", "meaning"], rows),
         "`critiquelab --debug …` shows the traceback above the one line, with the same exit code; any "
         "other traceback is a bug. Every model request has a timeout (`model.timeout_s` or "

@@ -11,8 +11,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from experiments.docgen.markdown import cell, code, generated_note, table
-from pipelines.params import PipelineParams
+from critiquelab.experiments.docgen.markdown import cell, code, generated_note, table
+from critiquelab.pipelines.params import PipelineParams
 
 # Constraint attributes pydantic keeps in a field's metadata, as the page writes them.
 _BOUNDS = (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤"), ("min_length", "length ≥"),
@@ -125,14 +125,14 @@ def spec_section(title: str, prefix: str, root: type[BaseModel], intro: str) -> 
 
 
 def spec_page() -> str:
-    from experiments.optimize.spec import OptimizeSpec
-    from experiments.spec.experiment import ExperimentSpec
+    from critiquelab.experiments.optimize.spec import OptimizeSpec
+    from critiquelab.experiments.spec.experiment import ExperimentSpec
 
     return "\n".join([
         "# Spec reference\n",
         generated_note("the pydantic models that validate a spec "
-                       "(`experiments.spec.experiment.ExperimentSpec`, "
-                       "`experiments.optimize.spec.OptimizeSpec`)"),
+                       "(`critiquelab.experiments.spec.experiment.ExperimentSpec`, "
+                       "`critiquelab.experiments.optimize.spec.OptimizeSpec`)"),
         "A spec is YAML. Unknown keys are errors and values are taken as written, never converted "
         "(`seed: true` and `limit: \"5\"` are refused): bad input is one line naming the field, exit 2. "
         "A pipeline's `params` are listed per pipeline in the [pipeline reference](pipelines.md).\n",

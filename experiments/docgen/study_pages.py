@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.docgen.markdown import cell, code, generated_note, table
+from critiquelab.experiments.docgen.markdown import cell, code, generated_note, table
 
 
 def study_page(folder: Path) -> str:
-    from experiments.studies.read import load_study
+    from critiquelab.experiments.studies.read import load_study
 
     study = load_study(folder)
     manifest = study.manifest

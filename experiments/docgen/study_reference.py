@@ -1,24 +1,24 @@
 """The result-files reference: what a study folder holds, read from the study format's own
-models (:mod:`experiments.studies.files`), so the page says what ``load_study`` checks."""
+models (:mod:`critiquelab.experiments.studies.files`), so the page says what ``load_study`` checks."""
 
 from __future__ import annotations
 
 import inspect
 import textwrap
 
-from experiments.docgen.markdown import generated_note
-from experiments.docgen.spec_reference import spec_section
+from critiquelab.experiments.docgen.markdown import generated_note
+from critiquelab.experiments.docgen.spec_reference import spec_section
 
 
 def study_files_page() -> str:
-    from experiments.studies import files
+    from critiquelab.experiments.studies import files
 
     intro, _, rest = (inspect.getdoc(files) or "").partition("::")
     tree, _, after = rest.strip("\n").partition("\n\n")
     required = ", ".join(f"`{column}`" for column in files.OUTCOME_COLUMNS)
     return "\n".join([
         "# Result files (studies)\n",
-        generated_note("the study format (`experiments.studies.files`)"),
+        generated_note("the study format (`critiquelab.experiments.studies.files`)"),
         intro.strip() + "\n",
         f"```text\n{textwrap.dedent(tree)}\n```\n",
         after.strip() + "\n",
@@ -26,7 +26,7 @@ def study_files_page() -> str:
         "`critiquelab study write RUN_ID --out studies/NAME --evidence …`; `critiquelab study check` "
         "verifies one; `critiquelab compare studies/NAME` and "
         "`critiquelab rescore studies/NAME --dataset FILE` re-analyse it from its files alone, and "
-        "`experiments.studies.read.load_study` loads it as a "
+        "`critiquelab.experiments.studies.read.load_study` loads it as a "
         "DataFrame. Every check failure is one line, exit 2.\n",
         "## outcomes.jsonl\n\nOne JSON object per line: one arm × seed × problem. Some columns are "
         "required (below); the others are the run's per-problem table as logged (`status`, `reason`, "

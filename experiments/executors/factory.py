@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.executors.job import Executor
-from experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.executors.job import Executor
+from critiquelab.experiments.spec.experiment import ExperimentSpec
 
 
 def open_executor(spec: ExperimentSpec, home: Path) -> Executor:
     """The executor the spec's ``execution.executor`` names (nothing is started yet)."""
     if spec.execution.executor == "ray":
-        from experiments.executors.ray_cluster import RayExecutor  # imports Ray only when asked for
+        from critiquelab.experiments.executors.ray_cluster import (
+            RayExecutor,  # imports Ray only when asked for
+        )
 
         return RayExecutor(spec, home)
-    from experiments.executors.local import LocalExecutor
+    from critiquelab.experiments.executors.local import LocalExecutor
 
     return LocalExecutor(spec.concurrency)

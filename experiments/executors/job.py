@@ -6,9 +6,9 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from eval.problems import Problem
-from eval.results import ProblemResult
-from runtime.pool.message_pool import MessagePool
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class SolveJob:
     """One child run's work: the built pipeline, the LM (seeded), and how results are labelled."""
 
     pipeline: Any  # dspy.Module
-    lm: Any  # experiments.serving.lm.HarnessLM
+    lm: Any  # critiquelab.experiments.serving.lm.HarnessLM
     label: str
     seed: int
     timeout_s: float  # per hidden-test run

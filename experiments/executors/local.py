@@ -7,12 +7,12 @@ import itertools
 from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from eval.problems import Problem
-from eval.results import ProblemResult
-from experiments.executors.job import SolveJob
-from pipelines.solve import solve_and_score
-from runtime.pool.context import bind_pool
-from runtime.pool.message_pool import MessagePool
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.executors.job import SolveJob
+from critiquelab.pipelines.solve import solve_and_score
+from critiquelab.runtime.pool.context import bind_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 
 class LocalExecutor:

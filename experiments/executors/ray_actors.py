@@ -11,14 +11,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from eval.problems import Problem
-from eval.results import ProblemResult
-from experiments.executors.job import SolveJob
-from experiments.spec.experiment import ModelSpec
-from pipelines.solve import solve_and_score
-from runtime.pool.context import using_pool
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Message
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.executors.job import SolveJob
+from critiquelab.experiments.spec.experiment import ModelSpec
+from critiquelab.pipelines.solve import solve_and_score
+from critiquelab.runtime.pool.context import using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Message
 
 Solved = tuple[ProblemResult, list[Message]]  # one problem's result and the messages it published
 
@@ -27,8 +27,8 @@ def describe_node() -> dict[str, str]:
     """What the driver checks before it trusts a worker: its node, sandbox level and code."""
     import ray
 
-    from eval.execution import isolation_level
-    from experiments.tracking.provenance import code_fingerprint
+    from critiquelab.eval.execution import isolation_level
+    from critiquelab.experiments.tracking.provenance import code_fingerprint
 
     return {
         "node_id": ray.get_runtime_context().get_node_id(),
@@ -92,7 +92,7 @@ class NodeModelServer:
     def __init__(self, model: ModelSpec, home: str) -> None:
         import ray
 
-        from experiments.serving.provision import resolve_model, serve_model
+        from critiquelab.experiments.serving.provision import resolve_model, serve_model
 
         self._stack = contextlib.ExitStack()
         identity = resolve_model(model)

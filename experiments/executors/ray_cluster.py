@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import FieldError, ServiceError, UserError, error_line
-from eval.execution import isolation_level
-from eval.problems import Problem
-from eval.results import ProblemResult
-from experiments.executors.batching import BatchSizer
-from experiments.executors.job import SolveJob
-from experiments.spec.experiment import ExperimentSpec
-from experiments.tracking.provenance import code_fingerprint
-from runtime.pool.message_pool import MessagePool
+from critiquelab.core.errors import FieldError, ServiceError, UserError, error_line
+from critiquelab.eval.execution import isolation_level
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.executors.batching import BatchSizer
+from critiquelab.experiments.executors.job import SolveJob
+from critiquelab.experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.tracking.provenance import code_fingerprint
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 # Harness settings every worker needs as the driver has them (offline operation, model cache).
 _FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
@@ -147,7 +147,7 @@ class RayExecutor:
             raise
 
     def _start_actors(self, ray: Any) -> None:
-        from experiments.executors.ray_actors import ClusterCache, LMCacheServer
+        from critiquelab.experiments.executors.ray_actors import ClusterCache, LMCacheServer
 
         self._driver_node = ray.get_runtime_context().get_node_id()
         # Always: with --no-cache the LMs still keep their new answers there (they only skip reading).
@@ -160,7 +160,7 @@ class RayExecutor:
     def _add_nodes(self, ray: Any, nodes: list[str]) -> None:
         """Start workers (and with ``model: local`` a model server) on ``nodes`` and check them
         (same code, same sandbox isolation level); a node that fails is a :class:`UserError`."""
-        from experiments.executors.ray_actors import NodeModelServer, ProblemWorker
+        from critiquelab.experiments.executors.ray_actors import NodeModelServer, ProblemWorker
 
         self._known_nodes.update(nodes)
         # Workers use the driver's model server on its node, and one of their own elsewhere.

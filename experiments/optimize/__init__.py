@@ -1,3 +1,3 @@
-"""``critiquelab optimize``: the optimisation spec (:mod:`experiments.optimize.spec`) and the loop
+"""``critiquelab optimize``: the optimisation spec (:mod:`critiquelab.experiments.optimize.spec`) and the loop
 of typed steps split → baseline val → compile → compiled val → gate → held-out test
-(:mod:`experiments.optimize.loop`)."""
+(:mod:`critiquelab.experiments.optimize.loop`)."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.problems import Problem
-from experiments.optimize.records import (
+from critiquelab.eval.problems import Problem
+from critiquelab.experiments.optimize.records import (
     CompileRecord,
     GateRecord,
     HeldOutRecord,
@@ -18,10 +18,10 @@ from experiments.optimize.records import (
     ScoredRecord,
     StepStore,
 )
-from experiments.optimize.served_models import ServedModels
-from experiments.optimize.spec import OptimizeSpec
-from experiments.tracking.store import Tracker
-from optimizers.splits import Split
+from critiquelab.experiments.optimize.served_models import ServedModels
+from critiquelab.experiments.optimize.spec import OptimizeSpec
+from critiquelab.experiments.tracking.store import Tracker
+from critiquelab.optimizers.splits import Split
 
 
 class Finished:

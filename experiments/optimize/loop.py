@@ -5,30 +5,30 @@ Steps, each its own MLflow child run under one parent run, each result saved und
 steps already finished:
 
 0. checks: the spec's fields when it is loaded, then — before anything is written — what needs
-   the pipeline and the models (:func:`experiments.optimize.spec.check_spec`) and the dataset (no
+   the pipeline and the models (:func:`critiquelab.experiments.optimize.spec.check_spec`) and the dataset (no
    part of the split may be empty).
 1. the seeded train/val/test split (logged on the parent as params and ``split.json``); with
    ``split.test: test_half`` the test part is the dataset's held-out test half and train/val
-   come from ``dataset.split`` (:mod:`optimizers.splits`).
+   come from ``dataset.split`` (:mod:`critiquelab.optimizers.splits`).
 2. ``baseline_val``: the unoptimised pipeline on the validation split.
 3. ``compile``: traces (from earlier runs, or by running on the train split) → DSPy compile;
    the program is exported and logged as the ``program`` artifact (``critiquelab export RUN``).
 4. ``compiled_val``: the compiled program on the validation split.
 5. gate: the compiled program is kept only if its validation score does not drop (and both
-   scores exist: :mod:`optimizers.gate`); the reason is printed and tagged on the parent run.
+   scores exist: :mod:`critiquelab.optimizers.gate`); the reason is printed and tagged on the parent run.
    A compile that changed no prompt (``changed_roles`` empty: no demo survived, say) is
    neither kept nor tested — two copies of one program on the test split would measure nothing.
 5b. ``refine`` (optional, spec ``refine:``): TextGrad refines one role's instruction of the kept
-   program (``optimizers.refine``), kept only if validation does not drop.
+   program (``critiquelab.optimizers.refine``), kept only if validation does not drop.
 6. ``test``: the kept program and the unoptimised pipeline side by side on the held-out test
    split (never used above; checked), as one experiment run with ``compare``'s paired statistics.
 
 The parent run carries the progression as step metrics (``val_pass_at_1`` at step 0 for the
 baseline, 1 for the compiled program) and the kept program as its ``program`` artifact.
 
-Steps 2–6 are typed steps (:mod:`experiments.optimize.plan`) over one shared context
-(:class:`~experiments.optimize.context.OptimizeContext`), each saving a typed record
-(:mod:`experiments.optimize.records`); this loop runs them in order and stops each LM's server
+Steps 2–6 are typed steps (:mod:`critiquelab.experiments.optimize.plan`) over one shared context
+(:class:`~critiquelab.experiments.optimize.context.OptimizeContext`), each saving a typed record
+(:mod:`critiquelab.experiments.optimize.records`); this loop runs them in order and stops each LM's server
 after the last step that asks for that LM.
 """
 
@@ -44,24 +44,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from eval.datasets import load_problems
-from eval.held_out import SplitName
-from eval.problems import Problem
-from experiments.controls import refuse_control_trace_sources
-from experiments.optimize.context import Finished, OptimizeContext
-from experiments.optimize.plan import plan
-from experiments.optimize.records import RunRecord, StepStore
-from experiments.optimize.served_models import ModelRole, ServedModels
-from experiments.optimize.spec import OptimizeSpec, check_spec
-from experiments.optimize.step_kinds import Step
-from experiments.paths import data_dir as default_data_dir
-from experiments.paths import path_segment
-from experiments.tracking.local_store import check_writable_store
-from experiments.tracking.provenance import code_fingerprint, git_commit
-from experiments.tracking.store import Tracker, check_tracking_server, flatten, tracking_uri
-from optimizers.splits import Split, SplitOverlapError, make_split
-from runtime.pool.store_lock import HeldStores
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.held_out import SplitName
+from critiquelab.eval.problems import Problem
+from critiquelab.experiments.controls import refuse_control_trace_sources
+from critiquelab.experiments.optimize.context import Finished, OptimizeContext
+from critiquelab.experiments.optimize.plan import plan
+from critiquelab.experiments.optimize.records import RunRecord, StepStore
+from critiquelab.experiments.optimize.served_models import ModelRole, ServedModels
+from critiquelab.experiments.optimize.spec import OptimizeSpec, check_spec
+from critiquelab.experiments.optimize.step_kinds import Step
+from critiquelab.experiments.paths import data_dir as default_data_dir
+from critiquelab.experiments.paths import path_segment
+from critiquelab.experiments.tracking.local_store import check_writable_store
+from critiquelab.experiments.tracking.provenance import code_fingerprint, git_commit
+from critiquelab.experiments.tracking.store import Tracker, check_tracking_server, flatten, tracking_uri
+from critiquelab.optimizers.splits import Split, SplitOverlapError, make_split
+from critiquelab.runtime.pool.store_lock import HeldStores
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def run_optimization(
         problems, split, dataset_notices = _checked_problems(spec, source)
         uri = tracking_uri(home, spec.tracking.uri)
         check_writable_store(uri)  # a local store file MLflow cannot use
-        try:  # a positive control's traces carry hidden-test text (experiments.controls)
+        try:  # a positive control's traces carry hidden-test text (critiquelab.experiments.controls)
             refuse_control_trace_sources(spec.traces.run_ids, home, spec.tracking.uri, spec.traces.experiment)
         except UserError as exc:
             raise UserError(f"{source}: {exc}") from exc

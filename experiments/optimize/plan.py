@@ -1,6 +1,6 @@
 """The steps of ``critiquelab optimize`` after the split, in the order :func:`plan` gives them:
 baseline val → compile → compiled val → gate → (refine) → held-out test. The module docstring of
-:mod:`experiments.optimize.loop` says what each does and why."""
+:mod:`critiquelab.experiments.optimize.loop` says what each does and why."""
 
 from __future__ import annotations
 
@@ -11,26 +11,26 @@ from typing import Any, Literal
 
 import dspy
 
-from experiments.optimize.context import OptimizeContext
-from experiments.optimize.records import (
+from critiquelab.experiments.optimize.context import OptimizeContext
+from critiquelab.experiments.optimize.records import (
     CompileRecord,
     GateRecord,
     HeldOutRecord,
     RefineRecord,
     ScoredRecord,
 )
-from experiments.optimize.served_models import ModelRole
-from experiments.optimize.spec import OptimizeSpec
-from experiments.optimize.step_kinds import RunStep, Step
-from experiments.spec.experiment import ExperimentSpec
-from experiments.spec.pipeline_spec import PipelineSpec
-from experiments.tracking.store import flatten, tracking_uri
-from optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate, pass_at_1
-from optimizers.export import export_program, load_program
-from optimizers.gate import GateDecision, gate
-from optimizers.refine import refine_instruction
-from optimizers.training_examples import RoleTrace, collect_from_home
-from pipelines.registry import build_pipeline
+from critiquelab.experiments.optimize.served_models import ModelRole
+from critiquelab.experiments.optimize.spec import OptimizeSpec
+from critiquelab.experiments.optimize.step_kinds import RunStep, Step
+from critiquelab.experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.spec.pipeline_spec import PipelineSpec
+from critiquelab.experiments.tracking.store import flatten, tracking_uri
+from critiquelab.optimizers.compile import CompileConfig, changed_roles, compile_program, evaluate, pass_at_1
+from critiquelab.optimizers.export import export_program, load_program
+from critiquelab.optimizers.gate import GateDecision, gate
+from critiquelab.optimizers.refine import refine_instruction
+from critiquelab.optimizers.training_examples import RoleTrace, collect_from_home
+from critiquelab.pipelines.registry import build_pipeline
 
 
 def plan(spec: OptimizeSpec) -> list[Step[Any]]:
@@ -139,7 +139,7 @@ def _traces(ctx: OptimizeContext) -> list[RoleTrace]:
 
 class Gate(Step[GateRecord]):
     """The gate, on the parent run: the compiled program is kept only if its validation score does
-    not drop (and both scores exist: :mod:`optimizers.gate`); a compile that changed no prompt is
+    not drop (and both scores exist: :mod:`critiquelab.optimizers.gate`); a compile that changed no prompt is
     not kept. The reason is printed on every run, and tagged on the parent run."""
 
     name = "gate"
@@ -176,7 +176,7 @@ class Gate(Step[GateRecord]):
 
 class Refine(RunStep[RefineRecord]):
     """``refine``: TextGrad refines one role's instruction of the gate's program
-    (:mod:`optimizers.refine`), kept only if validation does not drop; logs that gate and both
+    (:mod:`critiquelab.optimizers.refine`), kept only if validation does not drop; logs that gate and both
     instructions."""
 
     name = "refine"
@@ -195,7 +195,7 @@ class Refine(RunStep[RefineRecord]):
         # TextGrad logs every prompt to $TEXTGRAD_LOG_DIR, read once as it is imported (here):
         # in the data directory, like the model server's log, unless the user chose a place.
         os.environ.setdefault("TEXTGRAD_LOG_DIR", str(ctx.home / "logs" / "textgrad"))
-        from optimizers.textgrad_engine import engine_from_lm
+        from critiquelab.optimizers.textgrad_engine import engine_from_lm
 
         spec, split, gate_record, tracker = ctx.spec, ctx.split, ctx.finished.gate, ctx.tracker
         assert spec.refine is not None
@@ -257,7 +257,9 @@ class HeldOutTest(RunStep[HeldOutRecord]):
         """The unoptimised pipeline and every candidate in one experiment run (same problems, model
         and seed; it serves its own model), then ``compare``'s paired statistics — the table
         researchers read for any two pipelines. The kept candidate's score is the optimisation's."""
-        from experiments.runner import run_experiment  # the experiment machinery, only when testing
+        from critiquelab.experiments.runner import (
+            run_experiment,  # the experiment machinery, only when testing
+        )
 
         spec, test_ids, kept = ctx.spec, ctx.split.test, ctx.finished.kept
         candidates = _candidates(ctx)

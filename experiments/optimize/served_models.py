@@ -12,12 +12,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from core.errors import UserError
-from experiments.optimize.spec import OptimizeSpec
-from experiments.serving.lm import HarnessLM
-from experiments.serving.model_files import resolve_bundled
-from experiments.serving.provision import CacheUse, resolve_model, serve_model
-from experiments.spec.experiment import ModelSpec
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.optimize.spec import OptimizeSpec
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.experiments.serving.model_files import resolve_bundled
+from critiquelab.experiments.serving.provision import CacheUse, resolve_model, serve_model
+from critiquelab.experiments.spec.experiment import ModelSpec
 
 ModelRole = Literal["task", "teacher", "refine"]
 

@@ -4,8 +4,8 @@ unknown keys are errors, and every problem is one line naming the file and the f
 Settings that would be silently ignored are errors too: an optimiser parameter the chosen
 optimiser does not take, trace sources for an optimiser that reads no traces, a teacher nothing
 uses. What needs the pipeline or the models (the role to refine) is :func:`check_spec`, and the
-split sizes need the dataset: :func:`experiments.optimize.loop.run_optimization` runs both before it
-writes anything.
+split sizes need the dataset: :func:`critiquelab.experiments.optimize.loop.run_optimization` runs both before
+it writes anything.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from typing import Any, Literal
 from pydantic import Field, SerializeAsAny, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from core.config import StrictModel, explain
-from core.errors import UserError
-from experiments.controls import optimisation_refusal
-from experiments.spec.execution import ExecutionSpec
-from experiments.spec.experiment import DatasetSpec, ModelSpec
-from experiments.spec.files import load_yaml
-from experiments.spec.pipeline_spec import PipelineSpec, anchored_entry
-from experiments.spec.stores import TrackingSpec
-from experiments.spec.strict import PrintableName
-from optimizers.optimizer_params import OptimizerParams, optimizer_params
-from optimizers.splits import SplitSpec
+from critiquelab.core.config import StrictModel, explain
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.controls import optimisation_refusal
+from critiquelab.experiments.spec.execution import ExecutionSpec
+from critiquelab.experiments.spec.experiment import DatasetSpec, ModelSpec
+from critiquelab.experiments.spec.files import load_yaml
+from critiquelab.experiments.spec.pipeline_spec import PipelineSpec, anchored_entry
+from critiquelab.experiments.spec.stores import TrackingSpec
+from critiquelab.experiments.spec.strict import PrintableName
+from critiquelab.optimizers.optimizer_params import OptimizerParams, optimizer_params
+from critiquelab.optimizers.splits import SplitSpec
 
 
 def _spec_error(problem: str) -> PydanticCustomError:
@@ -129,7 +129,7 @@ class OptimizeSpec(StrictModel):
     @field_validator("pipeline")
     @classmethod
     def _no_control(cls, pipeline: PipelineSpec) -> PipelineSpec:
-        refusal = optimisation_refusal(pipeline.name, pipeline.params)  # see experiments.controls
+        refusal = optimisation_refusal(pipeline.name, pipeline.params)  # see critiquelab.experiments.controls
         if refusal:
             raise _spec_error(refusal)
         return pipeline
@@ -177,10 +177,10 @@ def check_spec(spec: OptimizeSpec) -> None:
     """What the spec's fields cannot check alone, before the dataset is read or anything is
     written: the pipeline builds, the roles to optimise and to refine are among its roles, each
     model is a model."""
-    from experiments.serving.model_files import resolve_bundled
-    from experiments.serving.provision import resolve_model
-    from optimizers.refine import program_roles
-    from pipelines.registry import build_pipeline
+    from critiquelab.experiments.serving.model_files import resolve_bundled
+    from critiquelab.experiments.serving.provision import resolve_model
+    from critiquelab.optimizers.refine import program_roles
+    from critiquelab.pipelines.registry import build_pipeline
 
     program = build_pipeline(spec.pipeline.name, spec.pipeline.params)
     roles = program_roles(program)

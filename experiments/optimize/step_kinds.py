@@ -11,10 +11,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Generic
 
-from experiments.optimize.context import OptimizeContext
-from experiments.optimize.records import RecordT, RunRecordT
-from experiments.optimize.served_models import ModelRole
-from experiments.optimize.spec import OptimizeSpec
+from critiquelab.experiments.optimize.context import OptimizeContext
+from critiquelab.experiments.optimize.records import RecordT, RunRecordT
+from critiquelab.experiments.optimize.served_models import ModelRole
+from critiquelab.experiments.optimize.spec import OptimizeSpec
 
 
 class Step(ABC, Generic[RecordT]):

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.pass_changes import PassChange, changes_markdown, pass_change
+from critiquelab.eval.pass_changes import PassChange, changes_markdown, pass_change
 
 RESCORED_FROM_TAG = "critiquelab.rescored_from"  # on a rescored run: the run id it rescored
 LOST_PASSES_HEADING = "Passes lost on stronger tests"
@@ -39,7 +39,7 @@ def lost_passes_section(
     ``problems`` its per-problem frame."""
     import pandas as pd
 
-    from eval.report import add_html_section, frame_html
+    from critiquelab.eval.report import add_html_section, frame_html
 
     pairs = rescore_pairs(client, runs)
     if not pairs:

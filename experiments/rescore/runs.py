@@ -3,7 +3,7 @@
 
 From a notebook::
 
-    from experiments.rescore.runs import rescore_run
+    from critiquelab.experiments.rescore.runs import rescore_run
     result = rescore_run("<run id>", "HumanEvalPlus.jsonl", dataset_format="evalplus")
     print(result.table())          # per pipeline: passed before / after, lost, gained, pass@1
     result.runs[0].change.lost     # task ids that passed the original tests and fail these
@@ -31,23 +31,23 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from core.errors import UserError
-from eval.datasets import dataset_fingerprint, load_problems, read_rows
-from eval.execution import DEFAULT_TIMEOUT_S, isolation_level
-from eval.formats import detect_format
-from eval.pass_changes import PassChange, changes_markdown, listed, pass_change
-from eval.problems import Problem
-from eval.result_schema import upgrade_table
-from eval.scoring import NO_CODE, score_programs
-from eval.verdict import Status
-from experiments.compare.compared_run import ComparedRun
-from experiments.compare.runs import open_client, resolve_runs
-from experiments.paths import check_writable_dir
-from experiments.paths import data_dir as default_data_dir
-from experiments.rescore.pairs import RESCORED_FROM_TAG
-from experiments.tracking.compare_provenance import MEASURING_PARAMS
-from experiments.tracking.provenance import code_fingerprint
-from experiments.tracking.store import CHILD_TAG, Tracker, tracking_uri
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import dataset_fingerprint, load_problems, read_rows
+from critiquelab.eval.execution import DEFAULT_TIMEOUT_S, isolation_level
+from critiquelab.eval.formats import detect_format
+from critiquelab.eval.pass_changes import PassChange, changes_markdown, listed, pass_change
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.result_schema import upgrade_table
+from critiquelab.eval.scoring import NO_CODE, score_programs
+from critiquelab.eval.verdict import Status
+from critiquelab.experiments.compare.compared_run import ComparedRun
+from critiquelab.experiments.compare.runs import open_client, resolve_runs
+from critiquelab.experiments.paths import check_writable_dir
+from critiquelab.experiments.paths import data_dir as default_data_dir
+from critiquelab.experiments.rescore.pairs import RESCORED_FROM_TAG
+from critiquelab.experiments.tracking.compare_provenance import MEASURING_PARAMS
+from critiquelab.experiments.tracking.provenance import code_fingerprint
+from critiquelab.experiments.tracking.store import CHILD_TAG, Tracker, tracking_uri
 
 LABEL_SUFFIX = "+rescored"
 
@@ -99,11 +99,12 @@ def _problems_table(client: Any, run: ComparedRun, tmp: Path) -> Any:
 
 def _hidden_test_flags(table: Any, pipeline: str) -> list[str]:
     """Columns of pass flags on the old hidden tests for code the table does not keep, as the
-    pipeline's outcome model declares them (:meth:`pipelines.outcomes.Outcome.hidden_test_figures`):
-    the first version's, and every candidate list (vote samples, debaters, tree-search nodes) that
-    holds a value. Flags on visible or generated tests (``qa_passed``) stay. A pipeline not
-    registered here (renamed, or from other code): those of every registered pipeline."""
-    from pipelines.registry import is_pipeline, outcome_model, pipeline_names
+    pipeline's outcome model declares them
+    (:meth:`critiquelab.pipelines.outcomes.Outcome.hidden_test_figures`): the first version's, and every
+    candidate list (vote samples, debaters, tree-search nodes) that holds a value. Flags on visible or
+    generated tests (``qa_passed``) stay. A pipeline not registered here (renamed, or from other code): those
+    of every registered pipeline."""
+    from critiquelab.pipelines.registry import is_pipeline, outcome_model, pipeline_names
 
     models = [outcome_model(pipeline)] if is_pipeline(pipeline) else [
         outcome_model(name) for name in pipeline_names()]
@@ -151,7 +152,7 @@ def _metrics(table: Any, change: PassChange, missing: int) -> dict[str, float]:
         "rescore.gained": len(change.gained), "rescore.missing": missing,
         **{f"status.{s.value}": int((table["status"] == s.value).sum()) for s in Status},
     }
-    if problems:  # a mean over no problem is absent, never 0 (as eval.summary logs it)
+    if problems:  # a mean over no problem is absent, never 0 (as critiquelab.eval.summary logs it)
         metrics["pass_at_1"] = float(table["passed"].mean())
         metrics["tokens_per_problem"] = tokens / problems
     return metrics
@@ -333,7 +334,7 @@ def rescore_study(
     data directory, no MLflow, no model): ``critiquelab rescore STUDY_DIR --dataset FILE``.
     ``out`` defaults to ``<data dir>/reports/rescore-<study name>``; the study folder itself is
     never written (its checksums would no longer hold)."""
-    from experiments.studies.read import load_study
+    from critiquelab.experiments.studies.read import load_study
 
     loaded = load_study(study)
     source = str(dataset)

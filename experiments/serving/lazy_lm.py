@@ -6,8 +6,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from experiments.serving.provision import CacheUse, ModelIdentity, serve_model
-from experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.serving.provision import CacheUse, ModelIdentity, serve_model
+from critiquelab.experiments.spec.experiment import ExperimentSpec
 
 
 class LazyLM:

@@ -9,7 +9,7 @@ keeps the usage recorded when the call was first made.
 
 What the cache never keeps: a reply with no text (a protocol failure or a stalled model), and a
 reply the role that asked for it could not use — unparsable, or no code where code was asked
-for: :func:`runtime.role_call.call_role` has it forgotten, so a later run asks again. With
+for: :func:`critiquelab.runtime.role_call.call_role` has it forgotten, so a later run asks again. With
 ``refresh`` (``--no-cache``) nothing is read and every answer replaces the one cached before.
 
 One request per key at a time: a call asking what another call (of this LM or a copy) is asking
@@ -41,8 +41,8 @@ from dspy.utils.exceptions import (
 )
 from dspy.utils.usage_tracker import track_usage
 
-from core.errors import ServiceError, error_line
-from core.usage import current_meter
+from critiquelab.core.errors import ServiceError, error_line
+from critiquelab.core.usage import current_meter
 
 # Request settings that do not change a reply, so they stay out of the cache key.
 _TRANSPORT_KWARGS = ("timeout", "num_retries")

@@ -29,9 +29,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from core.errors import UserError
-from experiments.serving.server_build import BuiltServer
-from experiments.serving.speculation import Speculation, speculation_args
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.serving.server_build import BuiltServer
+from critiquelab.experiments.serving.speculation import Speculation, speculation_args
 
 ServerChoice = Literal["auto", "llama-server", "llama-cpp-python"]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from core.errors import UserError
-from experiments.paths import model_cache_dir
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.paths import model_cache_dir
 
 log = logging.getLogger(__name__)
 _CHUNK = 8 * 1024 * 1024

@@ -13,12 +13,12 @@ from typing import Any, Literal
 import dspy
 from dspy.utils.exceptions import LMConfigurationError
 
-from core.errors import FieldError, UserError, error_line
-from experiments.serving.lm import HarnessLM
-from experiments.serving.local_server import LocalModelServer, select_backend
-from experiments.serving.model_files import ensure_model_file, resolve_bundled
-from experiments.serving.server_build import find_built_server
-from experiments.spec.experiment import ModelSpec
+from critiquelab.core.errors import FieldError, UserError, error_line
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.experiments.serving.local_server import LocalModelServer, select_backend
+from critiquelab.experiments.serving.model_files import ensure_model_file, resolve_bundled
+from critiquelab.experiments.serving.server_build import find_built_server
+from critiquelab.experiments.spec.experiment import ModelSpec
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A role's ``model`` other than the experiment's is provisioned like the experiment's (a bundled
 model served on 127.0.0.1, or a LiteLLM endpoint checked with one request) the first time it is
 needed, and stopped with the experiment's. Each child run binds its roles' LMs, copied with the
-run's seed and the role's temperature (:func:`runtime.role_lms.using_role_lms`).
+run's seed and the role's temperature (:func:`critiquelab.runtime.role_lms.using_role_lms`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.results import ProblemResult
-from experiments.serving.provision import ModelIdentity, resolve_model, serve_model
-from experiments.spec.experiment import ExperimentSpec, ModelSpec
-from experiments.spec.pipeline_spec import PipelineSpec, RoleSpec
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.serving.provision import ModelIdentity, resolve_model, serve_model
+from critiquelab.experiments.spec.experiment import ExperimentSpec, ModelSpec
+from critiquelab.experiments.spec.pipeline_spec import PipelineSpec, RoleSpec
 
 _Key = tuple[str, str | None]  # (model, api_base)
 
@@ -65,7 +65,8 @@ class RoleModels:
     def lms_for(self, pipeline: PipelineSpec, main_lm: Any, seed: int) -> dict[str, Any]:
         """Each configured role's LM for a run with ``seed``: its model, the run's seed (as the
         experiment's LM gets it), its temperature; bound to every name the role's calls are made
-        as (a critic panel's ``critic_correctness`` is the critic role, :mod:`pipelines.roles`)."""
+        as (a critic panel's ``critic_correctness`` is the critic role,
+        :mod:`critiquelab.pipelines.roles`)."""
         lms = {}
         for name, role in pipeline.roles.items():
             key = self._key(role)
@@ -92,7 +93,7 @@ def models_by_role(pipeline: PipelineSpec) -> dict[str, str]:
 
 def _call_names(pipeline: PipelineSpec, role: str) -> tuple[str, ...]:
     """``role`` and the other names its pipeline declares its calls are made as."""
-    from pipelines.registry import role_map
+    from critiquelab.pipelines.registry import role_map
 
     declared = role_map(pipeline.name).roles.get(role)
     return (role, *(declared.calls if declared is not None else ()))
@@ -103,7 +104,7 @@ def usage_by_model(
 ) -> dict[str, float]:
     """``model.<id>.calls`` / ``.tokens`` over ``results``: each role's usage counted toward the
     model it ran on (``models``; ``default`` for the rest), with ``.model_s`` / ``.timed_tokens``,
-    the seconds that model took and the tokens they cover (:class:`core.usage.RoleUsage`), from
+    the seconds that model took and the tokens they cover (:class:`critiquelab.core.usage.RoleUsage`), from
     which compare weighs each model's tokens by its measured seconds per token. Empty when every
     role ran on ``default`` — the run's totals already say it all."""
     if not any(model != default for model in models.values()):

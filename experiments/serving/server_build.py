@@ -4,8 +4,8 @@
 the pinned llama-cpp-python sdist, with ``-march=native``. The binary is cached per
 llama-cpp-python version, per build recipe and per CPU (a digest of the CPU's feature flags), so
 a second set-up does not rebuild and a cache directory shared between machines never runs a binary built for
-another CPU's instruction set. Run as ``python -m experiments.serving.server_build`` it prints the path
-the build must produce.
+another CPU's instruction set. Run as ``python -m critiquelab.experiments.serving.server_build`` it prints the
+path the build must produce.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.paths import model_cache_dir
+from critiquelab.experiments.paths import model_cache_dir
 
 BUILD_RECORD = "build.json"
 # Names the build script's recipe (its flags) in the cache path, so a changed recipe rebuilds

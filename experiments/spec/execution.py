@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from core.config import StrictModel
-from pipelines.params import SCHEDULING_ONLY, marked_fields
+from critiquelab.core.config import StrictModel
+from critiquelab.pipelines.params import SCHEDULING_ONLY, marked_fields
 
 # Problems in flight: with parallel agents, 4 problems keep llama-server's 8 slots busy on 2 cores
 # (benchmarks/job_old_vs_new.py); remote endpoints take it as well.

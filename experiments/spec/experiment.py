@@ -1,10 +1,10 @@
 """Experiment specs: the YAML a researcher writes, validated by pydantic.
 
-Every field is documented here (a pipeline entry's in :mod:`experiments.spec.pipeline_spec`); unknown
-keys are errors (a typo must not silently fall back to a default). ``parse_spec`` turns any problem
+Every field is documented here (a pipeline entry's in :mod:`critiquelab.experiments.spec.pipeline_spec`);
+unknown keys are errors (a typo must not silently fall back to a default). ``parse_spec`` turns any problem
 into one :class:`UserError` line that names the file and the field; reading the YAML is
-:mod:`experiments.spec.files` (shared with optimisation specs), and what ``run``'s options replace
-in a spec is :mod:`experiments.spec.overrides`.
+:mod:`critiquelab.experiments.spec.files` (shared with optimisation specs), and what ``run``'s options replace
+in a spec is :mod:`critiquelab.experiments.spec.overrides`.
 """
 
 from __future__ import annotations
@@ -15,20 +15,20 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from core.config import StrictModel, explain
-from core.errors import UserError
-from eval.formats import FormatName
-from eval.held_out import SPLIT_RULE, SplitName
-from eval.hub_datasets import HubSource, hub_location
-from experiments.serving.local_server import ServerChoice
-from experiments.serving.model_files import longer_than_trained, resolve_bundled
-from experiments.serving.speculation import Speculation
-from experiments.spec.execution import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ExecutionSpec
-from experiments.spec.pipeline_spec import EndpointUrl, PipelineSpec, bundled_endpoint
-from experiments.spec.stores import PoolSpec, TrackingSpec
-from experiments.spec.strict import PrintableName
-from pipelines.budget import budget_source
-from pipelines.params import agents_in_flight
+from critiquelab.core.config import StrictModel, explain
+from critiquelab.core.errors import UserError
+from critiquelab.eval.formats import FormatName
+from critiquelab.eval.held_out import SPLIT_RULE, SplitName
+from critiquelab.eval.hub_datasets import HubSource, hub_location
+from critiquelab.experiments.serving.local_server import ServerChoice
+from critiquelab.experiments.serving.model_files import longer_than_trained, resolve_bundled
+from critiquelab.experiments.serving.speculation import Speculation
+from critiquelab.experiments.spec.execution import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ExecutionSpec
+from critiquelab.experiments.spec.pipeline_spec import EndpointUrl, PipelineSpec, bundled_endpoint
+from critiquelab.experiments.spec.stores import PoolSpec, TrackingSpec
+from critiquelab.experiments.spec.strict import PrintableName
+from critiquelab.pipelines.budget import budget_source
+from critiquelab.pipelines.params import agents_in_flight
 
 LOCAL_REQUEST_TIMEOUT_S = 600.0
 REMOTE_REQUEST_TIMEOUT_S = 120.0
@@ -114,7 +114,7 @@ class DatasetSpec(StrictModel):
 
     @property
     def location(self) -> str | HubSource:
-        """Where the rows come from, as ``eval.datasets`` takes it: the source, or for an
+        """Where the rows come from, as ``critiquelab.eval.datasets`` takes it: the source, or for an
         ``hf://`` source the Hub dataset with its config, split and revision."""
         return hub_location(self.source, self.config, self.hf_split, self.revision)
 
@@ -400,7 +400,7 @@ def parse_spec(
 ) -> ExperimentSpec:
     """``data`` validated into a spec; any problem is one :class:`UserError` line naming ``source``
     and the field, or the line ``blame`` gives for it (an option that set the value at fault:
-    :meth:`experiments.spec.overrides.RunOverrides.blamed`)."""
+    :meth:`critiquelab.experiments.spec.overrides.RunOverrides.blamed`)."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of fields at the top level")
     try:

@@ -2,7 +2,7 @@
 
 Both spec kinds go through here, so a researcher sees the same kind of message whichever they got
 wrong; any problem is a :class:`UserError`, never a traceback (a value the spec's model refuses is
-:func:`core.config.explain`'s line).
+:func:`critiquelab.core.config.explain`'s line).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from core.errors import UserError
-from core.lookup import check_lookup
+from critiquelab.core.errors import UserError
+from critiquelab.core.lookup import check_lookup
 
 MAX_VALUES = 100_000  # far above any spec; an alias "billion laughs" expands far beyond it
 MAX_INT_CHARS = 100  # far above any count, seed or budget a spec holds

@@ -15,10 +15,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.config import describe
-from core.errors import FieldError, UserError
-from eval.formats import FormatName
-from eval.held_out import SPLIT_RULE, SplitName
+from critiquelab.core.config import describe
+from critiquelab.core.errors import FieldError, UserError
+from critiquelab.eval.formats import FormatName
+from critiquelab.eval.held_out import SPLIT_RULE, SplitName
 
 
 @dataclass(frozen=True)

@@ -21,16 +21,16 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from core.config import StrictModel
-from core.errors import UserError
-from core.plugins import anchored
-from experiments.controls import memory_refusal
-from experiments.serving.model_files import resolve_bundled
-from experiments.spec.strict import PrintableName
-from experiments.urls import http_url_problem
-from pipelines.params import PipelineParams
-from pipelines.registry import params_model, pipeline_roles, registered_name, validate_params
-from runtime.memory.config import MemoryConfig
+from critiquelab.core.config import StrictModel
+from critiquelab.core.errors import UserError
+from critiquelab.core.plugins import anchored
+from critiquelab.experiments.controls import memory_refusal
+from critiquelab.experiments.serving.model_files import resolve_bundled
+from critiquelab.experiments.spec.strict import PrintableName
+from critiquelab.experiments.urls import http_url_problem
+from critiquelab.pipelines.params import PipelineParams
+from critiquelab.pipelines.registry import params_model, pipeline_roles, registered_name, validate_params
+from critiquelab.runtime.memory.config import MemoryConfig
 
 
 def _endpoint_url(url: str | None) -> str | None:
@@ -185,7 +185,7 @@ class PipelineSpec(StrictModel):
 
     @model_validator(mode="after")
     def _control_without_memory(self) -> PipelineSpec:
-        refusal = memory_refusal(self.name, self.params, self.memory)  # see experiments.controls
+        refusal = memory_refusal(self.name, self.params, self.memory)  # see critiquelab.experiments.controls
         if refusal:
             raise PydanticCustomError("pipeline_control", "{message}", {"message": refusal})
         return self

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from core.config import StrictModel
-from experiments.tracking.uris import USE, tracking_uri_problem
-from experiments.urls import http_url_problem
+from critiquelab.core.config import StrictModel
+from critiquelab.experiments.tracking.uris import USE, tracking_uri_problem
+from critiquelab.experiments.urls import http_url_problem
 
 
 class PoolSpec(StrictModel):

@@ -1,4 +1,4 @@
-"""Value types of spec models beyond the strict base (:class:`core.config.StrictModel`)."""
+"""Value types of spec models beyond the strict base (:class:`critiquelab.core.config.StrictModel`)."""
 
 from typing import Annotated
 

@@ -2,13 +2,13 @@
 
 From a notebook::
 
-    from experiments.studies.read import load_study
+    from critiquelab.experiments.studies.read import load_study
     study = load_study("studies/test_half_selection")
     study.outcomes                      # pandas DataFrame: one row per arm × seed × problem
     study.manifest.evidence             # 'held_out' or 'in_sample'
     print(study.compare().markdown)     # compare's tables and paired tests, re-computed
 
-Every check is one :class:`core.errors.UserError` line (exit 2 from the CLI): a missing or altered
+Every check is one :class:`critiquelab.core.errors.UserError` line (exit 2 from the CLI): a missing or altered
 file, a manifest of another format, an outcome line without a required column or a task id
 twice for one arm and seed, a run that had not finished.
 """
@@ -26,10 +26,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from core.config import explain
-from core.errors import UserError
-from experiments.compare.compared_run import ComparedRun
-from experiments.studies.files import (
+from critiquelab.core.config import explain
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.compare.compared_run import ComparedRun
+from critiquelab.experiments.studies.files import (
     CHECKSUMMED,
     EVIDENCE_TEXT,
     MANIFEST,
@@ -96,10 +96,10 @@ class Study:
         self, out: Path | None = None, *, bootstrap_seed: int = 0, n_resamples: int = 9999,
         confidence: float = 0.95,
     ) -> Any:
-        """compare's report (:class:`experiments.compare.runs.ComparisonResult`) re-computed from the
-        study's files; written to ``out`` (default: a temporary folder, removed afterwards)."""
-        from eval.statistics import check_bootstrap_options
-        from experiments.compare.runs import report_comparison
+        """compare's report (:class:`critiquelab.experiments.compare.runs.ComparisonResult`) re-computed from
+        the study's files; written to ``out`` (default: a temporary folder, removed afterwards)."""
+        from critiquelab.eval.statistics import check_bootstrap_options
+        from critiquelab.experiments.compare.runs import report_comparison
 
         check_bootstrap_options(n_resamples, bootstrap_seed, confidence, resamples_name="--resamples",
                                 seed_name="--bootstrap-seed")

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from experiments.studies.read import Study, load_study
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.studies.read import Study, load_study
 
 STUDY_BLOCK = re.compile(r"(<!-- study: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /study -->)", re.S)
 INDEX_BLOCK = re.compile(r"(<!-- studies -->\n)(?P<body>.*?)(<!-- /studies -->)", re.S)

@@ -21,13 +21,13 @@ from typing import Any
 
 import yaml
 
-from core.errors import UserError
-from eval.results import plain_cell
-from experiments.compare.compared_run import ComparedRun
-from experiments.compare.runs import load_problems_frame, open_client, resolve_runs
-from experiments.paths import data_dir as default_data_dir
-from experiments.serving.model_files import resolve_bundled
-from experiments.studies.files import (
+from critiquelab.core.errors import UserError
+from critiquelab.eval.results import plain_cell
+from critiquelab.experiments.compare.compared_run import ComparedRun
+from critiquelab.experiments.compare.runs import load_problems_frame, open_client, resolve_runs
+from critiquelab.experiments.paths import data_dir as default_data_dir
+from critiquelab.experiments.serving.model_files import resolve_bundled
+from critiquelab.experiments.studies.files import (
     CHECKSUMMED,
     MANIFEST,
     OUTCOMES,
@@ -39,8 +39,8 @@ from experiments.studies.files import (
     StudyDataset,
     StudyManifest,
 )
-from experiments.studies.read import file_sha256, load_study
-from experiments.tracking.store import PARENT_TAG
+from critiquelab.experiments.studies.read import file_sha256, load_study
+from critiquelab.experiments.tracking.store import PARENT_TAG
 
 # MLflow's own bookkeeping tags (the run's source file, user, log-model history …) say nothing
 # about the measurement and differ per machine; the parent link is kept.
@@ -203,7 +203,7 @@ def _finished_runs(
 
 
 def _spec_of(client: Any, parent_id: str) -> dict[str, Any]:
-    from experiments.run_export import artifact_text
+    from critiquelab.experiments.run_export import artifact_text
 
     text = artifact_text(client, parent_id, "config.yaml")
     if text is None:

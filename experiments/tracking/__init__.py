@@ -1,3 +1,3 @@
-"""MLflow: the store (:mod:`experiments.tracking.store`), one trace per problem
-(:mod:`experiments.tracking.traces`), what a run logs (:mod:`experiments.tracking.run_records`)
-and its provenance."""
+"""MLflow: the store (:mod:`critiquelab.experiments.tracking.store`), one trace per problem
+(:mod:`critiquelab.experiments.tracking.traces`), what a run logs
+(:mod:`critiquelab.experiments.tracking.run_records`) and its provenance."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from core.errors import UserError
-from core.read_only_sqlite import query_read_only
+from critiquelab.core.errors import UserError
+from critiquelab.core.read_only_sqlite import query_read_only
 
 _SQLITE = "sqlite:///"
 # Tables every MLflow SQL store has had since its first schema; alembic_version is its migration

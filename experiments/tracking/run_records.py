@@ -14,14 +14,14 @@ from typing import Any
 
 import yaml
 
-from eval.datasets import dataset_provenance
-from eval.execution import isolation_level
-from eval.problems import Problem
-from eval.results import ProblemResult
-from experiments.serving.provision import ModelIdentity
-from experiments.spec.experiment import ExperimentSpec
-from experiments.tracking.provenance import code_fingerprint, git_commit, package_versions
-from experiments.tracking.store import (
+from critiquelab.eval.datasets import dataset_provenance
+from critiquelab.eval.execution import isolation_level
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.serving.provision import ModelIdentity
+from critiquelab.experiments.spec.experiment import ExperimentSpec
+from critiquelab.experiments.tracking.provenance import code_fingerprint, git_commit, package_versions
+from critiquelab.experiments.tracking.store import (
     CHILD_TAG,
     INVOCATION_TAG,
     PARENT_TAG,
@@ -98,7 +98,7 @@ def open_parent_run(
     })
     config = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
     tracker.log_text(parent_id, config, "config.yaml")
-    from optimizers.export import prompts_by_role
+    from critiquelab.optimizers.export import prompts_by_role
 
     def loaded(source: str) -> str:  # keyed by role: `critiquelab export` of the run reads it back
         return json.dumps(prompts_by_role(source, registry_uri=tracker.uri), indent=2, sort_keys=True)

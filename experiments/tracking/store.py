@@ -13,15 +13,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import ServiceError, UserError, error_line
-from experiments.paths import path_segment
-from experiments.tracking.uris import USE, tracking_uri_problem
+from critiquelab.core.errors import ServiceError, UserError, error_line
+from critiquelab.experiments.paths import path_segment
+from critiquelab.experiments.tracking.uris import USE, tracking_uri_problem
 
 PARENT_TAG = "mlflow.parentRunId"
 CHILD_TAG = "critiquelab.child"  # "<label>/seed=<n>": set when a child run is created
 INVOCATION_TAG = "critiquelab.invocation"  # configuration × problems × seeds of a parent run
 RESULTS_TAG = "critiquelab.results_sha256"  # set last: the child's results are all logged
-WARNINGS_TAG = "critiquelab.warnings"  # a child's warnings (experiments.run_warnings), a line each
+# a child's warnings (critiquelab.experiments.run_warnings), a line each
+WARNINGS_TAG = "critiquelab.warnings"
 
 _MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 _BATCH = 100  # MLflow's limit on params per log_batch call

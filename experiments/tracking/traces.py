@@ -23,9 +23,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from eval.results import ProblemResult
-from experiments.tracking.store import ServiceClient
-from runtime.pool.messages import Intent, Message
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.tracking.store import ServiceClient
+from critiquelab.runtime.pool.messages import Intent, Message
 
 TASK_TAG = "critiquelab.task_id"  # on each trace: the problem it is about
 MESSAGE_ATTRIBUTE = "critiquelab.message"  # a span's pool message, as JSON

@@ -4,7 +4,7 @@ already taken)."""
 
 from __future__ import annotations
 
-from experiments.urls import http_url_problem
+from critiquelab.experiments.urls import http_url_problem
 
 # SQLAlchemy dialects MLflow's SQL store takes (a driver may follow: postgresql+psycopg2).
 _DATABASES = ("sqlite", "postgresql", "mysql", "mssql")

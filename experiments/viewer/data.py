@@ -3,9 +3,9 @@ and each problem's pool messages.
 
 A finished child run has ``problems.parquet`` and ``messages.jsonl``; a run still in progress
 has neither yet, so its problems and messages are read back from the per-problem traces the
-runner logs as each problem finishes (:mod:`experiments.tracking.traces`). Either way a problem
-is the runner's own :class:`~eval.results.ProblemResult` (the table read back by
-:func:`~eval.results.results_from_table`, the trace's copy validated as it is). Nothing is ever
+runner logs as each problem finishes (:mod:`critiquelab.experiments.tracking.traces`). Either way a problem
+is the runner's own :class:`~critiquelab.eval.results.ProblemResult` (the table read back by
+:func:`~critiquelab.eval.results.results_from_table`, the trace's copy validated as it is). Nothing is ever
 written.
 """
 
@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from eval.results import ProblemResult, results_from_table
-from experiments.controls import control_of_run, marked_label
-from experiments.tracking.store import CHILD_TAG, PARENT_TAG, child_key
-from experiments.tracking.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, run_traces
-from runtime.pool.messages import Message
+from critiquelab.core.errors import UserError
+from critiquelab.eval.results import ProblemResult, results_from_table
+from critiquelab.experiments.controls import control_of_run, marked_label
+from critiquelab.experiments.tracking.store import CHILD_TAG, PARENT_TAG, child_key
+from critiquelab.experiments.tracking.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, run_traces
+from critiquelab.runtime.pool.messages import Message
 
 
 @dataclass

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from html import escape
 from importlib import resources
 
-from eval.results import ProblemResult
-from experiments.viewer.data import RunInfo, ViewerData
-from experiments.viewer.problem_page import problem_sections
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.viewer.data import RunInfo, ViewerData
+from critiquelab.experiments.viewer.problem_page import problem_sections
 
 REFRESH_S = 5  # how often a page of a run in progress reloads itself
 
@@ -26,7 +26,7 @@ def slug(task_id: str) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("experiments.viewer").joinpath("static", name).read_text()
+    return resources.files("critiquelab.experiments.viewer").joinpath("static", name).read_text()
 
 
 def layout(title: str, body: str, depth: int, *, refresh: bool = False) -> str:

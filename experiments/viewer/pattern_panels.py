@@ -1,11 +1,11 @@
 """Panels for collaboration patterns, each shown only where a problem's messages hold its data:
 debate rounds and agreement, vote groups, the scratchpad's channels over time, the architect's
-session tree and the tree-search tree (:mod:`experiments.viewer.search_tree_panel`).
+session tree and the tree-search tree (:mod:`critiquelab.experiments.viewer.search_tree_panel`).
 
 The panels rebuild what they show with the pipelines' own readers — the scratchpad's
-:func:`~runtime.scratchpad.replay.replay_steps`, the architect's
-:func:`~pipelines.architect.session_tree.export_session_tree` — so the viewer cannot drift from them. Every
-string that came from a model goes through :func:`html.escape`.
+:func:`~critiquelab.runtime.scratchpad.replay.replay_steps`, the architect's
+:func:`~critiquelab.pipelines.architect.session_tree.export_session_tree` — so the viewer cannot drift from
+them. Every string that came from a model goes through :func:`html.escape`.
 """
 
 from __future__ import annotations
@@ -14,17 +14,23 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from eval.results import ProblemResult
-from experiments.viewer.data import json_text, message_trace
-from experiments.viewer.search_tree_panel import search_tree_panel
-from pipelines.architect.session_tree import export_session_tree
-from pipelines.debate.outcome import ConsensusFigures
-from runtime.agents import agent_role
-from runtime.pool.messages import Intent, Message
-from runtime.pool.store import seq_of
-from runtime.scratchpad.channels import size_bytes
-from runtime.scratchpad.events import ConflictEvent, InitEvent, RefusedEvent, ScratchpadIntent, UpdateEvent
-from runtime.scratchpad.replay import replay_steps
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.viewer.data import json_text, message_trace
+from critiquelab.experiments.viewer.search_tree_panel import search_tree_panel
+from critiquelab.pipelines.architect.session_tree import export_session_tree
+from critiquelab.pipelines.debate.outcome import ConsensusFigures
+from critiquelab.runtime.agents import agent_role
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.pool.store import seq_of
+from critiquelab.runtime.scratchpad.channels import size_bytes
+from critiquelab.runtime.scratchpad.events import (
+    ConflictEvent,
+    InitEvent,
+    RefusedEvent,
+    ScratchpadIntent,
+    UpdateEvent,
+)
+from critiquelab.runtime.scratchpad.replay import replay_steps
 
 # Scratchpad events that concern one channel (an init names all of them, a read several).
 # The events that act on one channel, and their models (each has the channel and the agent).

@@ -1,5 +1,5 @@
 """One problem's transcript as HTML: swimlanes, agent cards, code versions with diffs and
-verdicts, the pattern panels (:mod:`experiments.viewer.pattern_panels`) and the full message list.
+verdicts, the pattern panels (:mod:`critiquelab.experiments.viewer.pattern_panels`) and the full message list.
 
 Every string that came from a model or a dataset goes through :func:`html.escape`; the views
 here read only generic message fields (sender, intent, in_reply_to, metadata), so a pipeline's
@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from core.errors import UserError
-from eval.results import ProblemResult
-from experiments.viewer.data import json_text, message_trace
-from experiments.viewer.pattern_panels import pattern_panels
-from pipelines.registry import role_map
-from pipelines.roles import RoleMap
-from runtime.agents import agent_role
-from runtime.pool.messages import Intent, Message
+from critiquelab.core.errors import UserError
+from critiquelab.eval.results import ProblemResult
+from critiquelab.experiments.viewer.data import json_text, message_trace
+from critiquelab.experiments.viewer.pattern_panels import pattern_panels
+from critiquelab.pipelines.registry import role_map
+from critiquelab.pipelines.roles import RoleMap
+from critiquelab.runtime.agents import agent_role
+from critiquelab.runtime.pool.messages import Intent, Message
 
 CODE_INTENTS = (Intent.OUTPUT_COMPLETE, Intent.FIX, Intent.PROPOSAL, Intent.ARGUMENT, Intent.VERDICT)
 _LANE_HEIGHT, _LANE_LABEL, _WIDTH = 34, 150, 900

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from runtime.pool.messages import Intent, Message
+from critiquelab.runtime.pool.messages import Intent, Message
 
 _SPACING_X, _SPACING_Y, _RADIUS, _MARGIN = 46, 60, 14, 24
 # Longest reflection shown in the table (the full text is in the message list).

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from core.errors import UserError
-from experiments.tracking.local_store import require_runs
-from experiments.urls import http_url_problem
-from experiments.viewer.data import ViewerData
-from experiments.viewer.pages import index_page, pair_page, problem_page, run_page, slug
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.tracking.local_store import require_runs
+from critiquelab.experiments.urls import http_url_problem
+from critiquelab.experiments.viewer.data import ViewerData
+from critiquelab.experiments.viewer.pages import index_page, pair_page, problem_page, run_page, slug
 
 HOST = "127.0.0.1"  # never another interface: transcripts are research data, not a public site
 DEFAULT_PORT = 8470
@@ -121,7 +121,7 @@ class Viewer:
 def export(viewer: Viewer, out: Path, run_id: str | Collection[str] | None = None) -> int:
     """Write every page under ``out`` (checked first: a directory that can take them); returns
     how many."""
-    from experiments.paths import check_writable_dir
+    from critiquelab.experiments.paths import check_writable_dir
 
     check_writable_dir(out, "where the pages would go")
     count = 0

@@ -13,12 +13,12 @@ from typing import Any
 import dspy
 from pydantic import BaseModel
 
-from eval.visible_examples import code_feedback, visible_examples
-from pipelines.architect.plan import defined_functions
-from runtime.agents import TaskContext
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult, call_role, fell_back
-from signatures.team_contracts import (
+from critiquelab.eval.visible_examples import code_feedback, visible_examples
+from critiquelab.pipelines.architect.plan import defined_functions
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult, call_role, fell_back
+from critiquelab.signatures.team_contracts import (
     DeveloperInput,
     DeveloperOutput,
     ReviewerInput,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from pipelines.agent_counts import AgentCountFigures
-from pipelines.figure_groups import RevisionFigures
-from pipelines.outcomes import Outcome
+from critiquelab.pipelines.agent_counts import AgentCountFigures
+from critiquelab.pipelines.figure_groups import RevisionFigures
+from critiquelab.pipelines.outcomes import Outcome
 
 
 class ArchitectOutcome(Outcome, RevisionFigures, AgentCountFigures):

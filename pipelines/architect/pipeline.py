@@ -7,7 +7,7 @@ The reviewer runs it on the prompt's visible examples and decides; changes reque
 task back with the feedback, up to ``max_iterations`` reviews. A developer that fails or times
 out is reported to the architect, which retries, reassigns or aborts, and says so on the pool.
 Each delegation is a sub-session of the task's thread, so the run exports as a session tree
-(:mod:`pipelines.architect.session_tree`).
+(:mod:`critiquelab.pipelines.architect.session_tree`).
 """
 
 from __future__ import annotations
@@ -19,27 +19,27 @@ from typing import cast
 import dspy
 from pydantic import Field
 
-from pipelines.agent_counts import agent_counts
-from pipelines.architect.agents import (
+from critiquelab.pipelines.agent_counts import agent_counts
+from critiquelab.pipelines.architect.agents import (
     Attempt,
     DeveloperWorker,
     ReviewerWorker,
     SessionRef,
     publish_in,
 )
-from pipelines.architect.outcome import ArchitectOutcome
-from pipelines.architect.plan import Plan, integrate, make_plan
-from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.threads import converse
-from runtime.agents import Agent, TaskContext
-from runtime.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role, fell_back
-from signatures.architect import Architect
-from signatures.developer import Developer
-from signatures.team_contracts import (
+from critiquelab.pipelines.architect.outcome import ArchitectOutcome
+from critiquelab.pipelines.architect.plan import Plan, integrate, make_plan
+from critiquelab.pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.threads import converse
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.parallel_agents import MAX_PARALLEL_AGENTS, ParallelCalls
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role, fell_back
+from critiquelab.signatures.architect import Architect
+from critiquelab.signatures.developer import Developer
+from critiquelab.signatures.team_contracts import (
     ArchitectDecision,
     ArchitectPlan,
     DeveloperInput,
@@ -48,7 +48,7 @@ from signatures.team_contracts import (
     ReviewerOutput,
     TaskAssignment,
 )
-from signatures.team_reviewer import TeamReviewer
+from critiquelab.signatures.team_reviewer import TeamReviewer
 
 
 class ArchitectParams(PipelineParams):

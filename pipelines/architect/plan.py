@@ -8,8 +8,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from eval import python_ast
-from signatures.team_contracts import DeveloperOutput, TaskAssignment
+from critiquelab.eval import python_ast
+from critiquelab.signatures.team_contracts import DeveloperOutput, TaskAssignment
 
 _PRIORITY = {"high": 0, "medium": 1, "low": 2}
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")

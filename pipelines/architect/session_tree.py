@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from runtime.pool.messages import Intent, Message
-from signatures.team_contracts import (
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.team_contracts import (
     ArchitectDecision,
     ArchitectPlan,
     DeveloperInput,

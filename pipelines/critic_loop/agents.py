@@ -1,5 +1,5 @@
 """The agents of the critic loop: critic (with optional execution feedback), meta-critic and
-fixer (the coder is :class:`pipelines.coder_agent.CoderAgent`). Each reacts to messages on the
+fixer (the coder is :class:`critiquelab.pipelines.coder_agent.CoderAgent`). Each reacts to messages on the
 pool and publishes its step."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 
 import dspy
 
-from eval.visible_examples import code_feedback, visible_examples
-from pipelines.controls import oracle_feedback
-from runtime.agents import Agent, TaskContext
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role, fell_back
-from signatures.review import Finding, Review, render_review
+from critiquelab.eval.visible_examples import code_feedback, visible_examples
+from critiquelab.pipelines.controls import oracle_feedback
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role, fell_back
+from critiquelab.signatures.review import Finding, Review, render_review
 
 CHANGES = ("request_changes", "reject")
 
@@ -144,7 +144,7 @@ class MetaCriticAgent(Agent):
 class FixerAgent(Agent):
     """Revises the reviewed code when the (meta-)review asks for changes. As the oracle_feedback
     control (``oracle``) it also reads the hidden tests' report on that code
-    (:mod:`pipelines.controls`; its signature then has the ``test_results`` field)."""
+    (:mod:`critiquelab.pipelines.controls`; its signature then has the ``test_results`` field)."""
 
     role = "fixer"
 

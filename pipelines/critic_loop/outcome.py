@@ -8,9 +8,9 @@ from typing import Self
 
 from pydantic import Field
 
-from pipelines.figure_groups import RevisionFigures
-from pipelines.outcomes import Scored
-from pipelines.threads import ThreadOutcome
+from critiquelab.pipelines.figure_groups import RevisionFigures
+from critiquelab.pipelines.outcomes import Scored
+from critiquelab.pipelines.threads import ThreadOutcome
 
 
 class PanelFigures(RevisionFigures):
@@ -39,5 +39,5 @@ class PanelFigures(RevisionFigures):
         return metrics
 
 
-class CriticLoopOutcome(ThreadOutcome, PanelFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
+class CriticLoopOutcome(ThreadOutcome, PanelFigures):  # type: ignore[misc]  # plugin false positive: see critiquelab.pipelines.outcomes
     """Figures of ``critic_loop``."""

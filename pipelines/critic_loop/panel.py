@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 
 import dspy
 
-from pipelines.critic_loop.agents import CHANGES, CriticAgent
-from runtime.agents import TaskContext
-from runtime.parallel_agents import ParallelCalls
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult, call_role, fell_back
-from signatures.focused_critic import FOCUS_INSTRUCTIONS
-from signatures.review import Finding, Review
+from critiquelab.pipelines.critic_loop.agents import CHANGES, CriticAgent
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.parallel_agents import ParallelCalls
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult, call_role, fell_back
+from critiquelab.signatures.focused_critic import FOCUS_INSTRUCTIONS
+from critiquelab.signatures.review import Finding, Review
 
 
 def _review_of(step: RoleResult) -> Review | None:

@@ -10,24 +10,24 @@ from __future__ import annotations
 import dspy
 from pydantic import Field, field_validator
 
-from pipelines.coder_agent import CoderAgent
-from pipelines.controls import ORACLE_FEEDBACK, ControlArm
-from pipelines.critic_loop.agents import CriticAgent, FixerAgent, MetaCriticAgent
-from pipelines.critic_loop.outcome import CriticLoopOutcome
-from pipelines.critic_loop.panel import PanelCriticAgent, critics_requesting_changes
-from pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.roles import Role
-from pipelines.threads import run_thread
-from runtime.agents import Agent, TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent
-from signatures.coder import Coder
-from signatures.critic import Critic
-from signatures.fixer import Fixer
-from signatures.focused_critic import FOCUS_INSTRUCTIONS, CriticFocus, FocusedCritic
-from signatures.meta_critic import MetaCritic
-from signatures.test_results import with_test_results
+from critiquelab.pipelines.coder_agent import CoderAgent
+from critiquelab.pipelines.controls import ORACLE_FEEDBACK, ControlArm
+from critiquelab.pipelines.critic_loop.agents import CriticAgent, FixerAgent, MetaCriticAgent
+from critiquelab.pipelines.critic_loop.outcome import CriticLoopOutcome
+from critiquelab.pipelines.critic_loop.panel import PanelCriticAgent, critics_requesting_changes
+from critiquelab.pipelines.params import FeedbackTimeout, MaxIterations, ParallelAgents, PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.roles import Role
+from critiquelab.pipelines.threads import run_thread
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.critic import Critic
+from critiquelab.signatures.fixer import Fixer
+from critiquelab.signatures.focused_critic import FOCUS_INSTRUCTIONS, CriticFocus, FocusedCritic
+from critiquelab.signatures.meta_critic import MetaCritic
+from critiquelab.signatures.test_results import with_test_results
 
 
 class CriticLoopParams(PipelineParams):

@@ -7,11 +7,11 @@ from typing import Any, Literal, get_args
 
 import dspy
 
-from eval.assembly import assemble_program, extract_code
-from pipelines.debate.grounding import Grounding, rule_override, with_results
-from runtime.agents import Agent, TaskContext, sampling_config
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role, fell_back
+from critiquelab.eval.assembly import assemble_program, extract_code
+from critiquelab.pipelines.debate.grounding import Grounding, rule_override, with_results
+from critiquelab.runtime.agents import Agent, TaskContext, sampling_config
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role, fell_back
 
 Topology = Literal["full", "ring", "star"]
 TOPOLOGIES: tuple[str, ...] = get_args(Topology)
@@ -190,7 +190,7 @@ class JudgeAgent(Agent):
         else:
             # An unusable verdict is recorded as such; the first debater's solution stands in.
             final, how = codes[0], "fallback"
-            fell_back(self.role)  # counted and warned about (runtime.role_call)
+            fell_back(self.role)  # counted and warned about (critiquelab.runtime.role_call)
         final, override = self._apply_rule(final, codes)
         self.ctx.publish(
             intent=Intent.VERDICT, sender=self.name, content=final, step=step,

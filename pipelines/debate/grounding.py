@@ -1,7 +1,7 @@
 """Execution-grounded debate: every solution a debater publishes is run on the examples the
 prompt shows, and debaters and the judge read what it did beside the code.
 
-Only the prompt's *visible* examples are run (:func:`eval.visible_examples.visible_examples`);
+Only the prompt's *visible* examples are run (:func:`critiquelab.eval.visible_examples.visible_examples`);
 hidden tests never reach a prompt. The judge rule (``judge_rule: visible_pass``) reads the same
 results: it never lets the answer be a solution that fails a visible example while a debater's
 final solution passes them all.
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from eval.visible_examples import VisibleExample, code_feedback, visible_examples
+from critiquelab.eval.visible_examples import VisibleExample, code_feedback, visible_examples
 
 JudgeRule = Literal["none", "visible_pass"]
 JUDGE_RULES: tuple[str, ...] = get_args(JudgeRule)

@@ -8,9 +8,9 @@ from typing import ClassVar, Self
 
 from pydantic import Field
 
-from eval.metrics import applicable, rate
-from pipelines.attribution import SELECTION_ENDS, selection_end
-from pipelines.outcomes import FigureGroup, Outcome, Scored
+from critiquelab.eval.metrics import applicable, rate
+from critiquelab.pipelines.attribution import SELECTION_ENDS, selection_end
+from critiquelab.pipelines.outcomes import FigureGroup, Outcome, Scored
 
 
 class ConsensusFigures(FigureGroup):
@@ -101,7 +101,7 @@ class ConsensusFigures(FigureGroup):
     def attribute(cls, row: Scored[Self]) -> str | None:
         """Where the problem ended among the debaters' final solutions
         (what the judge chose from):
-        :func:`pipelines.attribution.selection_end`."""
+        :func:`critiquelab.pipelines.attribution.selection_end`."""
         return selection_end(row.passed, row.figures.debaters_final_passed)
 
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 import dspy
 from pydantic import Field
 
-from eval.behaviour import behaviour_signatures, largest_group
-from pipelines.debate.agents import DebaterAgent, JudgeAgent, Topology
-from pipelines.debate.grounding import Grounding, JudgeRule
-from pipelines.debate.outcome import DebateOutcome
-from pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
-from pipelines.registry import register_pipeline
-from pipelines.threads import converse
-from runtime.agents import Agent, TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from signatures.coder import Coder
-from signatures.debater import Debater, grounded_debater
-from signatures.judge import Judge, grounded_judge
+from critiquelab.eval.behaviour import behaviour_signatures, largest_group
+from critiquelab.pipelines.debate.agents import DebaterAgent, JudgeAgent, Topology
+from critiquelab.pipelines.debate.grounding import Grounding, JudgeRule
+from critiquelab.pipelines.debate.outcome import DebateOutcome
+from critiquelab.pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.threads import converse
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.debater import Debater, grounded_debater
+from critiquelab.signatures.judge import Judge, grounded_judge
 
 
 def debate_outcome(

@@ -7,13 +7,13 @@ from typing import Any
 
 import dspy
 
-from eval import python_ast
-from eval.assembly import assemble_program
-from eval.behaviour import filtered_largest_group, visible_verdicts
-from eval.generated_inputs import parse_inputs, run_on_inputs
-from eval.mutated_inputs import mutated_calls
-from eval.visible_examples import visible_examples
-from pipelines.distinguish.selection import (
+from critiquelab.eval import python_ast
+from critiquelab.eval.assembly import assemble_program
+from critiquelab.eval.behaviour import filtered_largest_group, visible_verdicts
+from critiquelab.eval.generated_inputs import parse_inputs, run_on_inputs
+from critiquelab.eval.mutated_inputs import mutated_calls
+from critiquelab.eval.visible_examples import visible_examples
+from critiquelab.pipelines.distinguish.selection import (
     GREEDY,
     Group,
     InputSource,
@@ -26,9 +26,9 @@ from pipelines.distinguish.selection import (
     describe,
     disagreements,
 )
-from runtime.agents import Agent, TaskContext
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult, call_role
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult, call_role
 
 
 def _written_items(step: RoleResult) -> list[str]:

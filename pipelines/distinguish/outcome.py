@@ -9,8 +9,8 @@ from typing import ClassVar, Self
 
 from pydantic import Field
 
-from pipelines.attribution import SELECTION_ENDS, selection_end
-from pipelines.outcomes import FigureGroup, Outcome, Scored
+from critiquelab.pipelines.attribution import SELECTION_ENDS, selection_end
+from critiquelab.pipelines.outcomes import FigureGroup, Outcome, Scored
 
 
 class SelectionFigures(FigureGroup):
@@ -62,11 +62,11 @@ class SelectionFigures(FigureGroup):
     def attribute(cls, row: Scored[Self]) -> str | None:
         """Where the problem ended among the greedy answer and
         the samples:
-        :func:`pipelines.attribution.selection_end`."""
+        :func:`critiquelab.pipelines.attribution.selection_end`."""
         return selection_end(row.passed, row.figures.candidates_passed)
 
 
-class DistinguishOutcome(Outcome, SelectionFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
+class DistinguishOutcome(Outcome, SelectionFigures):  # type: ignore[misc]  # plugin false positive: see critiquelab.pipelines.outcomes
     """Figures of ``distinguish``."""
 
     samples: int = Field(description="Samples drawn (the greedy answer is none).")

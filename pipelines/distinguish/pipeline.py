@@ -23,19 +23,19 @@ from __future__ import annotations
 import dspy
 from pydantic import Field
 
-from pipelines.distinguish.agents import InputWriterAgent, PairwiseJudgeAgent, SelectorAgent
-from pipelines.distinguish.outcome import DistinguishOutcome
-from pipelines.distinguish.selection import GREEDY, InputSource, Selection
-from pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
-from pipelines.registry import register_pipeline
-from pipelines.sampling import SamplerAgent
-from pipelines.threads import converse
-from runtime.agents import TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from signatures.coder import Coder
-from signatures.input_writer import InputWriter
-from signatures.pairwise_judge import PairwiseJudge
+from critiquelab.pipelines.distinguish.agents import InputWriterAgent, PairwiseJudgeAgent, SelectorAgent
+from critiquelab.pipelines.distinguish.outcome import DistinguishOutcome
+from critiquelab.pipelines.distinguish.selection import GREEDY, InputSource, Selection
+from critiquelab.pipelines.params import FeedbackTimeout, ParallelAgents, PipelineParams, SamplingTemperature
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.sampling import SamplerAgent
+from critiquelab.pipelines.threads import converse
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.input_writer import InputWriter
+from critiquelab.signatures.pairwise_judge import PairwiseJudge
 
 
 class DistinguishParams(PipelineParams):

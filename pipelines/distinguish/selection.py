@@ -3,8 +3,8 @@ finished run's recorded outcomes and judgements replay them without a model call
 (``benchmarks/distinguishing_replay.py``).
 
 Candidates are numbered 0 (the greedy answer) and ``i + 1`` (sample ``i``). A candidate's
-outcomes are its calls' :data:`eval.generated_inputs.Outcome` on the visible examples' inputs, then
-on the generated inputs.
+outcomes are its calls' :data:`critiquelab.eval.generated_inputs.Outcome` on the visible examples' inputs,
+then on the generated inputs.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from eval.generated_inputs import Outcome
-from eval.generated_tests import consensus_sets
-from signatures.pairwise_judge import Choice
+from critiquelab.eval.generated_inputs import Outcome
+from critiquelab.eval.generated_tests import consensus_sets
+from critiquelab.signatures.pairwise_judge import Choice
 
 Selection = Literal["pairwise", "agreement", "both"]
 InputSource = Literal["writer", "mutation", "both"]  # where the inputs that tell candidates apart come from

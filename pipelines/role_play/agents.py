@@ -9,11 +9,11 @@ from typing import Any
 
 import dspy
 
-from eval.assembly import contains_code
-from eval.visible_examples import code_feedback, visible_examples
-from runtime.agents import Agent, TaskContext
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role
+from critiquelab.eval.assembly import contains_code
+from critiquelab.eval.visible_examples import code_feedback, visible_examples
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role
 
 # Stop reasons besides "done" (the instructor says so) and "max_turns".
 ROLE_FLIP, REPEATED_INSTRUCTION, NO_PROGRESS = "role_flip", "repeated_instruction", "no_progress"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dspy
 from pydantic import Field
 
-from pipelines.params import FeedbackTimeout, PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.role_play.agents import (
+from critiquelab.pipelines.params import FeedbackTimeout, PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.role_play.agents import (
     NO_PROGRESS,
     REPEATED_INSTRUCTION,
     ROLE_FLIP,
@@ -22,14 +22,14 @@ from pipelines.role_play.agents import (
     InstructorAgent,
     TaskSpecifierAgent,
 )
-from pipelines.role_play.outcome import RolePlayOutcome
-from pipelines.threads import converse
-from runtime.agents import TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from signatures.assistant import Assistant
-from signatures.instructor import Instructor
-from signatures.task_specifier import TaskSpecifier
+from critiquelab.pipelines.role_play.outcome import RolePlayOutcome
+from critiquelab.pipelines.threads import converse
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.assistant import Assistant
+from critiquelab.signatures.instructor import Instructor
+from critiquelab.signatures.task_specifier import TaskSpecifier
 
 
 class RolePlayParams(PipelineParams):

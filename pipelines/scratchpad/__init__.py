@@ -1,2 +1,2 @@
 """``scratchpad``: analyst, coder, tester and reviewer working on one shared scratchpad (the
-subsystem :mod:`runtime.scratchpad`)."""
+subsystem :mod:`critiquelab.runtime.scratchpad`)."""

@@ -9,15 +9,15 @@ from typing import Any
 
 import dspy
 
-from eval.visible_examples import code_feedback, visible_examples
-from runtime.agents import Agent, TaskContext
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role, fell_back
-from runtime.scratchpad.access import AgentAccess
-from runtime.scratchpad.channels import ChannelSpec
-from runtime.scratchpad.events import ScratchpadIntent
-from runtime.scratchpad.shared import SharedScratchpad, Snapshot
-from signatures.review import Finding
+from critiquelab.eval.visible_examples import code_feedback, visible_examples
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role, fell_back
+from critiquelab.runtime.scratchpad.access import AgentAccess
+from critiquelab.runtime.scratchpad.channels import ChannelSpec
+from critiquelab.runtime.scratchpad.events import ScratchpadIntent
+from critiquelab.runtime.scratchpad.shared import SharedScratchpad, Snapshot
+from critiquelab.signatures.review import Finding
 
 CHANGES = ("request_changes", "reject")
 

@@ -5,7 +5,7 @@ writes an approach and edge cases, the coder writes code reading the analysis, t
 each version on the prompt's visible examples and writes the results, the reviewer reads all of
 it and writes a review; the coder revises until the reviewer approves or ``max_iterations``
 reviews. In ``parallel`` mode the coder drafts at once, alongside the analyst, and the agents
-run in their own threads. Every write is an event on the pool (:mod:`runtime.scratchpad`).
+run in their own threads. Every write is an event on the pool (:mod:`critiquelab.runtime.scratchpad`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Literal
 import dspy
 from pydantic import Field
 
-from pipelines.agent_counts import agent_counts
-from pipelines.params import FeedbackTimeout, MaxIterations, PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.scratchpad.agents import (
+from critiquelab.pipelines.agent_counts import agent_counts
+from critiquelab.pipelines.params import FeedbackTimeout, MaxIterations, PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.scratchpad.agents import (
     CHANGES,
     CHANNELS,
     AnalystAgent,
@@ -27,16 +27,16 @@ from pipelines.scratchpad.agents import (
     TesterAgent,
     team_access,
 )
-from pipelines.scratchpad.outcome import ScratchpadOutcome
-from pipelines.threads import converse
-from runtime.agents import Agent, TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Message
-from runtime.scratchpad.events import ScratchpadIntent, UpdateEvent
-from runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
-from signatures.analyst import Analyst
-from signatures.scratchpad_coder import ScratchpadCoder
-from signatures.scratchpad_reviewer import ScratchpadReviewer
+from critiquelab.pipelines.scratchpad.outcome import ScratchpadOutcome
+from critiquelab.pipelines.threads import converse
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Message
+from critiquelab.runtime.scratchpad.events import ScratchpadIntent, UpdateEvent
+from critiquelab.runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
+from critiquelab.signatures.analyst import Analyst
+from critiquelab.signatures.scratchpad_coder import ScratchpadCoder
+from critiquelab.signatures.scratchpad_reviewer import ScratchpadReviewer
 
 
 class ScratchpadParams(PipelineParams):

@@ -10,19 +10,19 @@ from typing import ClassVar
 import dspy
 from pydantic import BaseModel
 
-from eval.assembly import assemble_program
-from eval.generated_tests import parse_asserts, render_tests
-from eval.visible_examples import VisibleExample, execution_feedback, visible_examples
-from runtime.agents import TaskContext
-from runtime.handoff import HandoffAgent, code_of
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult, call_role, fell_back
-from signatures.engineer import CodeArtifact
-from signatures.handoff import Handoff
-from signatures.product_manager import Spec
-from signatures.qa_engineer import QaReport
-from signatures.review import Review, render_review
-from signatures.sop_architect import Design
+from critiquelab.eval.assembly import assemble_program
+from critiquelab.eval.generated_tests import parse_asserts, render_tests
+from critiquelab.eval.visible_examples import VisibleExample, execution_feedback, visible_examples
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.handoff import HandoffAgent, code_of
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult, call_role, fell_back
+from critiquelab.signatures.engineer import CodeArtifact
+from critiquelab.signatures.handoff import Handoff
+from critiquelab.signatures.product_manager import Spec
+from critiquelab.signatures.qa_engineer import QaReport
+from critiquelab.signatures.review import Review, render_review
+from critiquelab.signatures.sop_architect import Design
 
 UNPARSED = "the reply could not be parsed into the stage's schema"
 

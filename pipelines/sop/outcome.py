@@ -8,8 +8,8 @@ from typing import Self
 
 from pydantic import Field
 
-from pipelines.figure_groups import GeneratedTestFigures, RevisionFigures, counted_totals
-from pipelines.outcomes import FigureGroup, Outcome, Scored
+from critiquelab.pipelines.figure_groups import GeneratedTestFigures, RevisionFigures, counted_totals
+from critiquelab.pipelines.outcomes import FigureGroup, Outcome, Scored
 
 
 class HandoffCounts(FigureGroup):

@@ -14,27 +14,27 @@ from __future__ import annotations
 import dspy
 from pydantic import Field
 
-from pipelines.params import FeedbackTimeout, GeneratedTestCount, MaxIterations, PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.sop.agents import (
+from critiquelab.pipelines.params import FeedbackTimeout, GeneratedTestCount, MaxIterations, PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.sop.agents import (
     EngineerAgent,
     ProductManagerAgent,
     QaEngineerAgent,
     ReviewerAgent,
     SopArchitectAgent,
 )
-from pipelines.sop.outcome import SopOutcome
-from pipelines.threads import converse
-from runtime.agents import Agent, TaskContext
-from runtime.handoff import code_of
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from signatures.critic import Critic
-from signatures.engineer import Engineer
-from signatures.handoff import Handoff
-from signatures.product_manager import ProductManager
-from signatures.qa_engineer import QaEngineer
-from signatures.sop_architect import SopArchitect
+from critiquelab.pipelines.sop.outcome import SopOutcome
+from critiquelab.pipelines.threads import converse
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.handoff import code_of
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.critic import Critic
+from critiquelab.signatures.engineer import Engineer
+from critiquelab.signatures.handoff import Handoff
+from critiquelab.signatures.product_manager import ProductManager
+from critiquelab.signatures.qa_engineer import QaEngineer
+from critiquelab.signatures.sop_architect import SopArchitect
 
 
 class SopParams(PipelineParams):

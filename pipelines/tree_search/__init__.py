@@ -1,2 +1,2 @@
-"""``tree_search`` (LATS): UCT over a tree of programs (:mod:`pipelines.tree_search.tree`), expanded
-by pool agents (:mod:`pipelines.tree_search.agents`)."""
+"""``tree_search`` (LATS): UCT over a tree of programs (:mod:`critiquelab.pipelines.tree_search.tree`),
+expanded by pool agents (:mod:`critiquelab.pipelines.tree_search.agents`)."""

@@ -16,15 +16,15 @@ from typing import Any
 
 import dspy
 
-from eval import python_ast
-from eval.assembly import assemble_program
-from eval.visible_examples import debugging_feedback, run_examples, visible_examples
-from pipelines.controls import oracle_feedback
-from pipelines.tree_search.tree import SearchNode, SearchTree
-from runtime.agents import Agent, TaskContext, sampling_config
-from runtime.parallel_agents import ParallelCalls
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult, call_role
+from critiquelab.eval import python_ast
+from critiquelab.eval.assembly import assemble_program
+from critiquelab.eval.visible_examples import debugging_feedback, run_examples, visible_examples
+from critiquelab.pipelines.controls import oracle_feedback
+from critiquelab.pipelines.tree_search.tree import SearchNode, SearchTree
+from critiquelab.runtime.agents import Agent, TaskContext, sampling_config
+from critiquelab.runtime.parallel_agents import ParallelCalls
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult, call_role
 
 # Reflections shown to the repairer: the most recent ones (a small model's context is short), each
 # cut at REFLECTION_CHARS: the 0.5B model's reflections can repeat one sentence until max_tokens.

@@ -8,8 +8,8 @@ from typing import ClassVar, Self
 
 from pydantic import Field
 
-from pipelines.attribution import SELECTION_ENDS, selection_end
-from pipelines.outcomes import FigureGroup, Outcome, Scored
+from critiquelab.pipelines.attribution import SELECTION_ENDS, selection_end
+from critiquelab.pipelines.outcomes import FigureGroup, Outcome, Scored
 
 
 class SearchFigures(FigureGroup):
@@ -38,11 +38,11 @@ class SearchFigures(FigureGroup):
     @classmethod
     def attribute(cls, row: Scored[Self]) -> str | None:
         """Where the problem ended among the tree's nodes:
-        :func:`pipelines.attribution.selection_end`."""
+        :func:`critiquelab.pipelines.attribution.selection_end`."""
         return selection_end(row.passed, row.figures.nodes_passed)
 
 
-class TreeSearchOutcome(Outcome, SearchFigures):  # type: ignore[misc]  # plugin false positive: see pipelines.outcomes
+class TreeSearchOutcome(Outcome, SearchFigures):  # type: ignore[misc]  # plugin false positive: see critiquelab.pipelines.outcomes
     """Figures of ``tree_search``."""
 
     nodes: int = Field(description="Programs in the tree (proposals).")

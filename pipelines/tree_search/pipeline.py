@@ -9,7 +9,7 @@ tree; a failed expansion leaves a reflection on its best path for later repairs.
 stops at the first node that passes every visible example (``stop: first_pass``) or searches
 on (``stop: exhaust``) until ``max_expansions`` or the token budget is spent; the answer is the
 best node. Hidden tests are never run here, except for the oracle_feedback control: its repairer
-also reads what the hidden tests say about the node it repairs (:mod:`pipelines.controls`), while
+also reads what the hidden tests say about the node it repairs (:mod:`critiquelab.pipelines.controls`), while
 selection, values and stopping still follow the visible examples alone.
 """
 
@@ -20,21 +20,21 @@ from typing import Literal
 import dspy
 from pydantic import AliasChoices, Field
 
-from pipelines.budget import TokenBudgetParams, require_resolved
-from pipelines.controls import ORACLE_FEEDBACK, ControlArm
-from pipelines.params import FeedbackTimeout, ParallelAgents, SamplingTemperature
-from pipelines.registry import register_pipeline
-from pipelines.threads import converse
-from pipelines.tree_search.agents import SearchAgent, SearchRoles, SearchSettings
-from pipelines.tree_search.outcome import TreeSearchOutcome
-from runtime.agents import TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent
-from signatures.code_scorer import CodeScorer
-from signatures.coder import Coder
-from signatures.path_reflector import PathReflector
-from signatures.repairer import Repairer
-from signatures.test_results import with_test_results
+from critiquelab.pipelines.budget import TokenBudgetParams, require_resolved
+from critiquelab.pipelines.controls import ORACLE_FEEDBACK, ControlArm
+from critiquelab.pipelines.params import FeedbackTimeout, ParallelAgents, SamplingTemperature
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.threads import converse
+from critiquelab.pipelines.tree_search.agents import SearchAgent, SearchRoles, SearchSettings
+from critiquelab.pipelines.tree_search.outcome import TreeSearchOutcome
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.signatures.code_scorer import CodeScorer
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.path_reflector import PathReflector
+from critiquelab.signatures.repairer import Repairer
+from critiquelab.signatures.test_results import with_test_results
 
 
 class TreeSearchParams(TokenBudgetParams):

@@ -7,12 +7,12 @@ from typing import Literal, get_args
 
 import dspy
 
-from eval.behaviour import behaviour_signatures, largest_group
-from eval.generated_tests import consensus_sets, parse_asserts, pass_matrix, render_tests
-from eval.visible_examples import visible_examples
-from runtime.agents import Agent, TaskContext
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role
+from critiquelab.eval.behaviour import behaviour_signatures, largest_group
+from critiquelab.eval.generated_tests import consensus_sets, parse_asserts, pass_matrix, render_tests
+from critiquelab.eval.visible_examples import visible_examples
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role
 
 TestSource = Literal["visible", "generated", "both"]
 TEST_SOURCES: tuple[str, ...] = get_args(TestSource)

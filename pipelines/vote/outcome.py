@@ -9,10 +9,10 @@ from typing import ClassVar, Self
 
 from pydantic import Field
 
-from eval.metrics import SAMPLE_KS, pass_at_k
-from pipelines.attribution import SELECTION_ENDS, selection_end
-from pipelines.figure_groups import GeneratedTestFigures
-from pipelines.outcomes import FigureGroup, Outcome, Scored
+from critiquelab.eval.metrics import SAMPLE_KS, pass_at_k
+from critiquelab.pipelines.attribution import SELECTION_ENDS, selection_end
+from critiquelab.pipelines.figure_groups import GeneratedTestFigures
+from critiquelab.pipelines.outcomes import FigureGroup, Outcome, Scored
 
 
 class SampleFigures(FigureGroup):
@@ -49,7 +49,7 @@ class SampleFigures(FigureGroup):
     def summarise_table(cls, rows: Sequence[Scored[Self]]) -> dict[str, float]:
         """``samples_pass@k`` pooled over seeds, with the attempts it is over
         (``samples_pass@k_attempts``: those that drew at least k samples — see
-        :func:`eval.statistics.sample_coverage_notices`), and ``vote_agreement``: the mean share
+        :func:`critiquelab.eval.statistics.sample_coverage_notices`), and ``vote_agreement``: the mean share
         of the samples the answer's group holds (problems that drew no sample have no vote)."""
         out: dict[str, float] = {}
         scored = [r.figures.samples_passed for r in rows if r.figures.samples_passed]
@@ -70,7 +70,7 @@ class SampleFigures(FigureGroup):
     def attribute(cls, row: Scored[Self]) -> str | None:
         """Where the problem ended among the samples (a greedy answer that was
         not sampled is no candidate):
-        :func:`pipelines.attribution.selection_end`."""
+        :func:`critiquelab.pipelines.attribution.selection_end`."""
         return selection_end(row.passed, row.figures.samples_passed)
 
 

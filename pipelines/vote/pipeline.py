@@ -7,8 +7,8 @@ so its cost can match another pipeline's measured tokens per problem.
 
 With ``tests: generated`` (or ``both``) a test writer first writes ``n_tests`` asserts from the
 prompt alone, and the answer is chosen by CodeT's dual execution agreement over the samples ×
-tests pass matrix (:mod:`pipelines.vote.generated_tests`); the test writer's tokens count toward the
-token budget. ``tests: visible`` (the default) is vote as it always was, unless
+tests pass matrix (:mod:`critiquelab.pipelines.vote.generated_tests`); the test writer's tokens count toward
+the token budget. ``tests: visible`` (the default) is vote as it always was, unless
 ``select: visible_filter`` keeps only the samples that return every visible example's expected
 value before grouping (AlphaCode's filter, then clustering) or ``greedy_first`` answers with the
 greedy answer when it passes the visible examples and samples only when it does not.
@@ -21,19 +21,19 @@ from typing import Literal
 import dspy
 from pydantic import Field, model_validator
 
-from eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
-from pipelines.budget import TokenBudgetParams, require_resolved
-from pipelines.params import GeneratedTestCount, ParallelAgents, SamplingTemperature
-from pipelines.registry import register_pipeline
-from pipelines.sampling import SamplerAgent
-from pipelines.threads import converse
-from pipelines.vote.generated_tests import DualAgreementVoterAgent, TestSource, TestWriterAgent
-from pipelines.vote.outcome import VoteOutcome
-from runtime.agents import Agent, TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from signatures.coder import Coder
-from signatures.test_writer import TestWriter
+from critiquelab.eval.behaviour import filtered_largest_group, largest_group, visible_verdicts
+from critiquelab.pipelines.budget import TokenBudgetParams, require_resolved
+from critiquelab.pipelines.params import GeneratedTestCount, ParallelAgents, SamplingTemperature
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.sampling import SamplerAgent
+from critiquelab.pipelines.threads import converse
+from critiquelab.pipelines.vote.generated_tests import DualAgreementVoterAgent, TestSource, TestWriterAgent
+from critiquelab.pipelines.vote.outcome import VoteOutcome
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.test_writer import TestWriter
 
 Selection = Literal["agreement", "visible_filter"]
 

@@ -8,17 +8,17 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from eval.results import ProblemResult
-from pipelines.with_memory.outcome import MemoryFigures
-from runtime.memory.consolidation import redundancy
-from runtime.memory.demos import DEMO
-from runtime.memory.episodic import EpisodicStore
+from critiquelab.eval.results import ProblemResult
+from critiquelab.pipelines.with_memory.outcome import MemoryFigures
+from critiquelab.runtime.memory.consolidation import redundancy
+from critiquelab.runtime.memory.demos import DEMO
+from critiquelab.runtime.memory.episodic import EpisodicStore
 
 
 def reuse(results: Sequence[ProblemResult]) -> dict[str, float]:
     """Share of memory-eligible role calls that received a memory written on another task or
     about another role (``reuse_rate``), and share whose output used an injected text
-    (``used_rate``, see :func:`runtime.memory.injection.used_memory`)."""
+    (``used_rate``, see :func:`critiquelab.runtime.memory.injection.used_memory`)."""
     total = Counter[str]()
     for row in MemoryFigures.rows(results):
         for key in ("memory_role_calls", "memory_injected_calls", "memory_first_attempt_injected_calls",
@@ -70,7 +70,7 @@ def recall_quality(store: EpisodicStore, run_id: str, k: int) -> dict[str, float
     """Precision@K and hit@K on probes built from the run: for each task it wrote entries on,
     the query is the task's summary and the relevant entries are those of that task (precision
     is relevant results in the top K over min(K, relevant entries))."""
-    # Lessons only: a demo is recalled prompt to prompt, by its own rule (runtime.memory.demos).
+    # Lessons only: a demo is recalled prompt to prompt, by its own rule (critiquelab.runtime.memory.demos).
     entries = [e for e in store.all(include_deprecated=False) if e.run_id == run_id and e.type != DEMO]
     by_task: dict[str, set[str]] = {}
     queries: dict[str, str] = {}

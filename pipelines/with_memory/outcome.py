@@ -1,10 +1,10 @@
 """The figures memory adds to any pipeline's outcome when it is on
-(:class:`~pipelines.with_memory.task_hook.WithMemory`).
+(:class:`~critiquelab.pipelines.with_memory.task_hook.WithMemory`).
 
 Memory wraps whichever pipeline a spec names, so its figures cannot be in that pipeline's model:
 :func:`with_memory_figures` gives the outcome a model that is both — the pipeline's figures and
 :class:`MemoryFigures` — validated like any outcome. Their run metrics (``memory.*``, which also
-need the memory bank) come from :mod:`pipelines.with_memory.metrics`.
+need the memory bank) come from :mod:`critiquelab.pipelines.with_memory.metrics`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from pydantic import Field, create_model
 
-from pipelines.outcomes import FigureGroup, Outcome
+from critiquelab.pipelines.outcomes import FigureGroup, Outcome
 
 
 class MemoryFigures(FigureGroup):

@@ -16,15 +16,21 @@ from typing import Any
 
 import dspy
 
-from pipelines.with_memory.outcome import with_memory_figures
-from runtime.memory.bank import Written
-from runtime.memory.code_patterns import code_pattern
-from runtime.memory.config import MemoryConfig
-from runtime.memory.decisions import decision_outcomes
-from runtime.memory.demos import verified_demo
-from runtime.memory.entries import MemoryEntry
-from runtime.memory.injection import Injection, RunMemory, TaskMemory, used_memory, using_task_memory
-from runtime.memory.reflection import (
+from critiquelab.pipelines.with_memory.outcome import with_memory_figures
+from critiquelab.runtime.memory.bank import Written
+from critiquelab.runtime.memory.code_patterns import code_pattern
+from critiquelab.runtime.memory.config import MemoryConfig
+from critiquelab.runtime.memory.decisions import decision_outcomes
+from critiquelab.runtime.memory.demos import verified_demo
+from critiquelab.runtime.memory.entries import MemoryEntry
+from critiquelab.runtime.memory.injection import (
+    Injection,
+    RunMemory,
+    TaskMemory,
+    used_memory,
+    using_task_memory,
+)
+from critiquelab.runtime.memory.reflection import (
     VisibleOutcome,
     author_of,
     mine,
@@ -32,8 +38,8 @@ from runtime.memory.reflection import (
     reflect,
     visible_outcome,
 )
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
 
 
 def _used(history: list[Message], injections: list[Injection], prompt: str) -> int:

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import UserError
-from runtime.memory.config import DEFAULT_COLLECTION, MemoryConfig
-from runtime.memory.entries import MemoryEntry
-from runtime.memory.episodic import EpisodicStore, Recalled
-from runtime.memory.sharing import Proposal, Proposals
-from runtime.memory.skills import Skill, SkillLibrary
-from runtime.memory.sqlite_db import connect
-from runtime.pool.embedder import Embedder
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.memory.config import DEFAULT_COLLECTION, MemoryConfig
+from critiquelab.runtime.memory.entries import MemoryEntry
+from critiquelab.runtime.memory.episodic import EpisodicStore, Recalled
+from critiquelab.runtime.memory.sharing import Proposal, Proposals
+from critiquelab.runtime.memory.skills import Skill, SkillLibrary
+from critiquelab.runtime.memory.sqlite_db import connect
+from critiquelab.runtime.pool.embedder import Embedder
 
 
 def memory_dir(home: Path) -> Path:

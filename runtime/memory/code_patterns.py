@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import ast
 
-from eval import python_ast
-from runtime.memory.entries import MemoryEntry, task_tags
-from runtime.memory.reflection import VisibleOutcome, task_summary
+from critiquelab.eval import python_ast
+from critiquelab.runtime.memory.entries import MemoryEntry, task_tags
+from critiquelab.runtime.memory.reflection import VisibleOutcome, task_summary
 
 MAX_CODE_CHARS = 1200
 

@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from core.config import StrictModel
-from signatures.memory import ROLE_OUTPUTS
+from critiquelab.core.config import StrictModel
+from critiquelab.signatures.memory import ROLE_OUTPUTS
 
 DEFAULT_COLLECTION = "critiquelab_memory"
 # A memory store is a Chroma collection: the names Chroma takes (and nothing that reads as a path).
@@ -152,7 +152,7 @@ class MemoryConfig(StrictModel):
 
     @model_validator(mode="after")
     def _known_roles(self) -> MemoryConfig:
-        """Memory reaches a role by its signature (``signatures.memory.ROLE_OUTPUTS``): a name
+        """Memory reaches a role by its signature (``critiquelab.signatures.memory.ROLE_OUTPUTS``): a name
         in ``roles`` that is no such role (``coderr``) would leave memory reaching nothing,
         unnoticed; so would a ``share_to`` recipient that is no such role: it never recalls. (The
         keys of ``share_to`` name the role that wrote an entry, which may be any pipeline's agent,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from runtime.memory.entries import MemoryEntry
-from runtime.memory.episodic import EpisodicStore
+from critiquelab.runtime.memory.entries import MemoryEntry
+from critiquelab.runtime.memory.episodic import EpisodicStore
 
 DUPLICATE_DISTANCE = 0.1
 

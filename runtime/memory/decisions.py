@@ -29,13 +29,13 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runtime.handoff import code_of
-from runtime.memory.entries import MemoryEntry, task_tags
-from runtime.memory.reflection import VisibleOutcome, findings_of, task_summary
-from runtime.pool.messages import Intent, Message
-from signatures.handoff import Handoff
-from signatures.qa_engineer import QaReport
-from signatures.team_contracts import ArchitectDecision
+from critiquelab.runtime.handoff import code_of
+from critiquelab.runtime.memory.entries import MemoryEntry, task_tags
+from critiquelab.runtime.memory.reflection import VisibleOutcome, findings_of, task_summary
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.handoff import Handoff
+from critiquelab.signatures.qa_engineer import QaReport
+from critiquelab.signatures.team_contracts import ArchitectDecision
 
 MAX_REASON_CHARS = 300  # the reason keeps an entry short enough to inject beside others
 

@@ -21,14 +21,14 @@ import random
 
 from dspy.signatures.signature import Signature
 
-from runtime.memory.code_patterns import MAX_CODE_CHARS, solution_code
-from runtime.memory.config import MemoryConfig
-from runtime.memory.entries import MemoryEntry, task_tags
-from runtime.memory.episodic import EpisodicStore
-from runtime.memory.reflection import VisibleOutcome, task_summary
-from runtime.recall import NO_MEMORIES
-from signatures.adapter import is_code_signature
-from signatures.memory import MEMORIES_FIELD
+from critiquelab.runtime.memory.code_patterns import MAX_CODE_CHARS, solution_code
+from critiquelab.runtime.memory.config import MemoryConfig
+from critiquelab.runtime.memory.entries import MemoryEntry, task_tags
+from critiquelab.runtime.memory.episodic import EpisodicStore
+from critiquelab.runtime.memory.reflection import VisibleOutcome, task_summary
+from critiquelab.runtime.recall import NO_MEMORIES
+from critiquelab.signatures.adapter import is_code_signature
+from critiquelab.signatures.memory import MEMORIES_FIELD
 
 DEMO = "demo"
 MAX_PROMPT_CHARS = 2000  # a longer prompt would crowd a small model's context as an example

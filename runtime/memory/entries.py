@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 # ``demo``: a verified demonstration (a task's prompt and final code that passed its visible
-# examples), given to roles as DSPy demos, never as text (runtime.memory.demos).
+# examples), given to roles as DSPy demos, never as text (critiquelab.runtime.memory.demos).
 MemoryType = Literal[
     "reflection", "error_pattern", "review_feedback", "decision_outcome", "code_pattern", "demo",
 ]

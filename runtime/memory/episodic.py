@@ -4,7 +4,7 @@ Writes are synchronous (one reflection per task, not one per message as in the p
 entry is durable when ``add`` returns and the next process to open the store sees it. Entries
 live in their own collection under ``<data dir>/memory/chroma`` (or on a Chroma server), embedded
 with the pool's offline MiniLM. A local store is open in one process at a time
-(:mod:`runtime.pool.store_lock`): ``close`` lets the next one in.
+(:mod:`critiquelab.runtime.pool.store_lock`): ``close`` lets the next one in.
 """
 
 from __future__ import annotations
@@ -18,11 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from core.read_only_sqlite import query_read_only
-from runtime.memory.entries import AUDIENCE_PREFIX, MEMORY_TYPES, MemoryEntry, from_record, to_record
-from runtime.pool.embedder import Embedder, MiniLMEmbedder
-from runtime.pool.store_lock import close_then_release, lock_existing_store, lock_store
+from critiquelab.core.errors import UserError
+from critiquelab.core.read_only_sqlite import query_read_only
+from critiquelab.runtime.memory.entries import (
+    AUDIENCE_PREFIX,
+    MEMORY_TYPES,
+    MemoryEntry,
+    from_record,
+    to_record,
+)
+from critiquelab.runtime.pool.embedder import Embedder, MiniLMEmbedder
+from critiquelab.runtime.pool.store_lock import close_then_release, lock_existing_store, lock_store
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,7 @@ def _client(path: Path | None, url: str | None) -> Any:
 
     settings = Settings(anonymized_telemetry=False)
     if url is not None:
-        from runtime.pool.chroma_store import _make_client
+        from critiquelab.runtime.pool.chroma_store import _make_client
 
         return _make_client(None, url)
     try:

@@ -2,8 +2,8 @@
 field, verified demos as DSPy demos — at every call, or only after the visible examples failed.
 
 The runner installs a :class:`TaskMemory` around each problem (a ``ContextVar``, like the pool);
-while it is installed, :func:`recall_for` is what :func:`runtime.role_call.call_role` asks
-(through :mod:`runtime.recall`) about each call of a memory role: the roles in the config's
+while it is installed, :func:`recall_for` is what :func:`critiquelab.runtime.role_call.call_role` asks
+(through :mod:`critiquelab.runtime.recall`) about each call of a memory role: the roles in the config's
 ``roles``, and a role whose signature takes memories of its own (reflexion's coder). Every call
 asked about is recorded (entry, skill and demo ids, whether it was a first attempt) in the call's
 trace and on the task, so reuse can be counted.
@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 import dspy
 from dspy.signatures.signature import Signature
 
-from runtime.memory.bank import MemoryBank
-from runtime.memory.config import MemoryConfig
-from runtime.memory.demos import DEMO, as_demo, select_demos, takes_demos
-from runtime.memory.episodic import Recalled
-from runtime.memory.reflection import visible_outcome
-from runtime.memory.skill_ranking import SkillRanker
-from runtime.memory.skills import Skill
-from runtime.recall import NO_MEMORIES, Recall, recalling
-from signatures.memory import has_memories, role_of, with_memories
+from critiquelab.runtime.memory.bank import MemoryBank
+from critiquelab.runtime.memory.config import MemoryConfig
+from critiquelab.runtime.memory.demos import DEMO, as_demo, select_demos, takes_demos
+from critiquelab.runtime.memory.episodic import Recalled
+from critiquelab.runtime.memory.reflection import visible_outcome
+from critiquelab.runtime.memory.skill_ranking import SkillRanker
+from critiquelab.runtime.memory.skills import Skill
+from critiquelab.runtime.recall import NO_MEMORIES, Recall, recalling
+from critiquelab.signatures.memory import has_memories, role_of, with_memories
 
 _TASK_MEMORY: contextvars.ContextVar[TaskMemory | None] = contextvars.ContextVar(
     "critiquelab_task_memory", default=None

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import dspy
 
-from eval.visible_examples import code_feedback, visible_examples
-from runtime.agents import code_messages
-from runtime.memory.entries import MemoryEntry, task_tags
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import RoleResult, call_role
-from signatures.reflector import Reflector
+from critiquelab.eval.visible_examples import code_feedback, visible_examples
+from critiquelab.runtime.agents import code_messages
+from critiquelab.runtime.memory.entries import MemoryEntry, task_tags
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import RoleResult, call_role
+from critiquelab.signatures.reflector import Reflector
 
 MAX_HISTORY_CHARS = 1500  # the reflector's view of the thread stays well inside a small context
 

@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.errors import UserError
-from runtime.memory.entries import MemoryEntry
-from runtime.memory.episodic import EpisodicStore
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.memory.entries import MemoryEntry
+from critiquelab.runtime.memory.episodic import EpisodicStore
 
 Status = Literal["pending", "approved", "rejected"]
 

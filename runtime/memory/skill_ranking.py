@@ -14,8 +14,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runtime.memory.skills import Skill
-from runtime.pool.embedder import Embedder
+from critiquelab.runtime.memory.skills import Skill
+from critiquelab.runtime.pool.embedder import Embedder
 
 # MiniLM distances of one skill to similar prompts vary by a few hundredths: below that,
 # similarity is noise and confidence is the better signal.

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from core.errors import UserError
-from runtime.memory.entries import MemoryEntry
-from runtime.memory.episodic import EpisodicStore
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.memory.entries import MemoryEntry
+from critiquelab.runtime.memory.episodic import EpisodicStore
 
 
 class Skill(BaseModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from core.errors import UserError
+from critiquelab.core.errors import UserError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS skills (

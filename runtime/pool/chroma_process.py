@@ -1,6 +1,6 @@
 """The Chroma message store in a child process, so persistence costs the experiment nothing.
 
-Why a process and not only a thread: :class:`~runtime.pool.chroma_store.ChromaPoolStore` already
+Why a process and not only a thread: :class:`~critiquelab.runtime.pool.chroma_store.ChromaPoolStore` already
 writes from a background thread, but importing chromadb (~0.4 s), opening its client (~0.3 s),
 upserting and embedding are mostly Python and hold the GIL, so in a thread they slow the agents
 down (measured: a cached critic-loop run 10–20 % slower). Here a ``ChromaPoolStore`` runs in a
@@ -30,11 +30,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.errors import ServiceError, UserError
-from runtime.pool.chroma_store import DEFAULT_COLLECTION
-from runtime.pool.embedder import Embedder
-from runtime.pool.messages import Message
-from runtime.pool.store_lock import StoreLock, adopt_store_lock, lock_store
+from critiquelab.core.errors import ServiceError, UserError
+from critiquelab.runtime.pool.chroma_store import DEFAULT_COLLECTION
+from critiquelab.runtime.pool.embedder import Embedder
+from critiquelab.runtime.pool.messages import Message
+from critiquelab.runtime.pool.store_lock import StoreLock, adopt_store_lock, lock_store
 
 log = logging.getLogger(__name__)
 _STOP = object()  # tells the feeder thread to close the child's stdin
@@ -63,7 +63,7 @@ def child_main() -> None:
     store: Any = None
     failure: BaseException | None = None
     try:
-        from runtime.pool.chroma_store import ChromaPoolStore
+        from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
 
         store = ChromaPoolStore(**options)
     except BaseException as exc:  # every later request answers with it
@@ -117,7 +117,7 @@ def _picklable(exc: BaseException) -> BaseException:
 
 
 class ChromaProcessStore:
-    """A :class:`~runtime.pool.store.PoolStore` whose ``ChromaPoolStore`` lives in a child
+    """A :class:`~critiquelab.runtime.pool.store.PoolStore` whose ``ChromaPoolStore`` lives in a child
     process. Same arguments and behaviour as ``ChromaPoolStore``; ``add`` never waits for the
     child, even while it is still starting."""
 
@@ -152,7 +152,8 @@ class ChromaProcessStore:
         # must outlive it so the parent's cleanup can still flush (EOF on stdin ends it).
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-c", "from runtime.pool.chroma_process import child_main; child_main()"],
+                [sys.executable, "-c",
+                 "from critiquelab.runtime.pool.chroma_process import child_main; child_main()"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)},
                 pass_fds=(self._store_lock.fd,) if self._store_lock is not None else (),

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from core.errors import UserError
-from runtime.pool.embedder import Embedder, MiniLMEmbedder
-from runtime.pool.messages import Message
-from runtime.pool.store import check_where, from_record, sort_messages, to_record
-from runtime.pool.store_lock import StoreLock, close_then_release, lock_store
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.embedder import Embedder, MiniLMEmbedder
+from critiquelab.runtime.pool.messages import Message
+from critiquelab.runtime.pool.store import check_where, from_record, sort_messages, to_record
+from critiquelab.runtime.pool.store_lock import StoreLock, close_then_release, lock_store
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def _chroma_where(
 
 
 class ChromaPoolStore:
-    """A :class:`~runtime.pool.store.PoolStore` over a Chroma collection.
+    """A :class:`~critiquelab.runtime.pool.store.PoolStore` over a Chroma collection.
 
     ``ChromaPoolStore(path)`` opens a ``PersistentClient`` on ``path`` (default:
     ``<data dir>/chroma``); ``ChromaPoolStore(url="http://host:8000")`` talks to a Chroma server

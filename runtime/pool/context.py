@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-from runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -1,8 +1,8 @@
 """The message pool: the only channel agents communicate through.
 
-Agents publish :class:`~runtime.pool.messages.Message`s; the pool stamps each with a sequence
+Agents publish :class:`~critiquelab.runtime.pool.messages.Message`s; the pool stamps each with a sequence
 number, delivers it to the queues of the agents whose subscriptions match, keeps it for
-``history``/``query``, and hands it to an optional :class:`~runtime.pool.store.PoolStore`
+``history``/``query``, and hands it to an optional :class:`~critiquelab.runtime.pool.store.PoolStore`
 for persistence. With no store the pool is purely in memory (tests, notebooks, DSPy compiling).
 
 Design notes (the *why*):
@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import UserError
-from runtime.pool.messages import Intent, Message
-from runtime.pool.store import SEQ_KEY, PoolStore, check_where, matches, seq_of, sort_messages
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.pool.store import SEQ_KEY, PoolStore, check_where, matches, seq_of, sort_messages
 
 __all__ = ["MessagePool", "Subscription", "seq_of"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from core.errors import UserError
+from critiquelab.core.errors import UserError
 
 
 class Intent(StrEnum):
@@ -52,7 +52,7 @@ class Intent(StrEnum):
     REVIEW_REQUEST = "review_request"
     # Tree search: a node's evaluation by the value role.
     VALUE = "value"
-    # The scratchpad's events (runtime.scratchpad.events): its state is a replay of them.
+    # The scratchpad's events (critiquelab.runtime.scratchpad.events): its state is a replay of them.
     SCRATCHPAD_INIT = "scratchpad.init"
     SCRATCHPAD_UPDATE = "scratchpad.update"
     SCRATCHPAD_READ = "scratchpad.read"

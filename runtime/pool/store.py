@@ -1,9 +1,9 @@
 """What the message pool needs from a persistent store, and the filter/record rules they share.
 
-The pool (:mod:`runtime.pool.message_pool`) keeps this session's messages in memory and hands each one to
-an optional :class:`PoolStore` for persistence. Keeping the contract small lets the pool run
+The pool (:mod:`critiquelab.runtime.pool.message_pool`) keeps this session's messages in memory and hands each
+one to an optional :class:`PoolStore` for persistence. Keeping the contract small lets the pool run
 purely in memory (tests, notebooks, DSPy compilation) and lets the Chroma store
-(:mod:`runtime.pool.chroma_store`) stay an implementation detail.
+(:mod:`critiquelab.runtime.pool.chroma_store`) stay an implementation detail.
 
 Filters are equality on a fixed set of fields plus a half-open time range on ``created_at``;
 the in-memory pool and every store must apply them identically, so both use the helpers here.
@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from core.errors import UserError
-from runtime.pool.messages import Message, intent_of
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.messages import Message, intent_of
 
 #: Key of the publish sequence number in ``Message.metadata`` (and in a store record).
 SEQ_KEY = "seq"
@@ -124,7 +124,7 @@ def from_record(record_id: str, document: str | None, record: Mapping[str, Any])
 
 @runtime_checkable
 class PoolStore(Protocol):
-    """Persistence behind a :class:`~runtime.pool.MessagePool`.
+    """Persistence behind a :class:`~critiquelab.runtime.pool.MessagePool`.
 
     ``add`` is on the agents' hot path and must return at once (queue the work); everything
     else may block. Implementations must be thread-safe.

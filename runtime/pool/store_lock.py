@@ -12,7 +12,7 @@ holder's pid is written into the file only so the refusal can name it.
 
 Within one process the lock is counted, not exclusive: Chroma shares one client per directory
 inside a process, so the run, its memory bank and a read of the same store may overlap. A store
-process (:mod:`runtime.pool.chroma_process`) inherits its parent's descriptor, so the lock
+process (:mod:`critiquelab.runtime.pool.chroma_process`) inherits its parent's descriptor, so the lock
 lasts until both have let go: a parent killed mid-run leaves the store locked while its store
 process still flushes. A Chroma server (``url``) serialises its clients itself: no lock.
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
+from critiquelab.core.errors import UserError
 
 LOCK_NAME = "critiquelab.lock"
 

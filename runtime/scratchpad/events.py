@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from runtime.pool.messages import Intent
-from runtime.scratchpad.channels import ChannelSpec
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.runtime.scratchpad.channels import ChannelSpec
 
 OverflowPolicy = Literal["reject", "drop_oldest"]
 

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import UserError
-from runtime.pool.messages import Message
-from runtime.pool.store import seq_of
-from runtime.scratchpad.channels import ChannelSpec, apply_delta, initial_value
-from runtime.scratchpad.events import InitEvent, ScratchpadIntent, UpdateEvent
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.messages import Message
+from critiquelab.runtime.pool.store import seq_of
+from critiquelab.runtime.scratchpad.channels import ChannelSpec, apply_delta, initial_value
+from critiquelab.runtime.scratchpad.events import InitEvent, ScratchpadIntent, UpdateEvent
 
 
 @dataclass

@@ -2,10 +2,10 @@
 and a size cap, with concurrent writes detected by version and resolved by channel policy.
 
 Every write the scratchpad applies, refuses or has to reconcile is published as an event on the
-task's pool thread (see :mod:`runtime.scratchpad.events`); the live state changes only by
+task's pool thread (see :mod:`critiquelab.runtime.scratchpad.events`); the live state changes only by
 applying the update events it publishes, and one lock covers deciding, publishing and applying,
 so the pool's order of the events is the order they took effect and a replay of them
-(:func:`runtime.scratchpad.replay.replay`) gives the same state — after a run with agents in
+(:func:`critiquelab.runtime.scratchpad.replay.replay`) gives the same state — after a run with agents in
 parallel threads, or in a later process that resumes an interrupted run.
 """
 
@@ -19,11 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from runtime.agents import TaskContext
-from runtime.pool.messages import Intent
-from runtime.scratchpad.access import AgentAccess
-from runtime.scratchpad.channels import ChannelSpec, apply_delta, check_delta, size_bytes
-from runtime.scratchpad.events import (
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.runtime.scratchpad.access import AgentAccess
+from critiquelab.runtime.scratchpad.channels import ChannelSpec, apply_delta, check_delta, size_bytes
+from critiquelab.runtime.scratchpad.events import (
     ConflictEvent,
     InitEvent,
     OverflowPolicy,
@@ -32,7 +32,7 @@ from runtime.scratchpad.events import (
     ScratchpadIntent,
     UpdateEvent,
 )
-from runtime.scratchpad.replay import ScratchpadState, replay
+from critiquelab.runtime.scratchpad.replay import ScratchpadState, replay
 
 
 class ScratchpadConfig(BaseModel):

@@ -5,8 +5,8 @@ import json
 import sys
 
 from benchmarks.evalplus_snapshot import main
-from eval.datasets import load_problems
-from eval.scoring import score_code
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.scoring import score_code
 
 CONTRACT = '\n    assert threshold > 0, "invalid inputs" # $_CONTRACT_$\n'
 REFERENCE = ("\n    for i, a in enumerate(numbers):\n        for b in numbers[i + 1:]:\n"

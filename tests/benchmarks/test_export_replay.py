@@ -9,7 +9,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems
 
 from benchmarks.export_replay import main
-from experiments.api import export, optimize
+from critiquelab.experiments.api import export, optimize
 
 REPLY = "Here is the code:\n```python\n{code}\n```\nIt handles every case."
 

@@ -3,8 +3,8 @@
 import dspy
 
 from benchmarks import fixer_echo_probe as probe
-from signatures.adapter import CodeAdapter
-from signatures.fixer import Fixer
+from critiquelab.signatures.adapter import CodeAdapter
+from critiquelab.signatures.fixer import Fixer
 
 
 def test_the_probe_rewords_the_fixer_s_own_instruction_and_nothing_else():

@@ -15,7 +15,7 @@ from typing import Annotated, Literal, Union, get_args, get_origin
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from core.config import StrictModel, explain
+from critiquelab.core.config import StrictModel, explain
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("core", "signatures", "eval", "pipelines", "optimizers", "experiments")
@@ -27,7 +27,8 @@ def _product_models() -> set[type[BaseModel]]:
             parts = path.relative_to(ROOT).with_suffix("").parts
             if parts[-1] == "__main__":  # runs the CLI when imported
                 continue
-            importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+            module = parts[:-1] if parts[-1] == "__init__" else parts
+            importlib.import_module(".".join(("critiquelab", *module)))
     found: set[type[BaseModel]] = set()
     todo: list[type[BaseModel]] = [BaseModel]
     while todo:
@@ -35,7 +36,7 @@ def _product_models() -> set[type[BaseModel]]:
             if sub not in found:
                 found.add(sub)
                 todo.append(sub)
-    return {m for m in found if m.__module__.split(".")[0] in PRODUCT}
+    return {m for m in found if m.__module__.split(".")[:2] in [["critiquelab", p] for p in PRODUCT]}
 
 
 def _reached(model: type[BaseModel]) -> set[type[BaseModel]]:
@@ -65,10 +66,10 @@ def test_every_strict_model_of_the_product_derives_from_the_one_base():
 
 
 def test_every_model_a_config_reaches_is_a_strict_model():
-    from experiments.optimize.spec import OptimizeSpec
-    from experiments.spec.experiment import ExperimentSpec
-    from optimizers.optimizer_params import OPTIMIZER_PARAMS
-    from pipelines.registry import params_model, pipeline_names
+    from critiquelab.experiments.optimize.spec import OptimizeSpec
+    from critiquelab.experiments.spec.experiment import ExperimentSpec
+    from critiquelab.optimizers.optimizer_params import OPTIMIZER_PARAMS
+    from critiquelab.pipelines.registry import params_model, pipeline_names
 
     roots = [ExperimentSpec, OptimizeSpec, *OPTIMIZER_PARAMS.values(), *map(params_model, pipeline_names())]
     reached = set().union(*map(_reached, roots))

@@ -1,6 +1,6 @@
 """How another library's error becomes part of a one-line report."""
 
-from core.errors import error_line
+from critiquelab.core.errors import error_line
 
 
 def test_the_first_line_is_kept_whole_when_it_fits():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cli.main import main
+from critiquelab.experiments.cli.main import main
 
 GOOD = "name: x\npipelines: [{name: baseline}]\n"
 

@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from core.yaml_numbers import number_as_text_hint
+from critiquelab.core.yaml_numbers import number_as_text_hint
 
 
 @pytest.mark.parametrize(("value", "hint"), [

@@ -28,8 +28,8 @@ from support.golden_lm import golden_responder
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
 
-from experiments.cli.main import main
-from experiments.cli.parser import build_parser
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -131,7 +131,7 @@ def test_examples_run(page: str, humaneval_problems: list[Any], tmp_path: Path,
     monkeypatch.setenv("TMPDIR", str(sandbox_tmpdir))
     # An example that would serve a bundled model (no --api-base) is to be parse-checked only:
     # here it fails at once instead of running the real model for minutes.
-    monkeypatch.setattr("experiments.serving.provision.LocalModelServer", _no_bundled_model)
+    monkeypatch.setattr("critiquelab.experiments.serving.provision.LocalModelServer", _no_bundled_model)
     document = SYBIL.parse(ROOT / page)
     with FakeOpenAIServer(scripted_lm(humaneval_problems), pass_body=True) as lm:
         document.namespace["__endpoint__"] = lm.api_base

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import EXIT_MEANINGS, ExitCode, UserError
-from experiments.cli.main import main
-from experiments.cli.parser import build_parser
-from experiments.docgen import generated_pages
-from experiments.docgen.cli_reference import cli_page
-from experiments.docgen.markdown import cell
-from experiments.docgen.performance import performance_page
-from experiments.docgen.pipeline_reference import pipelines_page
-from experiments.docgen.spec_reference import spec_page
-from experiments.spec.experiment import ExperimentSpec
-from pipelines.registry import describe_pipelines
+from critiquelab.core.errors import EXIT_MEANINGS, ExitCode, UserError
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.cli.parser import build_parser
+from critiquelab.experiments.docgen import generated_pages
+from critiquelab.experiments.docgen.cli_reference import cli_page
+from critiquelab.experiments.docgen.markdown import cell
+from critiquelab.experiments.docgen.performance import performance_page
+from critiquelab.experiments.docgen.pipeline_reference import pipelines_page
+from critiquelab.experiments.docgen.spec_reference import spec_page
+from critiquelab.experiments.spec.experiment import ExperimentSpec
+from critiquelab.pipelines.registry import describe_pipelines
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.studies.read import load_study
-from experiments.studies.tables import refresh_files
+from critiquelab.experiments.studies.read import load_study
+from critiquelab.experiments.studies.tables import refresh_files
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = ROOT / "studies"

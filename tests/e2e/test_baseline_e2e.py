@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from experiments.serving.server_build import find_built_server
-from experiments.tracking.store import tracking_uri
+from critiquelab.experiments.serving.server_build import find_built_server
+from critiquelab.experiments.tracking.store import tracking_uri
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def test_cli_run_on_bundled_model(tmp_path):
     env = {**os.environ, "CRITIQUELAB_HOME": str(home)}
     before = _llama_servers()
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.cli", "run", str(ROOT / "experiments/baseline.yaml"),
+        [sys.executable, "-m", "critiquelab.experiments.cli", "run", str(ROOT / "experiments/baseline.yaml"),
          "--limit", "3", "--no-progress"],
         env=env, capture_output=True, text=True, timeout=600,
     )

@@ -8,12 +8,12 @@ import jsonschema
 import pytest
 from mlflow.tracking import MlflowClient
 
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
-from pipelines.architect.session_tree import export_session_tree, session_tree_schema
-from runtime.pool.messages import Message
-from runtime.scratchpad.events import ScratchpadIntent
-from runtime.scratchpad.replay import replay
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.pipelines.architect.session_tree import export_session_tree, session_tree_schema
+from critiquelab.runtime.pool.messages import Message
+from critiquelab.runtime.scratchpad.events import ScratchpadIntent
+from critiquelab.runtime.scratchpad.replay import replay
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 

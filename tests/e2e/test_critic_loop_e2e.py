@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
-from runtime.pool.messages import Intent
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.runtime.pool.messages import Intent
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,7 @@ def test_critic_loop_with_execution_feedback(home, humaneval_problems):
     for key in ("pass_at_1", "first_pass_at_1", "messages_per_problem", "role.coder.tokens",
                 "role.critic.tokens"):
         assert key in child.metrics, key
-    # Rates over no qualifying problem are absent, never 0 (eval.summary).
+    # Rates over no qualifying problem are absent, never 0 (critiquelab.eval.summary).
     assert ("harmful_revision_rate" in child.metrics) == (child.metrics["first_pass_at_1"] > 0)
     challenged = [r for r in child.results
                   if not r.extra["first_passed"] and r.extra.get("changes_requested")]

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from experiments.api import run
-from experiments.compare.runs import compare_runs
-from experiments.tracking.store import tracking_uri
-from runtime.pool.messages import Intent
+from critiquelab.experiments.api import run
+from critiquelab.experiments.compare.runs import compare_runs
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.runtime.pool.messages import Intent
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +30,7 @@ def test_debate_and_vote_on_bundled_model(home):
     for key in ("consensus_rate", "consensus_correctness", "flips_correct_to_wrong",
                 "flips_wrong_to_correct"):
         assert key in debate.metrics, key
-    # Rated over the debates that reached consensus; absent when none did (eval.summary).
+    # Rated over the debates that reached consensus; absent when none did (critiquelab.eval.summary).
     assert ("final_in_majority_rate" in debate.metrics) == (debate.metrics["consensus_rate"] > 0)
     assert "samples_pass_at_1" in vote.metrics
     for r in debate.results:

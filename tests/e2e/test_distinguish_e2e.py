@@ -4,7 +4,7 @@ every per-problem figure and candidate score is there."""
 
 import pytest
 
-from experiments.api import run
+from critiquelab.experiments.api import run
 
 pytestmark = pytest.mark.e2e
 

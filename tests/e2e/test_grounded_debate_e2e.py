@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
-from pipelines.debate.grounding import RESULTS_HEADING
-from runtime.pool.messages import Intent
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.pipelines.debate.grounding import RESULTS_HEADING
+from critiquelab.runtime.pool.messages import Intent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]  # minutes on a busy 2-core machine
 

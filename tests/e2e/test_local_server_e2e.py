@@ -5,11 +5,11 @@ the process gone when the block ends."""
 import pytest
 from dspy.utils.exceptions import ContextWindowExceededError
 
-from core.usage import UsageMeter, metering
-from experiments.serving.lm import HarnessLM
-from experiments.serving.local_server import LocalModelServer, select_backend
-from experiments.serving.model_files import ensure_model_file, resolve_bundled
-from experiments.serving.server_build import find_built_server
+from critiquelab.core.usage import UsageMeter, metering
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.experiments.serving.local_server import LocalModelServer, select_backend
+from critiquelab.experiments.serving.model_files import ensure_model_file, resolve_bundled
+from critiquelab.experiments.serving.server_build import find_built_server
 
 pytestmark = pytest.mark.e2e
 

@@ -16,8 +16,8 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from experiments.tracking.store import tracking_uri
-from runtime.memory.bank import MemoryBank
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.runtime.memory.bank import MemoryBank
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +47,7 @@ def test_the_retry_carries_the_earlier_problems_verified_demo_on_the_bundled_mod
         "pipelines": [{"name": "reflexion", "params": {"max_trials": 2}, "memory": memory}],
     }))
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.cli", "run", str(spec), "--no-progress"],
+        [sys.executable, "-m", "critiquelab.experiments.cli", "run", str(spec), "--no-progress"],
         env={**os.environ, "CRITIQUELAB_HOME": str(home)}, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from experiments.tracking.store import tracking_uri
-from runtime.memory.bank import MemoryBank
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.runtime.memory.bank import MemoryBank
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ def test_memory_on_bundled_model(tmp_path, humaneval_problems):
                        "memory": {"enabled": True, "approval": "auto"}}],
     }))
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.cli", "run", str(spec), "--no-progress"],
+        [sys.executable, "-m", "critiquelab.experiments.cli", "run", str(spec), "--no-progress"],
         env={**os.environ, "CRITIQUELAB_HOME": str(home)}, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -3,7 +3,7 @@ critic (stronger_partner.yaml's critic_1.5b arm), one HumanEval problem, one rev
 
 import pytest
 
-from experiments.api import run
+from critiquelab.experiments.api import run
 
 # Two model servers start (the 1.5B one assembles its file first if needed) and the 1.5B model
 # answers at about half the 0.5B model's speed on 2 cores, hence a longer limit than the suite's.

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from experiments.tracking.store import tracking_uri
+from critiquelab.experiments.tracking.store import tracking_uri
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TEXTGRAD_LOG_DIR"}  # as a user has it
     env["CRITIQUELAB_HOME"] = str(home)
-    return subprocess.run([sys.executable, "-m", "experiments.cli", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "critiquelab.experiments.cli", *args], env=env,
+                          capture_output=True,
                           text=True, timeout=900)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from support.ray_cluster import two_node_cluster
 
-from experiments.api import run
+from critiquelab.experiments.api import run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
-from runtime.pool.messages import Intent
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.runtime.pool.messages import Intent
 
 pytestmark = pytest.mark.e2e
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
-from runtime.pool.messages import Intent
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.runtime.pool.messages import Intent
 
 # Five model calls per problem (two drafts, a reflection, two repairs); a loaded 2-core machine
 # answers slowly, hence a longer limit than the suite's 900 s.

@@ -83,7 +83,7 @@ def sentinel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def host_unharmed(sentinel_dir: Path) -> Iterator[Path]:
     """After the test: sentinel intact, nothing of the candidate running, harness working."""
-    from eval.execution import run_program
+    from critiquelab.eval.execution import run_program
 
     yield sentinel_dir
     assert (sentinel_dir / "sentinel.txt").read_text() == "untouched"

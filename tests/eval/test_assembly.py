@@ -1,6 +1,6 @@
 import pytest
 
-from eval.assembly import assemble_program, extract_code, prompt_preamble
+from critiquelab.eval.assembly import assemble_program, extract_code, prompt_preamble
 
 PROMPT = '''import math
 

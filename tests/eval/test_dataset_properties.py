@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import UserError
-from eval.datasets import load_problems
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import load_problems
 
 GOOD = {
     "task_id": "T/0", "prompt": 'def add(a, b):\n    """Add."""\n', "entry_point": "add",

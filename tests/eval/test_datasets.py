@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import UserError
-from eval.datasets import load_problems, read_rows
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import load_problems, read_rows
 
 DATA = Path(__file__).parent / "data"
 
@@ -125,7 +125,7 @@ def test_json_values_are_kept_exactly_as_written(tmp_path):
      ("humaneval.jsonl", "humaneval")],
 )
 def test_format_is_detected_from_the_columns_with_one_notice(name, expected, caplog):
-    with caplog.at_level(logging.WARNING, logger="eval.datasets"):
+    with caplog.at_level(logging.WARNING, logger="critiquelab.eval.datasets"):
         problems = load_problems(str(DATA / name))
     notices = [r.getMessage() for r in caplog.records]
     assert len(notices) == 1
@@ -138,20 +138,21 @@ def test_a_bad_row_in_a_detected_format_is_one_error_that_names_the_format(tmp_p
     rows[1]["base_input"] = "not a list"
     _write_jsonl(tmp_path / "bad.jsonl", rows)
     detected = r"row 2.*base_input.*\[read as format 'evalplus' \(detected: "
-    with caplog.at_level(logging.WARNING, logger="eval.datasets"), pytest.raises(UserError, match=detected):
+    with (caplog.at_level(logging.WARNING, logger="critiquelab.eval.datasets"),
+          pytest.raises(UserError, match=detected)):
         load_problems(str(tmp_path / "bad.jsonl"))
     assert caplog.records == []  # no notice before it: the CLI prints one line
 
 
 def test_a_task_id_missing_from_a_detected_format_is_the_only_line(caplog):
-    with caplog.at_level(logging.WARNING, logger="eval.datasets"), \
+    with caplog.at_level(logging.WARNING, logger="critiquelab.eval.datasets"), \
             pytest.raises(UserError, match=r"task id\(s\) not in dataset .*\['NOPE'\]"):
         load_problems(str(DATA / "mbpp.jsonl"), task_ids=["NOPE"])
     assert caplog.records == []  # the format notice comes only once the selection stands
 
 
 def test_named_format_gives_no_notice_and_wins_over_detection(caplog):
-    with caplog.at_level(logging.WARNING, logger="eval.datasets"):
+    with caplog.at_level(logging.WARNING, logger="critiquelab.eval.datasets"):
         assert len(load_problems(str(DATA / "mbpp.jsonl"), dataset_format="mbpp")) == 8
         assert len(load_problems()) == 164  # the built-in source is known to be humaneval
     assert caplog.records == []

@@ -3,7 +3,7 @@
 import matplotlib.pyplot as plt
 import pytest
 
-from eval.plots import saved_figure
+from critiquelab.eval.plots import saved_figure
 
 
 def test_a_drawn_figure_is_saved_and_closed(tmp_path):

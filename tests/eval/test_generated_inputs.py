@@ -1,8 +1,8 @@
 """Generated inputs: which written calls are usable (literal arguments the prompt's signature
 takes), and what candidates do on them in the real sandbox."""
 
-from eval.generated_inputs import call_arguments, entry_signature, parse_inputs, run_on_inputs
-from eval.visible_examples import visible_examples
+from critiquelab.eval.generated_inputs import call_arguments, entry_signature, parse_inputs, run_on_inputs
+from critiquelab.eval.visible_examples import visible_examples
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
 FLEXIBLE = (

@@ -1,8 +1,14 @@
 """Generated tests: parsing asserts, the samples × tests pass matrix in the real sandbox, CodeT's
 consensus-set scoring on hand-made matrices, and the tests' accuracy against a reference."""
 
-from eval.generated_tests import canonical_passes, consensus_sets, parse_asserts, pass_matrix, render_tests
-from eval.problems import Problem
+from critiquelab.eval.generated_tests import (
+    canonical_passes,
+    consensus_sets,
+    parse_asserts,
+    pass_matrix,
+    render_tests,
+)
+from critiquelab.eval.problems import Problem
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
 WRITTEN = """Here are the tests:

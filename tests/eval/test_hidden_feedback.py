@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from eval.execution import run_program, run_program_explained
-from eval.hidden_feedback import ALL_PASS, hidden_test_feedback
-from eval.problems import Problem
+from critiquelab.eval.execution import run_program, run_program_explained
+from critiquelab.eval.hidden_feedback import ALL_PASS, hidden_test_feedback
+from critiquelab.eval.problems import Problem
 
 TEST = (
     "def check(candidate):\n"

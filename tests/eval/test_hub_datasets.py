@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from support.hub_cache import cache_hub_rows, offline_hub_cache
 
-from core.errors import UserError
-from eval.datasets import dataset_fingerprint, dataset_provenance, humaneval_path, load_problems
-from eval.hub_datasets import HubSource
-from eval.scoring import score_code
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import dataset_fingerprint, dataset_provenance, humaneval_path, load_problems
+from critiquelab.eval.hub_datasets import HubSource
+from critiquelab.eval.scoring import score_code
 
 DATA = Path(__file__).parent / "data"
 COMMIT = "7dce6050a7d6d172f3cc5c32aa97f52fa1a2e544"

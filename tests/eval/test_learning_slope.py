@@ -8,7 +8,7 @@ import random
 import pandas as pd
 import pytest
 
-from eval.learning_slope import slope_test, slope_tests
+from critiquelab.eval.learning_slope import slope_test, slope_tests
 
 PROBLEMS = [f"T/{i}" for i in range(40)]
 EASY = set(PROBLEMS[::2])  # what the reference solves: half the problems, wherever they fall

@@ -1,7 +1,7 @@
 """Mutations of the prompt's examples: one argument changed at a time, by type, in turn over the
 arguments and the examples, never repeating an example or another mutation."""
 
-from eval.mutated_inputs import mutated_calls
+from critiquelab.eval.mutated_inputs import mutated_calls
 
 
 def test_each_argument_is_mutated_in_turn_by_its_type():

@@ -1,10 +1,10 @@
-"""eval.python_ast: parsing that survives CPython 3.11's shared AST recursion counter."""
+"""critiquelab.eval.python_ast: parsing that survives CPython 3.11's shared AST recursion counter."""
 
 import ast
 
 import pytest
 
-from eval import python_ast
+from critiquelab.eval import python_ast
 
 
 def test_parses_and_evaluates_like_the_ast_module():

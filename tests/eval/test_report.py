@@ -1,4 +1,4 @@
-"""eval.report renders every valid comparison: random per-problem tables (all passed, all failed,
+"""critiquelab.eval.report renders every valid comparison: random per-problem tables (all passed, all failed,
 mixed; 1–4 pipelines; 1–3 seeds; optional columns and pipeline metrics present or not) go
 through the real statistics and write plots, HTML and Markdown without raising."""
 
@@ -10,11 +10,11 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval.report import ReportContext, add_memory_section, write_report
-from eval.statistics import MIN_RESAMPLES, pairwise_tests, pipeline_summary
-from pipelines.debate.outcome import DebateOutcome
-from pipelines.threads import ThreadOutcome
-from pipelines.vote.outcome import VoteOutcome
+from critiquelab.eval.report import ReportContext, add_memory_section, write_report
+from critiquelab.eval.statistics import MIN_RESAMPLES, pairwise_tests, pipeline_summary
+from critiquelab.pipelines.debate.outcome import DebateOutcome
+from critiquelab.pipelines.threads import ThreadOutcome
+from critiquelab.pipelines.vote.outcome import VoteOutcome
 
 KINDS = ("plain", "revising", "debate", "vote")
 # Each kind's own metrics, as compare gets them from the pipeline's registered outcome model.
@@ -132,7 +132,7 @@ def test_metrics_that_do_not_apply_show_as_dash():
 
 def test_every_report_column_is_named_once() -> None:
     # A repeated name makes pandas hand back a Series for that cell: the table prints garbage.
-    from eval.report import BEHAVIOUR_COLUMNS, PAIR_COLUMNS, SUMMARY_COLUMNS
+    from critiquelab.eval.report import BEHAVIOUR_COLUMNS, PAIR_COLUMNS, SUMMARY_COLUMNS
 
     for columns in (SUMMARY_COLUMNS, BEHAVIOUR_COLUMNS, PAIR_COLUMNS):
         assert len(set(columns)) == len(columns)

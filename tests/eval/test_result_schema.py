@@ -1,5 +1,5 @@
 """The stored result schema is versioned and every older version is read through one migration
-(eval.result_schema): a checkpoint file and a per-problem table written by the code of b4cabf8,
+(critiquelab.eval.result_schema): a checkpoint file and a per-problem table written by the code of b4cabf8,
 before versions were stored (tests/eval/data/results_v1), read back as they were written."""
 
 import json
@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.errors import UserError
-from eval.result_schema import RESULT_SCHEMA, upgrade_record, upgrade_table
-from eval.results import ProblemResult, ResolvedParams, results_from_table, results_table
-from eval.verdict import Status
+from critiquelab.core.errors import UserError
+from critiquelab.eval.result_schema import RESULT_SCHEMA, upgrade_record, upgrade_table
+from critiquelab.eval.results import ProblemResult, ResolvedParams, results_from_table, results_table
+from critiquelab.eval.verdict import Status
 
 V1 = Path(__file__).parent / "data" / "results_v1"
 

@@ -5,9 +5,9 @@ import json
 
 import pandas as pd
 
-from eval.result_schema import upgrade_table
-from eval.results import ProblemResult, ResolvedParams, results_from_table, results_table
-from eval.verdict import Status
+from critiquelab.eval.result_schema import upgrade_table
+from critiquelab.eval.results import ProblemResult, ResolvedParams, results_from_table, results_table
+from critiquelab.eval.verdict import Status
 
 
 def _result(task_id, status, **extra):

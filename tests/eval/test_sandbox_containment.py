@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from support.hostile import ADD_TEST, needs_bwrap, probe, run, trying_each
 
-from eval import execution
-from eval.execution import call_function, run_program
-from eval.sandbox.limits import Limits
-from eval.sandbox.pool import SandboxPool
-from eval.verdict import Status
+from critiquelab.eval import execution
+from critiquelab.eval.execution import call_function, run_program
+from critiquelab.eval.sandbox.limits import Limits
+from critiquelab.eval.sandbox.pool import SandboxPool
+from critiquelab.eval.verdict import Status
 
 pytestmark = pytest.mark.usefixtures("host_unharmed")
 

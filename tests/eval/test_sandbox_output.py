@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from eval.execution import call_function, isolation_level, run_program
-from eval.sandbox.limits import Limits
-from eval.sandbox.pool import SandboxPool
-from eval.verdict import Status, Verdict
+from critiquelab.eval.execution import call_function, isolation_level, run_program
+from critiquelab.eval.sandbox.limits import Limits
+from critiquelab.eval.sandbox.pool import SandboxPool
+from critiquelab.eval.verdict import Status, Verdict
 
 pytestmark = pytest.mark.usefixtures("host_unharmed")
 

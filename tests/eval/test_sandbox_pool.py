@@ -11,9 +11,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from eval import execution
-from eval.sandbox.limits import Limits
-from eval.sandbox.pool import LANE_PREFIX, SandboxPool, sweep_abandoned_lanes
+from critiquelab.eval import execution
+from critiquelab.eval.sandbox.limits import Limits
+from critiquelab.eval.sandbox.pool import LANE_PREFIX, SandboxPool, sweep_abandoned_lanes
 
 JOB = {"kind": "calls", "program": "def f():\n    return 1\n", "entry_point": "f", "calls": [""],
        "timeout_s": 5.0}
@@ -28,8 +28,8 @@ def _killed_harness(tmpdir: Path) -> None:
     """A harness process that scores one job, then dies by SIGKILL: no ``atexit``, no cleanup."""
     script = (
         f"import os, signal, sys; sys.path.insert(0, {ROOT!r})\n"
-        "from eval.sandbox.pool import SandboxPool\n"
-        "from eval.sandbox.limits import Limits\n"
+        "from critiquelab.eval.sandbox.pool import SandboxPool\n"
+        "from critiquelab.eval.sandbox.limits import Limits\n"
         f"pool = SandboxPool({execution.isolation_level()!r}, workers=1, limits=Limits())\n"
         f"assert pool.run({JOB!r})['outcomes'][0]['kind'] == 'returned'\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -1,4 +1,4 @@
-"""eval.statistics against known values: exact McNemar, Wilson, a seeded paired bootstrap, and
+"""critiquelab.eval.statistics against known values: exact McNemar, Wilson, a seeded paired bootstrap, and
 the per-pipeline aggregation over seeds on hand-built tables (each pipeline's own metrics:
 tests/pipelines/test_outcome_summaries.py)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval.statistics import (
+from critiquelab.eval.statistics import (
     mcnemar_exact,
     paired_bootstrap,
     pairwise_tests,

@@ -1,4 +1,4 @@
-"""The class, not the example: every interval eval.statistics produces lies inside the range of
+"""The class, not the example: every interval critiquelab.eval.statistics produces lies inside the range of
 its quantity and contains its own estimate, for every sample size and count (issue #21: the
 Wilson bound came back as 5.6e-17 or 0.9999999999999999 and crashed the pass@1 plot)."""
 
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from core.errors import UserError
-from eval.metrics import pass_at_k
-from eval.statistics import (
+from critiquelab.core.errors import UserError
+from critiquelab.eval.metrics import pass_at_k
+from critiquelab.eval.statistics import (
     MAX_RESAMPLES,
     MAX_SEED,
     MIN_RESAMPLES,

@@ -1,12 +1,12 @@
-"""eval.summary: the metrics every pipeline has, and the pipeline's own metrics exactly as the
+"""critiquelab.eval.summary: the metrics every pipeline has, and the pipeline's own metrics exactly as the
 caller's figure summary gives them — summarize guesses nothing from the keys a result holds (the
 figure summaries themselves: tests/pipelines/test_outcome_summaries.py)."""
 
 import pytest
 
-from eval.results import ProblemResult
-from eval.summary import summarize
-from eval.verdict import Status
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.summary import summarize
+from critiquelab.eval.verdict import Status
 
 
 def _results(passed, **extra):

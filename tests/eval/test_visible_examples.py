@@ -1,4 +1,4 @@
-from eval.visible_examples import (
+from critiquelab.eval.visible_examples import (
     code_feedback,
     debugging_feedback,
     execution_feedback,

@@ -15,8 +15,8 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
 
 # HumanEval/N of the critic loop -> where it is built to end
 CRITIC_LOOP = {0: "kept_passing", 1: "revision_broke", 2: "critic_miss", 3: "echo", 4: "repair_miss",

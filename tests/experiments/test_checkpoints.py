@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import UserError
-from eval.results import ProblemResult, ResolvedParams
-from experiments import checkpoints
-from experiments.api import load_experiment
-from experiments.checkpoints import CheckpointStore
-from experiments.serving.provision import resolve_model
-from experiments.tracking.run_records import results_digest
+from critiquelab.core.errors import UserError
+from critiquelab.eval.results import ProblemResult, ResolvedParams
+from critiquelab.experiments import checkpoints
+from critiquelab.experiments.api import load_experiment
+from critiquelab.experiments.checkpoints import CheckpointStore
+from critiquelab.experiments.serving.provision import resolve_model
+from critiquelab.experiments.tracking.run_records import results_digest
 
 
 def _result(task_id: str, seed: int = 0) -> ProblemResult:

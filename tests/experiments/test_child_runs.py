@@ -17,10 +17,10 @@ from support.fake_openai import FakeOpenAIServer, HttpError
 from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
-from core.errors import ServiceError
-from experiments.api import run
-from experiments.child_runs import run_children
-from experiments.tracking.store import Tracker
+from critiquelab.core.errors import ServiceError
+from critiquelab.experiments.api import run
+from critiquelab.experiments.child_runs import run_children
+from critiquelab.experiments.tracking.store import Tracker
 
 PROBE = "Reply with OK."
 

@@ -11,12 +11,12 @@ from support.fake_openai import FakeOpenAIServer, chat_reply
 from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
-from pipelines.architect.session_tree import export_session_tree
-from runtime.pool.chroma_store import ChromaPoolStore
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Message
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.pipelines.architect.session_tree import export_session_tree
+from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Message
 
 LIMIT = 4
 

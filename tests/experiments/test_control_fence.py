@@ -12,12 +12,12 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.cli.main import main
-from experiments.tracking.store import Tracker, tracking_uri
-from experiments.viewer.data import ViewerData
-from optimizers.training_examples import runs_of_experiment
-from pipelines.controls import CONTROL_TAG
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.tracking.store import Tracker, tracking_uri
+from critiquelab.experiments.viewer.data import ViewerData
+from critiquelab.optimizers.training_examples import runs_of_experiment
+from critiquelab.pipelines.controls import CONTROL_TAG
 
 CONTROL = {"name": "critic_loop", "label": "oracle",
            "params": {"max_iterations": 1, "control": "oracle_feedback"}}

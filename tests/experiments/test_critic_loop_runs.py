@@ -10,12 +10,12 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
-from eval.datasets import load_problems
-from eval.visible_examples import visible_examples
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
-from runtime.pool.chroma_store import ChromaPoolStore
-from runtime.pool.message_pool import MessagePool
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.visible_examples import visible_examples
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 
 def _scripts(problems):

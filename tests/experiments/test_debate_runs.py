@@ -7,9 +7,9 @@ from support.leakage import assert_no_hidden_tests
 from support.role_responder import ScriptedProblems, role_of, role_responder
 from support.specs import fake_spec
 
-from eval.visible_examples import visible_examples
-from experiments.api import run
-from pipelines.debate.grounding import RESULTS_HEADING
+from critiquelab.eval.visible_examples import visible_examples
+from critiquelab.experiments.api import run
+from critiquelab.pipelines.debate.grounding import RESULTS_HEADING
 
 LIMIT = 6
 
@@ -85,8 +85,8 @@ def test_a_role_max_tokens_bounds_that_role_s_replies_only(home, humaneval_probl
 def test_a_role_max_tokens_past_the_bundled_context_is_refused():
     import pytest
 
-    from core.errors import UserError
-    from experiments.spec.experiment import parse_spec
+    from critiquelab.core.errors import UserError
+    from critiquelab.experiments.spec.experiment import parse_spec
 
     spec = {"name": "x", "model": {"id": "local", "n_ctx": 4096},
             "pipelines": [{"name": "debate", "roles": {"judge": {"max_tokens": 4096}}}]}

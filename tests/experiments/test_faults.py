@@ -20,8 +20,8 @@ import yaml
 from support.fake_openai import FakeOpenAIServer, Hang, HttpError, RawReply, completion, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.cli.main import main
-from experiments.tracking.store import PARENT_TAG, Tracker
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.tracking.store import PARENT_TAG, Tracker
 
 PROBLEMS = 4
 CODE_ELSEWHERE = "```python\ndef has_close_elements(numbers, threshold):\n    return False\n```"
@@ -178,7 +178,7 @@ def test_a_fault_mid_run_ends_the_process_with_one_line_and_exit_3(status, tmp_p
     env = {**os.environ, "CRITIQUELAB_HOME": str(tmp_path / "home")}
     script = Switchable(humaneval_problems, HttpError(status, "boom"))
     with FakeOpenAIServer(script) as fake:
-        command = [sys.executable, "-m", "experiments.cli", "run", _spec(tmp_path, fake.api_base),
+        command = [sys.executable, "-m", "critiquelab.experiments.cli", "run", _spec(tmp_path, fake.api_base),
                    "--no-progress", "--request-timeout", "5"]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
         runs = Tracker(tmp_path / "home", "test-experiment").runs_tagged({})

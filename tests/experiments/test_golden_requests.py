@@ -27,8 +27,8 @@ import yaml
 from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 
-from experiments.api import run
-from pipelines.registry import params_model
+from critiquelab.experiments.api import run
+from critiquelab.pipelines.registry import params_model
 
 SPECS = sorted(Path("experiments").glob("*.yaml"))
 GOLDEN = Path(__file__).parent / "golden"
@@ -58,8 +58,8 @@ def _outcomes(results: list[Any]) -> list[list[Any]]:
 
 def _cost_keys(data: dict[str, Any]) -> dict[str, str]:
     """The per-pipeline cost keys, for a fixed model identity (the fake endpoint's port varies)."""
-    from experiments.checkpoints import cost_keys
-    from experiments.spec.experiment import parse_spec
+    from critiquelab.experiments.checkpoints import cost_keys
+    from critiquelab.experiments.spec.experiment import parse_spec
 
     return cost_keys(parse_spec(data), "golden-model", "humaneval", {})
 
@@ -99,7 +99,7 @@ def _run_spec(path: Path, fake: FakeOpenAIServer, tmp_path: Path, home: Path) ->
     spec_file = tmp_path / path.name
     spec_file.write_text(yaml.safe_dump(data))
     env = {**os.environ, "PYTHONHASHSEED": "0", "CRITIQUELAB_HOME": str(home)}
-    done = subprocess.run([sys.executable, "-m", "experiments.cli", "optimize", str(spec_file)],
+    done = subprocess.run([sys.executable, "-m", "critiquelab.experiments.cli", "optimize", str(spec_file)],
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return {}

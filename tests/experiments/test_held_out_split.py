@@ -13,15 +13,15 @@ from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from core.errors import UserError
-from eval.datasets import load_problems
-from eval.held_out import select_split
-from experiments.api import load_experiment, run
-from experiments.checkpoints import checkpoint_key, input_fingerprints
-from experiments.cli.main import main
-from experiments.serving.provision import resolve_model
-from experiments.spec.overrides import RunOverrides
-from experiments.tracking.store import PARENT_TAG, tracking_uri
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.held_out import select_split
+from critiquelab.experiments.api import load_experiment, run
+from critiquelab.experiments.checkpoints import checkpoint_key, input_fingerprints
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.serving.provision import resolve_model
+from critiquelab.experiments.spec.overrides import RunOverrides
+from critiquelab.experiments.tracking.store import PARENT_TAG, tracking_uri
 
 # Not in sorted order: the split follows the file's order, whatever the ids say.
 SCRIPTED_IDS = ["S/q", "S/b", "S/x", "S/a", "S/m", "S/c"]

@@ -14,10 +14,10 @@ from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.hub_cache import cache_hub_rows, offline_hub_cache
 from support.specs import fake_spec
 
-from eval.datasets import humaneval_path, load_problems
-from experiments.api import run
-from experiments.cli.main import main
-from experiments.tracking.store import tracking_uri
+from critiquelab.eval.datasets import humaneval_path, load_problems
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.tracking.store import tracking_uri
 
 COMMIT = "7dce6050a7d6d172f3cc5c32aa97f52fa1a2e544"
 NEWER_COMMIT = "0123456789abcdef0123456789abcdef01234567"

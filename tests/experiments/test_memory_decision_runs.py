@@ -9,8 +9,8 @@ from support.leakage import assert_no_hidden_tests
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from runtime.memory.bank import MemoryBank
+from critiquelab.experiments.api import run
+from critiquelab.runtime.memory.bank import MemoryBank
 
 GENERATED = "assert has_close_elements([1.0, 1.05], 0.1) == True"
 

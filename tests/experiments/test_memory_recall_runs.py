@@ -16,15 +16,15 @@ from support.leakage import assert_no_hidden_tests
 from support.role_responder import ScriptedProblems, role_of, role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.cli.main import main
-from experiments.tracking.store import tracking_uri
-from optimizers.export import export_program, load_program
-from pipelines.registry import create_pipeline
-from runtime.memory.bank import MemoryBank
-from runtime.memory.demos import as_demo
-from signatures.adapter import CodeAdapter
-from signatures.coder import Coder
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.optimizers.export import export_program, load_program
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.runtime.memory.bank import MemoryBank
+from critiquelab.runtime.memory.demos import as_demo
+from critiquelab.signatures.adapter import CodeAdapter
+from critiquelab.signatures.coder import Coder
 
 LESSON = "Check the boundary cases named in the docstring before returning."
 RETRY = "[this task, attempt"

@@ -16,7 +16,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
-from runtime.memory.bank import MemoryBank
+from critiquelab.runtime.memory.bank import MemoryBank
 
 ROOT = Path(__file__).parents[2]
 KILL_AT = ROOT / "tests" / "support" / "kill_at.py"
@@ -45,7 +45,7 @@ def spec_path(humaneval_problems, tmp_path_factory):
 def _critiquelab(home: Path, spec: Path, *kill: str) -> subprocess.CompletedProcess:
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "CRITIQUELAB_HOME": str(home), "PYTHONPATH": path}
-    start = [str(KILL_AT), *kill, "--"] if kill else ["-m", "experiments.cli"]
+    start = [str(KILL_AT), *kill, "--"] if kill else ["-m", "critiquelab.experiments.cli"]
     return subprocess.run([sys.executable, *start, "run", str(spec), "--no-progress"],
                           env=env, capture_output=True, text=True, timeout=300)
 
@@ -62,7 +62,8 @@ def test_a_task_solved_again_after_a_kill_leaves_its_memory_once(spec_path, tmp_
     assert _critiquelab(straight, spec_path).returncode == 0
     killed = tmp_path / "killed"
     # Just before the third task's checkpoint line: its memory is written, its result is not.
-    stopped = _critiquelab(killed, spec_path, "experiments.checkpoints:CheckpointStore.append", "3",
+    stopped = _critiquelab(killed, spec_path,
+                           "critiquelab.experiments.checkpoints:CheckpointStore.append", "3",
                            "--before")
     assert stopped.returncode == -9, stopped.stderr
     entries, skills, _ = _store(killed)

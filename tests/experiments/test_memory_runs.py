@@ -11,12 +11,12 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
-from core.errors import UserError
-from experiments.api import run
-from experiments.cli.main import main
-from experiments.tracking.store import tracking_uri
-from runtime.memory.bank import MemoryBank
-from runtime.memory.episodic import stored_collections
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.runtime.memory.bank import MemoryBank
+from critiquelab.runtime.memory.episodic import stored_collections
 
 LESSON = "Check the boundary cases named in the docstring before returning."
 # Tests of reflections, promotion and curation keep the thread's other entries (decisions, code

@@ -11,11 +11,11 @@ from support.leakage import assert_no_hidden_tests
 from support.role_responder import ScriptedProblems, review, role_of, role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.checkpoints import cost_keys
-from experiments.spec.experiment import parse_spec
-from pipelines.controls import oracle_feedback
-from pipelines.registry import validate_params
+from critiquelab.experiments.api import run
+from critiquelab.experiments.checkpoints import cost_keys
+from critiquelab.experiments.spec.experiment import parse_spec
+from critiquelab.pipelines.controls import oracle_feedback
+from critiquelab.pipelines.registry import validate_params
 
 LIMIT = 3
 

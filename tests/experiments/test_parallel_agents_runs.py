@@ -18,7 +18,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
+from critiquelab.experiments.api import run
 
 PROBE = "Reply with OK."
 
@@ -149,9 +149,9 @@ def test_ctrl_c_with_parallel_agents_in_flight_stops_at_once(home, humaneval_pro
 
 def test_parallel_agents_does_not_split_checkpoints():
     """It changes when calls are made, never what they ask: the same finished problems serve both."""
-    from experiments.checkpoints import checkpoint_key, input_fingerprints
-    from experiments.serving.provision import ModelIdentity
-    from experiments.spec.experiment import parse_spec
+    from critiquelab.experiments.checkpoints import checkpoint_key, input_fingerprints
+    from critiquelab.experiments.serving.provision import ModelIdentity
+    from critiquelab.experiments.spec.experiment import parse_spec
 
     identity = ModelIdentity("openai/fake", "openai/fake", api_base="http://x")
 

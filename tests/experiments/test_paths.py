@@ -1,6 +1,6 @@
 """Names written by researchers become file names inside the data directory, whatever they are."""
 
-from experiments.paths import path_segment
+from critiquelab.experiments.paths import path_segment
 
 
 def test_a_plain_short_name_is_kept_as_it_is():

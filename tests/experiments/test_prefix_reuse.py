@@ -10,9 +10,9 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from core.usage import UsageMeter, metering
-from experiments.api import run
-from experiments.serving.lm import HarnessLM
+from critiquelab.core.usage import UsageMeter, metering
+from critiquelab.experiments.api import run
+from critiquelab.experiments.serving.lm import HarnessLM
 
 
 def _coder(text: str) -> dict[str, str]:

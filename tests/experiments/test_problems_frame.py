@@ -4,9 +4,9 @@ from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 from support.specs import fake_spec
 
-from eval.results import TABLE_COLUMNS
-from experiments.api import run
-from experiments.runner import ExperimentResult
+from critiquelab.eval.results import TABLE_COLUMNS
+from critiquelab.experiments.api import run
+from critiquelab.experiments.runner import ExperimentResult
 
 
 def test_the_result_holds_one_documented_row_per_problem_pipeline_and_seed(home, humaneval_problems):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from eval.results import ProblemResult, Status
-from experiments.progress import ProgressBar
+from critiquelab.eval.results import ProblemResult, Status
+from critiquelab.experiments.progress import ProgressBar
 
 
 def _result(passed: bool) -> ProblemResult:

@@ -16,20 +16,21 @@ from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.tracking.store import CHILD_TAG, PARENT_TAG, RESULTS_TAG, Tracker, tracking_uri
+from critiquelab.experiments.tracking.store import CHILD_TAG, PARENT_TAG, RESULTS_TAG, Tracker, tracking_uri
 
 ROOT = Path(__file__).parents[2]
 KILL_AT = ROOT / "tests" / "support" / "kill_at.py"
 PIPELINES = [{"name": "baseline"}, {"name": "vote", "params": {"k": 2}}]
-APPEND = "experiments.checkpoints:CheckpointStore.append"
+APPEND = "critiquelab.experiments.checkpoints:CheckpointStore.append"
 # (point, occurrence, match, before, whether the first pipeline's child had finished)
 KILL_POINTS = {
     "during the first pipeline": (APPEND, 2, "pipeline='baseline'", False, False),
-    "between the two pipelines": ("experiments.tracking.store:Tracker.finish", 1, "", False, True),
+    "between the two pipelines": ("critiquelab.experiments.tracking.store:Tracker.finish", 1, "", False,
+                                  True),
     "during the later pipeline": (APPEND, 1, "pipeline='vote'", False, True),
     "while logging artifacts": (
-        "experiments.tracking.store:Tracker.log_text", 1, "messages.jsonl", True, False),
-    "during the final comparison": ("eval.report:write_report", 1, "", False, True),
+        "critiquelab.experiments.tracking.store:Tracker.log_text", 1, "messages.jsonl", True, False),
+    "during the final comparison": ("critiquelab.eval.report:write_report", 1, "", False, True),
 }
 
 
@@ -55,7 +56,7 @@ def _critiquelab(home: Path, spec: Path, *prefix: str) -> subprocess.CompletedPr
     env = {**os.environ, "CRITIQUELAB_HOME": str(home), "PYTHONPATH": path}
     command = [sys.executable, *prefix, "--", "run", str(spec), "--no-progress"]
     if not prefix:
-        command = [sys.executable, "-m", "experiments.cli", "run", str(spec), "--no-progress"]
+        command = [sys.executable, "-m", "critiquelab.experiments.cli", "run", str(spec), "--no-progress"]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -139,9 +140,9 @@ def test_compare_picks_the_most_complete_of_duplicate_child_runs(home, capsys):
     """Data directories from before resume reused child runs can hold two runs of one
     pipeline × seed under a parent: compare takes the most complete and says so in one line; a
     pipeline of an interrupted parent with no finished run is named in a line too."""
-    from eval.results import ProblemResult, results_table
-    from eval.verdict import Status
-    from experiments.cli.main import main
+    from critiquelab.eval.results import ProblemResult, results_table
+    from critiquelab.eval.verdict import Status
+    from critiquelab.experiments.cli.main import main
 
     tracker = Tracker(home, "old")
     parent = tracker.start_run("old")

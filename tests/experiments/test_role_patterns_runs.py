@@ -6,10 +6,10 @@ from support.leakage import assert_no_hidden_tests, assert_prompt_only
 from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
-from eval.results import results_table
-from eval.statistics import pipeline_summary
-from experiments.api import run
-from pipelines.vote.outcome import VoteOutcome
+from critiquelab.eval.results import results_table
+from critiquelab.eval.statistics import pipeline_summary
+from critiquelab.experiments.api import run
+from critiquelab.pipelines.vote.outcome import VoteOutcome
 
 # Per problem: 2 of 3 (HumanEval/0) and 1 of 2 (HumanEval/1) written tests are right.
 WRITTEN = {
@@ -49,7 +49,7 @@ def test_vote_with_generated_tests_reports_their_accuracy_and_leaks_nothing(huma
 
 
 def test_critic_panel_reports_critique_success_per_critic_kind(humaneval_problems):
-    from signatures.focused_critic import FOCUS_INSTRUCTIONS
+    from critiquelab.signatures.focused_critic import FOCUS_INSTRUCTIONS
 
     problems = humaneval_problems[:2]
     scripted = ScriptedProblems(problems)
@@ -151,8 +151,8 @@ def test_the_role_patterns_experiment_runs_every_pipeline_and_compares(home, hum
     import yaml
     from mlflow.tracking import MlflowClient
 
-    from experiments.spec.experiment import parse_spec
-    from experiments.tracking.store import tracking_uri
+    from critiquelab.experiments.spec.experiment import parse_spec
+    from critiquelab.experiments.tracking.store import tracking_uri
 
     problems = humaneval_problems[:1]
     scripted = ScriptedProblems(problems)

@@ -13,9 +13,9 @@ from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 from support.specs import fake_spec
 
-from experiments.api import export, run
-from experiments.cli.main import main
-from pipelines.controls import NO_CONTROL
+from critiquelab.experiments.api import export, run
+from critiquelab.experiments.cli.main import main
+from critiquelab.pipelines.controls import NO_CONTROL
 
 SPECS = [p for p in sorted(Path("experiments").glob("*.yaml"))
          if "optimizer" not in yaml.safe_load(p.read_text())]

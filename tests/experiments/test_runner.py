@@ -15,8 +15,8 @@ from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.tracking.store import CHILD_TAG, PARENT_TAG, Tracker, tracking_uri
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import CHILD_TAG, PARENT_TAG, Tracker, tracking_uri
 
 
 def test_run_logs_parent_and_child_runs(home, humaneval_problems):
@@ -87,7 +87,7 @@ def test_sigkill_mid_run_then_resume_matches_uninterrupted(tmp_path, humaneval_p
         def cli(home, **kw):
             env["CRITIQUELAB_HOME"] = str(home)
             return subprocess.Popen(
-                [sys.executable, "-m", "experiments.cli", "run", str(spec_path), "--no-progress"],
+                [sys.executable, "-m", "critiquelab.experiments.cli", "run", str(spec_path), "--no-progress"],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw,
             )
 
@@ -187,8 +187,8 @@ def test_a_token_budget_measured_on_other_problems_is_not_reused(home, humaneval
     ]
 
 
-@pytest.mark.parametrize("where", ["experiments.child_steps.make_pipeline",
-                                   "experiments.child_steps.results_table"])
+@pytest.mark.parametrize("where", ["critiquelab.experiments.child_steps.make_pipeline",
+                                   "critiquelab.experiments.child_steps.results_table"])
 def test_an_interrupt_between_a_childs_start_and_its_end_leaves_no_run_running(
     where, home, monkeypatch, humaneval_problems
 ):

@@ -17,9 +17,9 @@ from support.leakage import assert_no_hidden_tests, assert_prompt_only
 from support.role_responder import ScriptedProblems, review, role_responder
 from support.tree_search_scripts import tree_search_responder
 
-from eval.metrics import pass_at_k
-from experiments.api import optimize, run
-from experiments.tracking.store import tracking_uri
+from critiquelab.eval.metrics import pass_at_k
+from critiquelab.experiments.api import optimize, run
+from critiquelab.experiments.tracking.store import tracking_uri
 
 
 def test_search_vs_vote_runs_its_five_pipelines_at_chained_budgets(home, humaneval_problems):
@@ -154,9 +154,9 @@ def test_distinguishing_selection_spec_each_rule_answers_as_it_should(home, huma
 def test_optimize_tree_search_spec_is_valid_and_optimises_the_repairer_alone(
     tmp_path, home, humaneval_problems
 ):
-    from experiments.optimize.spec import check_spec, load_optimize_spec
-    from experiments.spec.experiment import parse_spec
-    from optimizers.export import load_program
+    from critiquelab.experiments.optimize.spec import check_spec, load_optimize_spec
+    from critiquelab.experiments.spec.experiment import parse_spec
+    from critiquelab.optimizers.export import load_program
 
     path = Path("experiments/optimize_tree_search.yaml")
     shipped = load_optimize_spec(path)

@@ -11,14 +11,14 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, role_responder
 from support.specs import fake_spec
 
-from eval.verdict import Status
-from experiments.api import run
-from optimizers.compile import PassMetric, evaluate, feedback_text
-from optimizers.refine import run_and_explain
-from pipelines.outcomes import Outcome
-from pipelines.registry import create_pipeline
-from pipelines.solve import solve_and_score, verdict_of
-from signatures.adapter import CodeAdapter
+from critiquelab.eval.verdict import Status
+from critiquelab.experiments.api import run
+from critiquelab.optimizers.compile import PassMetric, evaluate, feedback_text
+from critiquelab.optimizers.refine import run_and_explain
+from critiquelab.pipelines.outcomes import Outcome
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.pipelines.solve import solve_and_score, verdict_of
+from critiquelab.signatures.adapter import CodeAdapter
 
 TIMEOUT_S = 1.0
 # The coder's reply per problem, and the verdict every scorer must give it.

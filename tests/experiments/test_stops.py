@@ -19,9 +19,9 @@ from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 from support.stops import drain, hangs_once_on_the_second_problem, open_runs, store_process
 
-from core.errors import ServiceError, UserError
-from eval.sandbox.pool import LANE_PREFIX
-from experiments.cli.main import INTERRUPTED, main
+from critiquelab.core.errors import ServiceError, UserError
+from critiquelab.eval.sandbox.pool import LANE_PREFIX
+from critiquelab.experiments.cli.main import INTERRUPTED, main
 
 PROBLEMS = 4
 STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -45,7 +45,7 @@ def test_signal_ends_the_process_within_5s_with_a_request_in_flight(
     home = tmp_path / "home"
     env = {**os.environ, "CRITIQUELAB_HOME": str(home), "TMPDIR": str(sandbox_tmpdir)}
     with FakeOpenAIServer(respond) as fake:
-        command = [sys.executable, "-m", "experiments.cli", "run", _spec(tmp_path, fake.api_base),
+        command = [sys.executable, "-m", "critiquelab.experiments.cli", "run", _spec(tmp_path, fake.api_base),
                    "--no-progress"]
         # start_new_session: the signal reaches only this process, as `kill PID` does.
         proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -75,7 +75,7 @@ def test_a_signal_while_shutting_down_is_exit_130_and_quiet(signum, tmp_path):
     script = tmp_path / "late.py"
     script.write_text(
         "import atexit, sys, time\n"
-        "from experiments.cli.main import main\n"
+        "from critiquelab.experiments.cli.main import main\n"
         "atexit.register(time.sleep, 30)  # stands in for a slow exit hook\n"
         "sys.argv = ['critiquelab', 'pipelines']\n"
         "code = main()\n"
@@ -109,7 +109,8 @@ def test_the_terminal_closing_mid_run_is_exit_130_and_the_runs_killed(tmp_path, 
     with FakeOpenAIServer(respond) as fake:
         # A session of its own whose controlling terminal is the pty, then critiquelab in its place.
         boot = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
-                "os.execv(sys.executable, [sys.executable, '-m', 'experiments.cli', *sys.argv[1:]])")
+                "os.execv(sys.executable, [sys.executable, '-m', 'critiquelab.experiments.cli',"
+                " *sys.argv[1:]])")
         proc = subprocess.Popen([sys.executable, "-c", boot, "run", _spec(tmp_path, fake.api_base)],
                                 env=env, stdin=terminal, stdout=terminal, stderr=terminal,
                                 start_new_session=True)
@@ -145,7 +146,7 @@ def test_an_error_while_a_stop_unwinds_does_not_replace_the_stop(kind, alone, mo
     def fails(args):
         raise kind(message)
 
-    handlers = sys.modules["experiments.cli.commands"].HANDLERS
+    handlers = sys.modules["critiquelab.experiments.cli.commands"].HANDLERS
     monkeypatch.setitem(handlers, "pipelines", stopped_then_fails)
     assert main(["pipelines"]) == 130
     lines = capsys.readouterr().err.splitlines()
@@ -169,7 +170,7 @@ def test_a_store_that_failed_unnoticed_does_not_turn_a_stop_into_a_service_error
     with FakeOpenAIServer(respond) as fake:
         path = tmp_path / "spec.yaml"  # one problem at a time: nothing is published while the request hangs
         path.write_text(yaml.safe_dump(fake_spec(fake.api_base, limit=PROBLEMS, concurrency=1)))
-        command = [sys.executable, "-m", "experiments.cli", "run", str(path), "--no-progress"]
+        command = [sys.executable, "-m", "critiquelab.experiments.cli", "run", str(path), "--no-progress"]
         proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
         assert entered.wait(120), proc.stderr.read() if proc.poll() is not None else "never asked"
@@ -225,10 +226,11 @@ def test_a_store_crashing_mid_run_stops_the_run_at_once(tmp_path, home, capsys, 
 KILL_AT = os.path.join(os.path.dirname(__file__), "..", "support", "kill_at.py")
 # (where the signal comes, occurrence, match, before): a sweep over the moments of a run.
 SIGNAL_MOMENTS = {
-    "before start-up": ("experiments.runner:load_inputs", 1, "", True),
-    "mid-problem": ("experiments.checkpoints:CheckpointStore.append", 1, "pipeline='baseline'", False),
-    "between pipelines": ("experiments.tracking.store:Tracker.finish", 1, "", False),
-    "during compare": ("eval.report:write_report", 1, "", True),
+    "before start-up": ("critiquelab.experiments.runner:load_inputs", 1, "", True),
+    "mid-problem": ("critiquelab.experiments.checkpoints:CheckpointStore.append", 1, "pipeline='baseline'",
+                    False),
+    "between pipelines": ("critiquelab.experiments.tracking.store:Tracker.finish", 1, "", False),
+    "during compare": ("critiquelab.eval.report:write_report", 1, "", True),
 }
 
 

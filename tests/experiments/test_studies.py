@@ -15,15 +15,15 @@ from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.rescore_tasks import write_datasets
 from support.specs import fake_spec
 
-from core.errors import UserError
-from experiments import api
-from experiments.api import run
-from experiments.cli.main import main
-from experiments.compare.runs import compare_runs
-from experiments.rescore.runs import rescore_study
-from experiments.studies.files import MANIFEST, OUTCOMES, RUNS, SPEC
-from experiments.studies.read import file_sha256, load_study
-from experiments.studies.write import write_study
+from critiquelab.core.errors import UserError
+from critiquelab.experiments import api
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.compare.runs import compare_runs
+from critiquelab.experiments.rescore.runs import rescore_study
+from critiquelab.experiments.studies.files import MANIFEST, OUTCOMES, RUNS, SPEC
+from critiquelab.experiments.studies.read import file_sha256, load_study
+from critiquelab.experiments.studies.write import write_study
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def test_a_study_of_an_unfinished_run_is_refused_and_nothing_written(finished_ru
                                                                       capsys):
     from mlflow.tracking import MlflowClient
 
-    from experiments.tracking.store import tracking_uri
+    from critiquelab.experiments.tracking.store import tracking_uri
 
     client = MlflowClient(tracking_uri(run_home))
     client.set_terminated(finished_run.parent_run_id, "RUNNING")

@@ -16,13 +16,13 @@ from support.fake_openai import FakeOpenAIServer, completion
 from support.role_responder import role_of, role_responder
 from support.specs import fake_spec
 
-from eval.results import ProblemResult
-from eval.scoring import NO_CODE
-from eval.verdict import Status
-from experiments.api import run
-from experiments.cli.main import main
-from experiments.reply_warnings import RefusedToReport, refuse_if_faulty, retry_warnings
-from experiments.tracking.store import PARENT_TAG, WARNINGS_TAG, Tracker
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.scoring import NO_CODE
+from critiquelab.eval.verdict import Status
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.reply_warnings import RefusedToReport, refuse_if_faulty, retry_warnings
+from critiquelab.experiments.tracking.store import PARENT_TAG, WARNINGS_TAG, Tracker
 
 FIRST, SECOND = "HumanEval/0", "HumanEval/1"
 

@@ -6,9 +6,9 @@ import yaml
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.cli.main import main
-from optimizers.export import export_program
-from pipelines.registry import create_pipeline
+from critiquelab.experiments.cli.main import main
+from critiquelab.optimizers.export import export_program
+from critiquelab.pipelines.registry import create_pipeline
 
 TUNED = "TUNED: write the function, nothing else."
 
@@ -85,7 +85,7 @@ def test_prompts_load_back_from_the_registry_by_uri(tmp_path, home, humaneval_pr
 
 
 def test_registry_state_round_trips_every_role(tmp_path):
-    from optimizers.export import load_prompts_into, prompts_state, register_prompts
+    from critiquelab.optimizers.export import load_prompts_into, prompts_state, register_prompts
 
     program = create_pipeline("critic_loop")
     program.coder.signature = program.coder.signature.with_instructions(TUNED)
@@ -187,7 +187,7 @@ def test_run_with_prompts_that_are_no_program_is_one_line_exit_2(tmp_path, home,
 
 
 def test_export_of_a_run_without_a_program_is_one_line_and_no_download(tmp_path, home, capsys):
-    from experiments.tracking.store import Tracker
+    from critiquelab.experiments.tracking.store import Tracker
 
     tracker = Tracker(home, "no-program")
     run_id = tracker.start_run("baseline")

@@ -4,11 +4,11 @@ from support.critic_scripts import HOPELESS, critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
-from eval.verdict import Status, Verdict
-from optimizers.compile import CompileConfig, attach_trace_demos, compile_program, feedback_text
-from optimizers.training_examples import TaskOutcome, label_thread
-from pipelines.registry import create_pipeline
-from runtime.pool.messages import Message
+from critiquelab.eval.verdict import Status, Verdict
+from critiquelab.optimizers.compile import CompileConfig, attach_trace_demos, compile_program, feedback_text
+from critiquelab.optimizers.training_examples import TaskOutcome, label_thread
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.runtime.pool.messages import Message
 
 
 def test_bootstrap_yields_demos_from_passing_runs_and_leaves_the_input_untouched(humaneval_problems, make_lm):

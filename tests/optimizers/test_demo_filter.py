@@ -11,14 +11,14 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, role_of, role_responder
 from support.tree_search_scripts import tree_search_responder
 
-from eval.scoring import score_code
-from experiments.api import optimize
-from optimizers.compile import CompileConfig, compile_program
-from optimizers.demo_filter import CodeDemoFilter, code_output_fields
-from optimizers.training_examples import RoleTrace
-from pipelines.registry import create_pipeline, pipeline_names
-from pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
-from signatures.developer import Developer
+from critiquelab.eval.scoring import score_code
+from critiquelab.experiments.api import optimize
+from critiquelab.optimizers.compile import CompileConfig, compile_program
+from critiquelab.optimizers.demo_filter import CodeDemoFilter, code_output_fields
+from critiquelab.optimizers.training_examples import RoleTrace
+from critiquelab.pipelines.registry import create_pipeline, pipeline_names
+from critiquelab.pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
+from critiquelab.signatures.developer import Developer
 
 # One role call at a time: which of a task's repairs DSPy picks as its demo is then reproducible.
 SEARCH = {"n": 2, "max_expansions": 3, "value_weight": 0.5, "evaluation": "lm", "parallel_agents": 1}

@@ -6,10 +6,16 @@ from support.critic_scripts import critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
-from optimizers.compile import CompileConfig, compile_program
-from optimizers.export import export_program, load_program, load_prompts_into, register_prompts, to_text
-from pipelines.registry import create_pipeline
-from signatures.adapter import CodeAdapter
+from critiquelab.optimizers.compile import CompileConfig, compile_program
+from critiquelab.optimizers.export import (
+    export_program,
+    load_program,
+    load_prompts_into,
+    register_prompts,
+    to_text,
+)
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.signatures.adapter import CodeAdapter
 
 
 def _requests(program, problem):
@@ -72,7 +78,7 @@ def test_messages_json_holds_the_text_files_messages_as_data(tmp_path):
 def test_prompts_load_into_another_pipeline_role_by_role(tmp_path):
     import pytest
 
-    from core.errors import UserError
+    from critiquelab.core.errors import UserError
 
     program = create_pipeline("critic_loop")
     program.coder.signature = program.coder.signature.with_instructions("Coder, tuned.")

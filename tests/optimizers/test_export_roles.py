@@ -10,17 +10,23 @@ from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 from support.specs import fake_spec
 
-from core.errors import UserError
-from experiments.cli.main import main
-from optimizers.compile import CompileConfig, attach_trace_demos, changed_roles, compile_program, keep_roles
-from optimizers.export import export_program, load_program, load_prompts_into, register_prompts
-from optimizers.export_roles import migrate_state
-from optimizers.gepa import RoleComponentSelector
-from optimizers.refine import instruction_of, program_roles, role_predictors
-from optimizers.training_examples import TaskOutcome, label_thread
-from pipelines.registry import create_pipeline
-from pipelines.registry import program_roles as declared_roles
-from runtime.pool.messages import Message
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.cli.main import main
+from critiquelab.optimizers.compile import (
+    CompileConfig,
+    attach_trace_demos,
+    changed_roles,
+    compile_program,
+    keep_roles,
+)
+from critiquelab.optimizers.export import export_program, load_program, load_prompts_into, register_prompts
+from critiquelab.optimizers.export_roles import migrate_state
+from critiquelab.optimizers.gepa import RoleComponentSelector
+from critiquelab.optimizers.refine import instruction_of, program_roles, role_predictors
+from critiquelab.optimizers.training_examples import TaskOutcome, label_thread
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.pipelines.registry import program_roles as declared_roles
+from critiquelab.runtime.pool.messages import Message
 
 TUNED = "TUNED: write the function, nothing else."
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from optimizers.gate import gate
+from critiquelab.optimizers.gate import gate
 
 NAN = float("nan")
 

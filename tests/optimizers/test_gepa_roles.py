@@ -10,9 +10,9 @@ from support.proposer_scripts import CAREFUL, proposer, roles_asked
 from support.role_responder import ScriptedProblems, role_of, role_responder
 from support.tree_search_scripts import tree_search_responder
 
-from optimizers.compile import CompileConfig, compile_program
-from optimizers.refine import instruction_of
-from pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
+from critiquelab.optimizers.compile import CompileConfig, compile_program
+from critiquelab.optimizers.refine import instruction_of
+from critiquelab.pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
 
 SEARCH = {"n": 2, "max_expansions": 2, "evaluation": "lm", "parallel_agents": 1}
 REPAIRER_WORDS = "debugging your own code"  # in the repairer's instruction only

@@ -12,10 +12,10 @@ from support.fake_openai import FakeOpenAIServer
 from support.proposer_scripts import CAREFUL, proposer, requests_text, roles_asked
 from support.role_responder import ScriptedProblems, role_of, role_responder
 
-from optimizers.compile import CompileConfig, compile_program
-from optimizers.refine import instruction_of
-from optimizers.training_examples import assert_no_hidden_tests
-from pipelines.registry import create_pipeline
+from critiquelab.optimizers.compile import CompileConfig, compile_program
+from critiquelab.optimizers.refine import instruction_of
+from critiquelab.optimizers.training_examples import assert_no_hidden_tests
+from critiquelab.pipelines.registry import create_pipeline
 
 
 def _coder(problems):

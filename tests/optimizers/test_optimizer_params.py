@@ -3,9 +3,9 @@ is one line naming it, before anything runs; valid ones arrive with their defaul
 
 import pytest
 
-from core.errors import UserError
-from optimizers.compile import CompileConfig
-from optimizers.optimizer_params import OPTIMIZER_PARAMS, optimizer_params
+from critiquelab.core.errors import UserError
+from critiquelab.optimizers.compile import CompileConfig
+from critiquelab.optimizers.optimizer_params import OPTIMIZER_PARAMS, optimizer_params
 
 
 @pytest.mark.parametrize("optimizer, params, message", [

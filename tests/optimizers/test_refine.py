@@ -9,10 +9,10 @@ from support.critic_scripts import HOPELESS, critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, role_responder
 
-from optimizers.refine import instruction_of, refine_instruction
-from optimizers.textgrad_engine import OpenAICompatibleEngine
-from optimizers.training_examples import assert_no_hidden_tests
-from pipelines.registry import create_pipeline
+from critiquelab.optimizers.refine import instruction_of, refine_instruction
+from critiquelab.optimizers.textgrad_engine import OpenAICompatibleEngine
+from critiquelab.optimizers.training_examples import assert_no_hidden_tests
+from critiquelab.pipelines.registry import create_pipeline
 
 SLOPPY = "Answer as fast as possible, a stub body is fine."
 CAREFUL = "Implement the function completely and handle every edge case the docstring implies."
@@ -140,7 +140,7 @@ def test_a_missing_validation_score_keeps_the_instruction_before(humaneval_probl
 
 
 def test_refining_without_validation_problems_is_refused_before_any_lm_call(humaneval_problems, make_lm):
-    from core.errors import UserError
+    from critiquelab.core.errors import UserError
 
     train, _ = _split(humaneval_problems)
     with FakeOpenAIServer(role_responder(task_scripts(humaneval_problems))) as task:
@@ -151,7 +151,7 @@ def test_refining_without_validation_problems_is_refused_before_any_lm_call(huma
 
 
 def test_hidden_test_line_in_a_request_is_refused(humaneval_problems, make_lm):
-    from optimizers.refine import guarded_engine
+    from critiquelab.optimizers.refine import guarded_engine
 
     problem = next(p for p in humaneval_problems if p.task_id == HOPELESS)
     secret = secret_of(problem)
@@ -167,9 +167,9 @@ def test_optimize_loop_runs_refine_as_a_logged_resumable_step(tmp_path, home, hu
     import yaml
     from mlflow.tracking import MlflowClient
 
-    from experiments.api import optimize
-    from experiments.tracking.store import tracking_uri
-    from optimizers.export import load_program
+    from critiquelab.experiments.api import optimize
+    from critiquelab.experiments.tracking.store import tracking_uri
+    from critiquelab.optimizers.export import load_program
 
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as task, \
             FakeOpenAIServer(engine_responder(CAREFUL)) as tg_server:

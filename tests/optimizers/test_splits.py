@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from optimizers.splits import SplitOverlapError, SplitSpec, make_split
+from critiquelab.optimizers.splits import SplitOverlapError, SplitSpec, make_split
 
 IDS = [f"HumanEval/{i}" for i in range(40)]
 
@@ -52,7 +52,7 @@ def test_bad_fractions_are_rejected():
     (IDS[:3], SplitSpec(train=0.1, val=1), "0/1/2", "train would be empty"),
 ])
 def test_a_split_with_an_empty_part_is_refused_with_the_sizes_it_would_give(ids, spec, sizes, empty):
-    from core.errors import UserError
+    from critiquelab.core.errors import UserError
 
     with pytest.raises(UserError, match=f"give {sizes} train/validation/test problems; {empty}"):
         make_split(ids, spec)

@@ -3,7 +3,7 @@
 import dspy
 from support.fake_openai import FakeOpenAIServer
 
-from optimizers.textgrad_engine import OpenAICompatibleEngine, engine_from_lm
+from critiquelab.optimizers.textgrad_engine import OpenAICompatibleEngine, engine_from_lm
 
 
 def test_engine_passes_model_temperature_and_max_tokens_through(tmp_path):

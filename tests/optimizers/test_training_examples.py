@@ -4,15 +4,15 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, review, role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from optimizers.training_examples import (
+from critiquelab.experiments.api import run
+from critiquelab.optimizers.training_examples import (
     TaskOutcome,
     assert_no_hidden_tests,
     by_role,
     collect_from_home,
     label_thread,
 )
-from runtime.pool.messages import Message
+from critiquelab.runtime.pool.messages import Message
 
 GULLIBLE = "HumanEval/1"  # the critic approves this task's wrong first draft
 

@@ -3,10 +3,10 @@ messages: the second to listen is refused with one line naming the role and what
 
 import pytest
 
-from core.errors import UserError
-from runtime.agents import Agent, TaskContext
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Intent
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Intent
 
 
 class Reviewer(Agent):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from eval.program_identity import same_program
-from eval.results import ProblemResult
-from eval.verdict import Status
-from pipelines.attribution import REVISION_ENDS, SELECTION_ENDS
-from pipelines.registry import outcome_model, pipeline_names
+from critiquelab.eval.program_identity import same_program
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.verdict import Status
+from critiquelab.pipelines.attribution import REVISION_ENDS, SELECTION_ENDS
+from critiquelab.pipelines.registry import outcome_model, pipeline_names
 
 
 def _result(passed: bool, **extra: object) -> ProblemResult:

@@ -1,5 +1,5 @@
 """The outcome models' summaries: metrics whose denominator is empty are absent (never logged as
-0), a run's metrics agree with compare's pooled ones (eval.statistics.pipeline_summary given the
+0), a run's metrics agree with compare's pooled ones (critiquelab.eval.statistics.pipeline_summary given the
 pipeline's table metrics) on the same rows, and which summaries apply is the registered model's
 to say — never the keys a result happens to hold."""
 
@@ -7,18 +7,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval.metrics import pass_at_k
-from eval.results import ProblemResult, results_table
-from eval.statistics import pipeline_summary, sample_coverage_notices
-from eval.verdict import Status
-from pipelines.critic_loop.outcome import CriticLoopOutcome
-from pipelines.debate.outcome import DebateOutcome
-from pipelines.registry import outcome_model
-from pipelines.role_play.outcome import RolePlayOutcome
-from pipelines.sop.outcome import SopOutcome
-from pipelines.threads import ThreadOutcome
-from pipelines.tree_search.outcome import TreeSearchOutcome
-from pipelines.vote.outcome import VoteOutcome
+from critiquelab.eval.metrics import pass_at_k
+from critiquelab.eval.results import ProblemResult, results_table
+from critiquelab.eval.statistics import pipeline_summary, sample_coverage_notices
+from critiquelab.eval.verdict import Status
+from critiquelab.pipelines.critic_loop.outcome import CriticLoopOutcome
+from critiquelab.pipelines.debate.outcome import DebateOutcome
+from critiquelab.pipelines.registry import outcome_model
+from critiquelab.pipelines.role_play.outcome import RolePlayOutcome
+from critiquelab.pipelines.sop.outcome import SopOutcome
+from critiquelab.pipelines.threads import ThreadOutcome
+from critiquelab.pipelines.tree_search.outcome import TreeSearchOutcome
+from critiquelab.pipelines.vote.outcome import VoteOutcome
 
 CRITIQUE_RATES = ("critique_success_rate", "harmful_revision_rate")
 DEBATE_KEYS = ("consensus_rate", "consensus_correctness", "final_in_majority_rate", "mean_final_agreement",
@@ -218,7 +218,7 @@ def test_generated_test_accuracy_and_counted_events():
 
 
 def test_distinguish_counts_selection_accuracy_and_replacements_of_the_greedy_answer():
-    from pipelines.distinguish.outcome import DistinguishOutcome
+    from critiquelab.pipelines.distinguish.outcome import DistinguishOutcome
 
     # Candidate 0 is the greedy answer. T/0: replaced rightly; T/1: replaced wrongly; T/2: kept and
     # right; T/3: nothing passes (not in selection accuracy); T/4: replaced, both fail.

@@ -8,17 +8,17 @@ from pydantic import ValidationError
 from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 
-from experiments.serving.lm import HarnessLM
-from pipelines.baseline import BaselineParams
-from pipelines.debate.outcome import DebateOutcome
-from pipelines.outcomes import Outcome
-from pipelines.registry import create_pipeline, outcome_model, pipeline_names, register_pipeline
-from pipelines.solve import solve_and_score
-from pipelines.threads import ThreadOutcome
-from pipelines.vote.outcome import VoteOutcome
-from pipelines.with_memory.outcome import MemoryFigures, with_memory_figures
-from runtime.pool.context import using_pool
-from runtime.pool.message_pool import MessagePool
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.pipelines.baseline import BaselineParams
+from critiquelab.pipelines.debate.outcome import DebateOutcome
+from critiquelab.pipelines.outcomes import Outcome
+from critiquelab.pipelines.registry import create_pipeline, outcome_model, pipeline_names, register_pipeline
+from critiquelab.pipelines.solve import solve_and_score
+from critiquelab.pipelines.threads import ThreadOutcome
+from critiquelab.pipelines.vote.outcome import VoteOutcome
+from critiquelab.pipelines.with_memory.outcome import MemoryFigures, with_memory_figures
+from critiquelab.runtime.pool.context import using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 
 class _Recording:

@@ -6,12 +6,12 @@ import pytest
 from pydantic import ValidationError
 from support.bad_params import BAD_PARAMS
 
-from core.config import explain
-from core.errors import UserError
-from pipelines.critic_loop.pipeline import CriticLoop, CriticLoopParams
-from pipelines.debate.pipeline import Debate, DebateParams
-from pipelines.params import agents_in_flight
-from pipelines.registry import (
+from critiquelab.core.config import explain
+from critiquelab.core.errors import UserError
+from critiquelab.pipelines.critic_loop.pipeline import CriticLoop, CriticLoopParams
+from critiquelab.pipelines.debate.pipeline import Debate, DebateParams
+from critiquelab.pipelines.params import agents_in_flight
+from critiquelab.pipelines.registry import (
     build_pipeline,
     create_pipeline,
     describe_pipelines,
@@ -19,8 +19,8 @@ from pipelines.registry import (
     pipeline_names,
     validate_params,
 )
-from pipelines.vote.pipeline import Vote, VoteParams
-from runtime.parallel_agents import MAX_PARALLEL_AGENTS
+from critiquelab.pipelines.vote.pipeline import Vote, VoteParams
+from critiquelab.runtime.parallel_agents import MAX_PARALLEL_AGENTS
 
 
 def test_every_registered_pipeline_has_bad_cases():

@@ -10,20 +10,20 @@ from support.fake_openai import FakeOpenAIServer
 from support.plugins import EXAMPLE, fake_distribution, on_path, pip_install
 from support.role_responder import role_responder
 
-from core.errors import UserError
-from experiments.cli.main import main
-from pipelines.registry import describe_pipelines, pipeline_names, registered_name
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.cli.main import main
+from critiquelab.pipelines.registry import describe_pipelines, pipeline_names, registered_name
 
 # A pipeline of a user's own: baseline's coder, told to shout. Registered under "shout".
 SHOUT = textwrap.dedent('''
     import dspy
-    from runtime.agents import TaskContext
-    from pipelines.baseline import BaselineOutcome, BaselineParams
-    from pipelines.coder_agent import CoderAgent
-    from runtime.pool.context import current_pool
-    from pipelines.registry import register_pipeline
-    from pipelines.threads import run_thread
-    from signatures.coder import Coder
+    from critiquelab.runtime.agents import TaskContext
+    from critiquelab.pipelines.baseline import BaselineOutcome, BaselineParams
+    from critiquelab.pipelines.coder_agent import CoderAgent
+    from critiquelab.runtime.pool.context import current_pool
+    from critiquelab.pipelines.registry import register_pipeline
+    from critiquelab.pipelines.threads import run_thread
+    from critiquelab.signatures.coder import Coder
 
 
     class ShoutParams(BaselineParams):
@@ -51,7 +51,7 @@ def _solving(problems):
 
 
 def _run_spec(spec_path, problems, home):
-    from experiments.api import run
+    from critiquelab.experiments.api import run
 
     with FakeOpenAIServer(role_responder(_solving(problems))) as fake:
         spec = yaml.safe_load(spec_path.read_text())
@@ -124,7 +124,8 @@ def _plugin(tmp_path, entry_points, modules):
 @pytest.mark.parametrize(("entry_points", "modules", "expected"), [
     ("[critiquelab.pipelines]\nbaseline = team_dup:Shout\n",
      {"team_dup.py": SHOUT.replace('"shout"', '"baseline"')},
-     "pipeline 'baseline' is registered twice: by entry point 'baseline = pipelines.baseline:Baseline' "
+     "pipeline 'baseline' is registered twice: by entry point "
+     "'baseline = critiquelab.pipelines.baseline:Baseline' "
      "of critiquelab (critiquelab.pipelines) and by entry point 'baseline = team_dup:Shout' of team-plugin"),
     ("[critiquelab.pipelines]\nbroken = team_broken:Shout\n",
      {"team_broken.py": "import no_such_dependency\n"},
@@ -135,7 +136,7 @@ def _plugin(tmp_path, entry_points, modules):
     ("[critiquelab.pipelines]\nshout = team_x:dspy\n", {"team_x.py": "import dspy\n"},
      "not a pipeline (a class decorated with @register_pipeline)"),
     ("[critiquelab.formats]\nhumaneval = team_f:FORMAT\n",
-     {"team_f.py": "from eval.formats.humaneval import FORMAT as F\nimport dataclasses\n"
+     {"team_f.py": "from critiquelab.eval.formats.humaneval import FORMAT as F\nimport dataclasses\n"
                    "FORMAT = dataclasses.replace(F)\n"},
      "dataset format 'humaneval' is registered twice"),
 ])
@@ -169,15 +170,15 @@ def test_the_example_package_installs_and_is_listed_with_its_params_and_roles(tm
 
 
 def test_an_installed_dataset_format_is_one_a_spec_and_run_format_can_name(tmp_path):
-    from experiments.api import load_experiment
-    from experiments.cli.parser import build_parser
+    from critiquelab.experiments.api import load_experiment
+    from critiquelab.experiments.cli.parser import build_parser
 
     spec = {**_spec("baseline"), "dataset": {"source": "humaneval", "format": "team_rows"}}
     spec["model"]["api_base"] = "http://127.0.0.1:9/v1"
     with pytest.raises(UserError, match=r"dataset.format: unknown dataset format 'team_rows'; "
                                         r"known: evalplus, humaneval, mbpp"):
         load_experiment(spec)
-    module = ("import dataclasses\nfrom eval.formats.humaneval import FORMAT as F\n"
+    module = ("import dataclasses\nfrom critiquelab.eval.formats.humaneval import FORMAT as F\n"
               "FORMAT = dataclasses.replace(F, name='team_rows')\n")
     with _plugin(tmp_path, "[critiquelab.formats]\nteam_rows = team_rows:FORMAT\n", {"team_rows.py": module}):
         assert load_experiment(spec).dataset.format == "team_rows"
@@ -188,8 +189,8 @@ def test_an_installed_dataset_format_is_one_a_spec_and_run_format_can_name(tmp_p
 def test_a_plugins_code_is_part_of_its_checkpoint_key(tmp_path):
     """code_fingerprint covers only the project's packages: an edited plugin must not reuse the
     results of its earlier code, and a spec of built-ins keeps the key it had."""
-    from experiments.api import load_experiment
-    from experiments.checkpoints import outside_code
+    from critiquelab.experiments.api import load_experiment
+    from critiquelab.experiments.checkpoints import outside_code
 
     (tmp_path / "my_pipes.py").write_text(SHOUT)
     spec_path = tmp_path / "spec.yaml"

@@ -7,12 +7,18 @@ import pytest
 from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 
-from core.errors import UserError
-from experiments.serving.lm import HarnessLM
-from pipelines.registry import create_pipeline, pipeline_names, pipeline_roles, program_roles, role_map
-from pipelines.roles import Role, declare_roles, predictor_path
-from runtime.pool.context import using_pool
-from runtime.pool.message_pool import MessagePool
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.pipelines.registry import (
+    create_pipeline,
+    pipeline_names,
+    pipeline_roles,
+    program_roles,
+    role_map,
+)
+from critiquelab.pipelines.roles import Role, declare_roles, predictor_path
+from critiquelab.runtime.pool.context import using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 # Params that switch on what the defaults leave out (optional predictors, a panel's call names).
 VARIANTS: dict[str, list[dict[str, object]]] = {
@@ -113,7 +119,7 @@ def test_declarations_read_predictor_paths_as_named_predictors_gives_them():
 
 
 def test_listing_shows_the_predictors_of_each_role():
-    from pipelines.registry import describe_pipelines
+    from critiquelab.pipelines.registry import describe_pipelines
 
     debate = next(p for p in describe_pipelines() if p["name"] == "debate")
     assert debate["roles"] == ["coder", "debater", "judge"]

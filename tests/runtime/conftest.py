@@ -14,7 +14,7 @@ def hash_embedder() -> HashEmbedder:
 @pytest.fixture(scope="session")
 def minilm():
     """The real bundled MiniLM, loaded once for the session (a few seconds)."""
-    from runtime.pool.embedder import MiniLMEmbedder
+    from critiquelab.runtime.pool.embedder import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     embedder(["warm up"])

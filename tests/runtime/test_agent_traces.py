@@ -2,7 +2,7 @@
 
 import dspy
 
-from runtime.agent_traces import AgentTraces
+from critiquelab.runtime.agent_traces import AgentTraces
 
 
 def test_agents_calls_join_turn_by_turn_in_agent_order():

@@ -4,11 +4,11 @@ import dspy
 import pytest
 from support.fake_openai import FakeOpenAIServer, chat_reply
 
-from experiments.serving.lm import HarnessLM
-from runtime.role_call import call_role
-from signatures.adapter import CodeAdapter
-from signatures.coder import Coder
-from signatures.critic import Critic
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.runtime.role_call import call_role
+from critiquelab.signatures.adapter import CodeAdapter
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.critic import Critic
 
 PROMPT = 'def add(a, b):\n    """Add."""\n'
 REVIEW_INPUTS = {"prompt": PROMPT, "code": PROMPT, "execution_feedback": "none"}

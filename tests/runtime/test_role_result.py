@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from runtime.role_call import RoleResult, UndeclaredOutputError
+from critiquelab.runtime.role_call import RoleResult, UndeclaredOutputError
 
 FIELDS = ("verdict", "findings", "summary")
 

@@ -2,8 +2,8 @@
 
 import dspy
 
-from signatures import Coder, Critic, Fixer
-from signatures.adapter import CodeAdapter, is_code_signature
+from critiquelab.signatures import Coder, Critic, Fixer
+from critiquelab.signatures.adapter import CodeAdapter, is_code_signature
 
 
 def test_which_signatures_are_code_only():

@@ -13,8 +13,8 @@ import pkgutil
 import dspy
 import pytest
 
-import signatures
-from signatures.adapter import CodeAdapter
+from critiquelab import signatures
+from critiquelab.signatures.adapter import CodeAdapter
 
 PROBLEM = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
 
@@ -22,7 +22,7 @@ PROBLEM = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add
 def _role_signatures() -> list[type[dspy.Signature]]:
     found = []
     for info in pkgutil.iter_modules(signatures.__path__):
-        module = importlib.import_module(f"signatures.{info.name}")
+        module = importlib.import_module(f"critiquelab.signatures.{info.name}")
         found += [
             obj for obj in vars(module).values()
             if inspect.isclass(obj) and issubclass(obj, dspy.Signature) and obj is not dspy.Signature

@@ -4,8 +4,8 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from pipelines.architect.session_tree import session_tree_schema
-from signatures.team_contracts import (
+from critiquelab.pipelines.architect.session_tree import session_tree_schema
+from critiquelab.signatures.team_contracts import (
     VISIBLE_EXAMPLES_CRITERION,
     DeveloperInput,
     DeveloperOutput,

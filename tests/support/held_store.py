@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Only the lock (no chromadb import): it starts in a fraction of a second.
 _HOLDER = """
 import sys
-from runtime.pool.store_lock import lock_store
+from critiquelab.runtime.pool.store_lock import lock_store
 held = lock_store(sys.argv[1])
 print("held", flush=True)
 sys.stdin.read()  # until the test closes stdin or kills this process
@@ -48,10 +48,11 @@ def store_held_elsewhere(path: Path) -> Iterator[subprocess.Popen[str]]:
 
 def try_in_another_process(path: Path, body: str = "lock_store(path).release()") -> str:
     """What ``body`` (Python, with ``path`` bound; it may print) says in a fresh process, then
-    ``ok``, or the one line of the :class:`~core.errors.UserError` it raised."""
+    ``ok``, or the one line of the :class:`~critiquelab.core.errors.UserError` it raised."""
     script = "\n".join([
-        "import sys", "from pathlib import Path", "from core.errors import UserError",
-        "from runtime.pool.store_lock import lock_store", f"sys.path.insert(0, {str(REPO / 'tests')!r})",
+        "import sys", "from pathlib import Path", "from critiquelab.core.errors import UserError",
+        "from critiquelab.runtime.pool.store_lock import lock_store",
+        f"sys.path.insert(0, {str(REPO / 'tests')!r})",
         "path = Path(sys.argv[1])", "try:", textwrap.indent(textwrap.dedent(body).strip(), "    "),
         "except UserError as exc:", "    print(exc)", "else:", "    print('ok')",
     ])

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from eval.execution import call_function, run_program
-from eval.verdict import Status
+from critiquelab.eval.execution import call_function, run_program
+from critiquelab.eval.verdict import Status
 
 ADD_TEST = (
     "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(5, 5) == 10\n"

@@ -61,7 +61,7 @@ def main() -> int:
     args = parser.parse_args(sys.argv[1:split])
     reached = install(args.target, args.occurrence, args.match, args.before,
                       getattr(signal, f"SIG{args.signal}"))
-    from experiments.cli.main import main as critiquelab
+    from critiquelab.experiments.cli.main import main as critiquelab
 
     code = critiquelab(sys.argv[split + 1 :])
     return code if reached() else 99

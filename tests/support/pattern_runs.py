@@ -45,7 +45,7 @@ def _scripts(problems):
 
 def pattern_run(home, problems):
     """Run the three pipelines into ``home``; returns the runner's result."""
-    from experiments.api import run
+    from critiquelab.experiments.api import run
 
     with FakeOpenAIServer(role_responder(_scripts(problems))) as fake:
         spec = fake_spec(fake.api_base, pipelines=PATTERN_PIPELINES, limit=2, pool={"persist": False})

@@ -34,8 +34,8 @@ def pip_install(source: Path, work: Path) -> Path:
 def on_path(folder: Path) -> Iterator[None]:
     """``folder`` first on ``sys.path`` (its modules importable, its ``*.dist-info`` entry points
     found), the registries reading entry points again on entering and on leaving."""
-    from eval.formats import rescan as rescan_formats
-    from pipelines.registry import rescan
+    from critiquelab.eval.formats import rescan as rescan_formats
+    from critiquelab.pipelines.registry import rescan
 
     sys.path.insert(0, str(folder))
     rescan(), rescan_formats()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from runtime.pool.messages import Message
+from critiquelab.runtime.pool.messages import Message
 
 
 def make_message(**fields: object) -> Message:

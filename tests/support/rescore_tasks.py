@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from eval.datasets import load_problems
+from critiquelab.eval.datasets import load_problems
 
 # task: (function, docstring, the run's answer, weak test's call and expected, strong inputs, reference)
 TASKS = {

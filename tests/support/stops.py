@@ -16,7 +16,7 @@ def open_runs(home):
     """The runs of the data directory's store still RUNNING (a stop must mark them KILLED)."""
     from mlflow.tracking import MlflowClient
 
-    from experiments.tracking.store import tracking_uri
+    from critiquelab.experiments.tracking.store import tracking_uri
 
     client = MlflowClient(tracking_uri(home))
     experiments = [e.experiment_id for e in client.search_experiments()]

@@ -28,7 +28,7 @@ def _scripts(problems):
 
 def viewer_run(home, problems):
     """Run the experiment into ``home``; returns the runner's result."""
-    from experiments.api import run
+    from critiquelab.experiments.api import run
 
     pipelines = [{"name": "baseline"}, {"name": "debate", "params": {"debaters": 2, "rounds": 1}}]
     with FakeOpenAIServer(role_responder(_scripts(problems))) as fake:

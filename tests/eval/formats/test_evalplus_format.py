@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from eval.datasets import load_problems
-from eval.sandbox.reference import same_output
-from eval.scoring import score_code
-from eval.visible_examples import visible_examples
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.sandbox.reference import same_output
+from critiquelab.eval.scoring import score_code
+from critiquelab.eval.visible_examples import visible_examples
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import UserError
-from eval.datasets import load_problems
-from eval.execution import ExecutionJob, run_many
-from eval.scoring import score_code
-from eval.visible_examples import visible_examples
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import load_problems
+from critiquelab.eval.execution import ExecutionJob, run_many
+from critiquelab.eval.scoring import score_code
+from critiquelab.eval.visible_examples import visible_examples
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import UserError
-from eval.datasets import load_problems
+from critiquelab.core.errors import UserError
+from critiquelab.eval.datasets import load_problems
 
 DATA = Path(__file__).parents[1] / "data"
 MISSING = object()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli.main import main
+from critiquelab.experiments.cli.main import main
 
 
 @pytest.mark.parametrize("argv", [
@@ -45,7 +45,7 @@ def test_an_output_directory_that_cannot_be_created_is_one_line_exit_2(verb, out
         pytest.skip(f"no /{out.split('/')[1]} here")
     if out.startswith("unwritable"):
         (tmp_path / "unwritable").mkdir()
-        monkeypatch.setattr("experiments.paths.tempfile.mkdtemp", _refused)
+        monkeypatch.setattr("critiquelab.experiments.paths.tempfile.mkdtemp", _refused)
     monkeypatch.chdir(tmp_path)
     before = sorted(tmp_path.rglob("*"))
     assert main([*verb, "--out", out]) == 2

@@ -9,8 +9,8 @@ import argparse
 import pytest
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 
-from experiments.cli.main import main
-from experiments.cli.parser import build_parser
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.cli.parser import build_parser
 
 SPEC = "name: x\npipelines: [{name: baseline}]\nmodel: {id: openai/fake, num_retries: 0}\n"
 

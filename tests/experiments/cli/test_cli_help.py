@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from experiments.cli.main import main
-from experiments.cli.parser import build_parser
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.cli.parser import build_parser
 
 REST = re.compile(r"``|:(?:mod|func|class|meth|attr|data):`")
 

@@ -12,7 +12,7 @@ import yaml
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from experiments.cli.main import main
+from critiquelab.experiments.cli.main import main
 
 GOOD = "name: x\npipelines: [{name: baseline}]\n"
 # Nine levels of nine aliases each: 9**9 strings once expanded, a few hundred bytes as written.
@@ -162,7 +162,7 @@ def test_ui_on_a_host_it_cannot_serve_on_blames_the_host(tmp_path, home, capsys,
 def test_python_api_takes_a_str_home_and_a_hostile_name_stays_inside_it(
     tmp_path, monkeypatch, humaneval_problems
 ):
-    from experiments.api import run
+    from critiquelab.experiments.api import run
 
     monkeypatch.chdir(tmp_path)
     with FakeOpenAIServer(humaneval_responder(humaneval_problems)) as fake:
@@ -178,7 +178,7 @@ def test_python_api_takes_a_str_home_and_a_hostile_name_stays_inside_it(
 def test_the_yaml_loader_still_reads_every_shipped_spec():
     from pathlib import Path
 
-    from experiments.spec.files import load_yaml
+    from critiquelab.experiments.spec.files import load_yaml
 
     for path in sorted(Path("experiments").glob("*.yaml")):
         assert load_yaml(path) == yaml.safe_load(path.read_text()), path

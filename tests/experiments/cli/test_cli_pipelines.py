@@ -3,8 +3,8 @@ and the figures its outcome model declares, fitted to the terminal's width."""
 
 import re
 
-from experiments.cli.main import main
-from pipelines.registry import pipeline_names, validate_params
+from critiquelab.experiments.cli.main import main
+from critiquelab.pipelines.registry import pipeline_names, validate_params
 
 
 def _sections(out: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.viewer_run import viewer_run
 
-from experiments.cli.main import STDOUT_CLOSED, main
+from critiquelab.experiments.cli.main import STDOUT_CLOSED, main
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -21,7 +21,8 @@ def _with_stdout_closed(home: Path, *argv: str) -> subprocess.CompletedProcess:
     read, write = os.pipe()
     os.close(read)  # nobody will read: every write to stdout fails with EPIPE
     try:
-        return subprocess.run([sys.executable, "-m", "experiments.cli", "--home", str(home), *argv],
+        return subprocess.run([sys.executable, "-m", "critiquelab.experiments.cli", "--home", str(home),
+                               *argv],
                               stdout=write, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=300,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     finally:
@@ -47,6 +48,6 @@ def test_a_broken_pipe_of_the_commands_own_is_not_hidden(monkeypatch, home):
     def breaks(args):
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setitem(sys.modules["experiments.cli.commands"].HANDLERS, "pipelines", breaks)
+    monkeypatch.setitem(sys.modules["critiquelab.experiments.cli.commands"].HANDLERS, "pipelines", breaks)
     with pytest.raises(BrokenPipeError):
         main(["pipelines"])

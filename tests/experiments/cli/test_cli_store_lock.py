@@ -13,8 +13,8 @@ from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.held_store import store_held_elsewhere
 from support.specs import fake_spec
 
-from experiments.cli.main import main
-from runtime.pool.store_lock import LOCK_NAME
+from critiquelab.experiments.cli.main import main
+from critiquelab.runtime.pool.store_lock import LOCK_NAME
 
 ADVICE = ("Chroma's local store allows one process at a time: wait for it to finish, or use another data "
           "directory (--home) or a Chroma server (pool.chroma_url)")

@@ -10,13 +10,13 @@ from mlflow.tracking import MlflowClient
 from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.specs import fake_spec
 
-from core.errors import UserError
-from eval.results import ProblemResult, results_table
-from eval.verdict import Status
-from experiments.api import run
-from experiments.cli.main import main
-from experiments.compare.runs import COMPARISON_TAG, compare_runs
-from experiments.tracking.store import Tracker, tracking_uri
+from critiquelab.core.errors import UserError
+from critiquelab.eval.results import ProblemResult, results_table
+from critiquelab.eval.verdict import Status
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.compare.runs import COMPARISON_TAG, compare_runs
+from critiquelab.experiments.tracking.store import Tracker, tracking_uri
 
 TASKS = [f"T/{i}" for i in range(12)]
 
@@ -285,7 +285,7 @@ def test_compare_across_parents_names_what_differs_in_how_the_runs_were_made(hom
 
 
 def test_a_notice_shows_where_long_values_differ():
-    from experiments.tracking.compare_provenance import _shown
+    from critiquelab.experiments.tracking.compare_provenance import _shown
 
     assert _shown(["http://gpu-host.internal:8081/v1", "http://gpu-host.internal:8082/v1"]) == [
         "…rnal:8081/v1", "…rnal:8082/v1"]

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from experiments.compare_learning import references
+from critiquelab.experiments.compare_learning import references
 
 
 @dataclass(frozen=True)

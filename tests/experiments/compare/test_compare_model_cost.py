@@ -10,10 +10,10 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.compare.compared_run import ComparedRun
-from experiments.compare.model_cost import model_cost_frame, seconds_per_token
-from experiments.compare.runs import compare_runs
+from critiquelab.experiments.api import run
+from critiquelab.experiments.compare.compared_run import ComparedRun
+from critiquelab.experiments.compare.model_cost import model_cost_frame, seconds_per_token
+from critiquelab.experiments.compare.runs import compare_runs
 
 
 def _run(label):

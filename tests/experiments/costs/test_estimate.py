@@ -13,9 +13,9 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from experiments.api import RunOverrides, estimate, run
-from experiments.cli.main import main
-from experiments.costs.estimate import SHIPPED
+from critiquelab.experiments.api import RunOverrides, estimate, run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.costs.estimate import SHIPPED
 
 DATA = Path(__file__).parents[1] / "eval" / "data"
 
@@ -163,7 +163,7 @@ def test_fresh_home_uses_shipped_defaults_for_the_bundled_model(tmp_path, monkey
     assert "with these role settings" in rows[("sampled_coder", 0)].basis
     assert "self_refine: unknown" in found.table()
     # llama-server serves the concurrency's problems at once (the shipped times were measured so).
-    monkeypatch.setattr("experiments.costs.estimate.find_built_server", lambda: object())
+    monkeypatch.setattr("critiquelab.experiments.costs.estimate.find_built_server", lambda: object())
     spec["model"]["server"] = "auto"
     served = estimate(spec, overrides=RunOverrides(concurrency=4), home=home)
     rows = {(row.label, row.seed): row for row in served.pipelines}

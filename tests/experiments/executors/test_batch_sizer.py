@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.executors.batching import BatchSizer
+from critiquelab.experiments.executors.batching import BatchSizer
 
 
 def test_first_batch_is_one_problem():

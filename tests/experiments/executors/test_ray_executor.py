@@ -17,9 +17,9 @@ from support.ray_cluster import two_node_cluster
 from support.role_responder import role_of, role_responder
 from support.specs import fake_spec
 
-from core.errors import UserError
-from experiments.api import RunOverrides, load_experiment, run
-from experiments.tracking.store import tracking_uri
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.api import RunOverrides, load_experiment, run
+from critiquelab.experiments.tracking.store import tracking_uri
 
 PIPELINES = [{"name": "baseline"}, {"name": "critic_loop", "params": {"max_iterations": 2}}]
 # Fields that say when and where a problem ran, not what it answered.
@@ -105,11 +105,11 @@ def test_ray_run_matches_local_run(cluster, tmp_path, humaneval_problems):
 
 
 def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_problems):
-    from experiments.executors.job import SolveJob
-    from experiments.executors.ray_cluster import RayExecutor
-    from experiments.serving.provision import resolve_model, serve_model
-    from pipelines.registry import create_pipeline
-    from runtime.pool.message_pool import MessagePool
+    from critiquelab.experiments.executors.job import SolveJob
+    from critiquelab.experiments.executors.ray_cluster import RayExecutor
+    from critiquelab.experiments.serving.provision import resolve_model, serve_model
+    from critiquelab.pipelines.registry import create_pipeline
+    from critiquelab.runtime.pool.message_pool import MessagePool
 
     ray_cluster, _ = cluster
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:
@@ -133,11 +133,11 @@ def test_problems_are_spread_over_both_nodes(cluster, tmp_path, humaneval_proble
 
 
 def test_a_node_that_joins_gets_workers_at_the_next_child_run(cluster, tmp_path, humaneval_problems):
-    from experiments.executors.job import SolveJob
-    from experiments.executors.ray_cluster import RayExecutor
-    from experiments.serving.provision import resolve_model, serve_model
-    from pipelines.registry import create_pipeline
-    from runtime.pool.message_pool import MessagePool
+    from critiquelab.experiments.executors.job import SolveJob
+    from critiquelab.experiments.executors.ray_cluster import RayExecutor
+    from critiquelab.experiments.serving.provision import resolve_model, serve_model
+    from critiquelab.pipelines.registry import create_pipeline
+    from critiquelab.runtime.pool.message_pool import MessagePool
 
     ray_cluster, _ = cluster
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems)), delay_s=0.3) as fake:
@@ -231,7 +231,7 @@ def test_ray_settings_are_checked_before_anything_runs(tmp_path):
             "executor": "ray", "in_flight_per_node": 3, "workers_per_node": 2}))
     spec = load_experiment(fake_spec("http://127.0.0.1:9/v1"), RunOverrides(ray="127.0.0.1:1"))
     assert (spec.execution.executor, spec.execution.address) == ("ray", "127.0.0.1:1")
-    from experiments.executors.ray_cluster import RayExecutor
+    from critiquelab.experiments.executors.ray_cluster import RayExecutor
 
     start = time.monotonic()
     with pytest.raises(UserError, match=r"execution.address '127.0.0.1:1': nothing answers"):
@@ -240,7 +240,7 @@ def test_ray_settings_are_checked_before_anything_runs(tmp_path):
 
 
 def test_a_node_at_another_isolation_level_is_refused_unless_allowed(tmp_path, humaneval_problems):
-    from eval.execution import isolation_level
+    from critiquelab.eval.execution import isolation_level
 
     ours = isolation_level()
     other = "process" if ours != "process" else "setuid"
@@ -260,7 +260,7 @@ def test_a_node_at_another_isolation_level_is_refused_unless_allowed(tmp_path, h
 def test_cli_ray_flag_with_no_cluster_is_one_line_and_writes_nothing(tmp_path, humaneval_problems, capsys):
     import yaml
 
-    from experiments.cli.main import main
+    from critiquelab.experiments.cli.main import main
 
     with FakeOpenAIServer(role_responder(critic_loop_scripts(humaneval_problems))) as fake:
         spec = tmp_path / "spec.yaml"

@@ -12,9 +12,9 @@ from support.critic_scripts import critic_loop_scripts
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_of, role_responder
 
-from experiments.api import export, optimize
-from experiments.cli.main import main
-from experiments.tracking.store import tracking_uri
+from critiquelab.experiments.api import export, optimize
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.tracking.store import tracking_uri
 
 
 def _spec(tmp_path, api_base):
@@ -235,7 +235,7 @@ def test_a_refused_optimize_start_writes_nothing(
 
 
 def test_a_trace_source_experiment_the_store_lacks_is_refused_before_any_step(tmp_path, home, capsys):
-    from experiments.tracking.store import Tracker
+    from critiquelab.experiments.tracking.store import Tracker
 
     Tracker(home, "some-other-experiment")  # a store that exists, without the experiment named
     before = sorted(p.relative_to(home) for p in home.rglob("*"))

@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from experiments.optimize.loop import release_schedule
-from experiments.optimize.plan import plan
-from experiments.optimize.records import CompileRecord, ScoredRecord, StepStore
-from experiments.optimize.served_models import ServedModels
-from experiments.optimize.spec import OptimizeSpec
+from critiquelab.experiments.optimize.loop import release_schedule
+from critiquelab.experiments.optimize.plan import plan
+from critiquelab.experiments.optimize.records import CompileRecord, ScoredRecord, StepStore
+from critiquelab.experiments.optimize.served_models import ServedModels
+from critiquelab.experiments.optimize.spec import OptimizeSpec
 
 FAKE = {"id": "openai/fake", "api_base": "http://127.0.0.1:9/v1"}
 

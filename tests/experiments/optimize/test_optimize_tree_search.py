@@ -11,14 +11,16 @@ from support.leakage import assert_no_hidden_tests
 from support.role_responder import role_of
 from support.tree_search_scripts import SCORE, tree_search_responder
 
-from experiments.api import export, optimize
-from experiments.cli.main import main
-from optimizers.export import load_program, load_prompts_into, role_prompts
-from optimizers.refine import instruction_of
-from optimizers.splits import SplitSpec, make_split
-from optimizers.training_examples import assert_no_hidden_tests as assert_no_hidden_tests_in_examples
-from pipelines.registry import create_pipeline
-from pipelines.tree_search.pipeline import TreeSearch
+from critiquelab.experiments.api import export, optimize
+from critiquelab.experiments.cli.main import main
+from critiquelab.optimizers.export import load_program, load_prompts_into, role_prompts
+from critiquelab.optimizers.refine import instruction_of
+from critiquelab.optimizers.splits import SplitSpec, make_split
+from critiquelab.optimizers.training_examples import (
+    assert_no_hidden_tests as assert_no_hidden_tests_in_examples,
+)
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.pipelines.tree_search.pipeline import TreeSearch
 
 # A small search in which the scorer matters (λ > 0), with two role calls in flight at once: the
 # optimiser must see the calls made on other threads too.
@@ -172,7 +174,7 @@ def test_a_compile_that_changed_no_prompt_is_neither_kept_nor_tested(
     ([], "optimizer.roles: List should have at least 1 item"),
 ])
 def test_unknown_or_no_optimizer_roles_are_one_line_exit_2(tmp_path, home, capsys, roles, expected):
-    from experiments.cli.main import main
+    from critiquelab.experiments.cli.main import main
 
     path = _spec(tmp_path, "http://127.0.0.1:9/v1", optimizer={"name": "bootstrap", "roles": roles})
     assert main(["optimize", str(path)]) == 2

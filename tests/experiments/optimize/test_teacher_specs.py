@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eval.datasets import load_problems
-from experiments.optimize.spec import check_spec, load_optimize_spec
-from experiments.spec.experiment import parse_spec
-from optimizers.splits import make_split
+from critiquelab.eval.datasets import load_problems
+from critiquelab.experiments.optimize.spec import check_spec, load_optimize_spec
+from critiquelab.experiments.spec.experiment import parse_spec
+from critiquelab.optimizers.splits import make_split
 
 SPECS = {"optimize_teacher_baseline": ("baseline", "mipro"),
          "optimize_teacher_sampler": ("vote", "bootstrap"),

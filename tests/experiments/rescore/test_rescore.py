@@ -24,13 +24,13 @@ from support.fake_openai import FakeOpenAIServer, humaneval_responder
 from support.rescore_tasks import prompt_of, write_datasets, write_rows
 from support.specs import fake_spec
 
-from core.errors import UserError
-from experiments.api import run
-from experiments.cli.main import main
-from experiments.compare.runs import compare_runs
-from experiments.rescore.pairs import LOST_PASSES_HEADING, RESCORED_FROM_TAG
-from experiments.rescore.runs import rescore_run
-from experiments.tracking.store import PARENT_TAG, tracking_uri
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.compare.runs import compare_runs
+from critiquelab.experiments.rescore.pairs import LOST_PASSES_HEADING, RESCORED_FROM_TAG
+from critiquelab.experiments.rescore.runs import rescore_run
+from critiquelab.experiments.tracking.store import PARENT_TAG, tracking_uri
 
 
 @pytest.fixture
@@ -161,13 +161,13 @@ def test_an_out_that_cannot_be_created_is_one_line_and_leaves_no_run(how, finish
     before = len(_runs_in(home, finished_run.experiment_id))
     out = tmp_path / "reports" / "rescore"
     if how == "checked first":
-        monkeypatch.setattr("experiments.paths.tempfile.mkdtemp", _refused)
+        monkeypatch.setattr("critiquelab.experiments.paths.tempfile.mkdtemp", _refused)
     else:
         def fine_then_blocked(path, what):
             (tmp_path / "reports").write_text("a file where the directory would be")
             return path
 
-        monkeypatch.setattr("experiments.rescore.runs.check_writable_dir", fine_then_blocked)
+        monkeypatch.setattr("critiquelab.experiments.rescore.runs.check_writable_dir", fine_then_blocked)
     with pytest.raises(UserError, match="where the rescore's files would go"):
         rescore_run(finished_run.parent_run_id, strong, dataset_format="evalplus", home=home, out=out)
     assert len(_runs_in(home, finished_run.experiment_id)) == before

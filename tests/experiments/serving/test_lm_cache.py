@@ -7,9 +7,9 @@ import pytest
 from dspy.utils.exceptions import ContextWindowExceededError
 from support.fake_openai import FakeOpenAIServer, HttpError, RawReply, Trickle, llama_server_overflow
 
-from core.errors import ServiceError
-from core.usage import UsageMeter, acting_as, metering
-from experiments.serving.lm import HarnessLM
+from critiquelab.core.errors import ServiceError
+from critiquelab.core.usage import UsageMeter, acting_as, metering
+from critiquelab.experiments.serving.lm import HarnessLM
 
 
 def _lm(fake, tmp_path, identity):
@@ -136,7 +136,7 @@ def test_each_exchange_records_the_settings_that_decide_its_reply_live_and_repla
 def test_a_retry_waits_no_longer_than_the_cap_whatever_retry_after_asks(tmp_path, monkeypatch):
     """An endpoint's 429 asking for a day's wait: DSPy would sleep that long; the harness retries
     itself after at most MAX_RETRY_WAIT_S, then gets its answer."""
-    from experiments.serving import lm as lm_module
+    from critiquelab.experiments.serving import lm as lm_module
 
     slow_down = RawReply(json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode(),
                          status=429, headers={"Retry-After": "100000"})

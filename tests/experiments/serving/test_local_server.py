@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from core.errors import UserError
-from experiments.checkpoints import checkpoint_key, input_fingerprints
-from experiments.cli.main import main
-from experiments.serving.local_server import Backend, LocalModelServer, select_backend
-from experiments.serving.provision import ModelIdentity
-from experiments.serving.server_build import BuiltServer
-from experiments.spec.experiment import parse_spec
-from experiments.tracking.run_records import open_parent_run
-from experiments.tracking.store import Tracker, tracking_uri
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.checkpoints import checkpoint_key, input_fingerprints
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.serving.local_server import Backend, LocalModelServer, select_backend
+from critiquelab.experiments.serving.provision import ModelIdentity
+from critiquelab.experiments.serving.server_build import BuiltServer
+from critiquelab.experiments.spec.experiment import parse_spec
+from critiquelab.experiments.tracking.run_records import open_parent_run
+from critiquelab.experiments.tracking.store import Tracker, tracking_uri
 
 BUILT = BuiltServer(Path("/opt/llama/llama-server"), "llama_cpp_python-0.3.36.tar.gz", "0c1e57098")
 
@@ -155,7 +155,7 @@ def test_an_endpoint_is_not_told_to_speculate(model):
 
 
 def test_a_speculating_run_says_so_on_screen_and_on_the_run():
-    from experiments.run_warnings import speculation_warnings
+    from critiquelab.experiments.run_warnings import speculation_warnings
 
     def warnings(model: dict) -> list[str]:
         spec = parse_spec({"name": "x", "pipelines": [{"name": "baseline"}], "model": model})
@@ -167,7 +167,7 @@ def test_a_speculating_run_says_so_on_screen_and_on_the_run():
 
 
 def test_missing_llama_server_is_exit_2_before_anything_is_written(tmp_path, capsys, home, monkeypatch):
-    monkeypatch.setattr("experiments.serving.server_build.binary_path",
+    monkeypatch.setattr("critiquelab.experiments.serving.server_build.binary_path",
                         lambda: tmp_path / "none" / "llama-server")
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: x\npipelines: [{name: baseline}]\nmodel: {server: llama-server}\n")

@@ -5,8 +5,8 @@ import zipfile
 
 import pytest
 
-from core.errors import UserError
-from experiments.serving.model_files import BUNDLED_MODELS, ModelFile, ensure_model_file
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.serving.model_files import BUNDLED_MODELS, ModelFile, ensure_model_file
 
 
 def _make_parts(directory, prefix, version, payloads):

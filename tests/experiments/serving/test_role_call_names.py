@@ -5,7 +5,7 @@ from support.fake_openai import FakeOpenAIServer
 from support.golden_lm import golden_responder
 from support.specs import fake_spec
 
-from experiments.api import run
+from critiquelab.experiments.api import run
 
 
 def test_a_critic_temperature_reaches_the_panel_critics(home, humaneval_problems):

@@ -7,8 +7,8 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import ScriptedProblems, review, role_of, role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.cli.main import main
+from critiquelab.experiments.api import run
+from critiquelab.experiments.cli.main import main
 
 
 def _scripts(problems):

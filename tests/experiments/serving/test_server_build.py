@@ -2,7 +2,7 @@
 
 import json
 
-from experiments.serving.server_build import (
+from critiquelab.experiments.serving.server_build import (
     BUILD_RECIPE,
     BUILD_RECORD,
     binary_path,

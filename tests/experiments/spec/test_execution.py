@@ -3,8 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from experiments.spec.execution import RAY_ONLY, ExecutionSpec
-from pipelines.params import marked_fields
+from critiquelab.experiments.spec.execution import RAY_ONLY, ExecutionSpec
+from critiquelab.pipelines.params import marked_fields
 
 # A value other than the default, valid for each Ray setting.
 _SET = {"address": "head:6379", "max_retries": 5, "in_flight_per_node": 8, "workers_per_node": 2,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import UserError
-from experiments.api import RunOverrides, load_experiment
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.api import RunOverrides, load_experiment
 
 SPEC = {"name": "x", "pipelines": [{"name": "baseline"}], "model": {"id": "local", "temperature": 0.2}}
 
@@ -95,7 +95,7 @@ def test_an_empty_spec_value_is_refused_not_read_as_absent(field):
 def test_a_value_refused_at_start_up_is_blamed_on_the_option_that_set_it(monkeypatch, tmp_path):
     """model.api_key_env and execution.address are checked when the model is served and the
     cluster joined, long after the spec was read: the line still names where the value came from."""
-    from experiments.api import run
+    from critiquelab.experiments.api import run
 
     monkeypatch.delenv("CRITIQUELAB_NO_SUCH_KEY", raising=False)
     remote = {**SPEC, "model": {"id": "openai/x", "api_base": "http://127.0.0.1:9/v1"}}

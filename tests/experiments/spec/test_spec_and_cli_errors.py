@@ -9,9 +9,9 @@ import pytest
 import yaml
 from support.bad_params import BAD_PARAMS
 
-from core.errors import UserError
-from experiments.cli.main import main
-from experiments.spec.experiment import parse_spec
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.spec.experiment import parse_spec
 
 
 def _write(tmp_path, text):
@@ -137,7 +137,7 @@ def test_missing_dataset_field_is_named(tmp_path, capsys, home):
 
 
 def test_unreachable_endpoint_is_a_clear_error(tmp_path, capsys, home):
-    from experiments.serving.local_server import free_port
+    from critiquelab.experiments.serving.local_server import free_port
 
     spec = _write(tmp_path, "name: x\npipelines: [{name: baseline}]\n")
     code, err = _run_cli(capsys, "run", str(spec), "--model", "openai/whatever", "--api-base",
@@ -157,7 +157,7 @@ def test_missing_api_key_env_is_named(tmp_path, capsys, home, monkeypatch):
 
 def test_cli_process_prints_no_traceback(tmp_path, home):
     spec = _write(tmp_path, "name: x\npipelines: {name: baseline\n")
-    proc = subprocess.run([sys.executable, "-m", "experiments.cli", "run", str(spec)],
+    proc = subprocess.run([sys.executable, "-m", "critiquelab.experiments.cli", "run", str(spec)],
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr

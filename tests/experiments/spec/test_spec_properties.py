@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core.errors import UserError
-from experiments.spec.experiment import parse_spec
-from pipelines.registry import params_model
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.spec.experiment import parse_spec
+from critiquelab.pipelines.registry import params_model
 
 FIELDS = ["name", "dataset", "model", "pipelines", "seeds", "execution", "pool", "tracking",
           "prompts", "concurrency", "source", "limit", "task_ids", "format", "id", "temperature",
@@ -103,8 +103,8 @@ def _base_spec() -> dict:
 
 
 def _spec_leaves() -> list[tuple[tuple[str, ...], object]]:
-    from experiments.spec.experiment import ExperimentSpec
-    from experiments.spec.pipeline_spec import PipelineSpec
+    from critiquelab.experiments.spec.experiment import ExperimentSpec
+    from critiquelab.experiments.spec.pipeline_spec import PipelineSpec
 
     top = [leaf for leaf in _leaves(ExperimentSpec) if leaf[0][0] != "pipelines"]
     return top + [(("pipelines", 0, *path), annotation) for path, annotation in _leaves(PipelineSpec)
@@ -146,7 +146,7 @@ def _base_optimize_spec() -> dict:
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(OPTIMIZE_FIELDS), values, max_size=6))
 def test_any_mapping_is_an_optimize_spec_or_one_line(data):
-    from experiments.optimize.spec import parse_optimize_spec
+    from critiquelab.experiments.optimize.spec import parse_optimize_spec
 
     try:
         parse_optimize_spec({**_base_optimize_spec(), **data}, "opt.yaml")
@@ -155,7 +155,7 @@ def test_any_mapping_is_an_optimize_spec_or_one_line(data):
 
 
 def _optimize_leaves() -> list[tuple[tuple[str, ...], object]]:
-    from experiments.optimize.spec import OptimizeSpec
+    from critiquelab.experiments.optimize.spec import OptimizeSpec
 
     return [leaf for leaf in _leaves(OptimizeSpec)
             if leaf[0][0] != "pipeline" or leaf[0][1] not in ("name", "roles", "memory")]
@@ -166,7 +166,7 @@ def _optimize_leaves() -> list[tuple[tuple[str, ...], object]]:
 def test_every_optimize_field_refuses_a_value_it_would_have_to_convert(data):
     """The optimisation spec is as strict as an experiment's: `split: {seed: true}`,
     `allow_overlap: "yes"`, `val: "0.25"` or `train: 1.5` are one line naming the field."""
-    from experiments.optimize.spec import parse_optimize_spec
+    from critiquelab.experiments.optimize.spec import parse_optimize_spec
 
     path, annotation = data.draw(st.sampled_from(_optimize_leaves()))
     wrong = data.draw(_wrong_values(annotation))

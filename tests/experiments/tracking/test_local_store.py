@@ -11,7 +11,7 @@ import pytest
 import yaml
 from support.specs import fake_spec
 
-from experiments.cli.main import main
+from critiquelab.experiments.cli.main import main
 
 DEAD = "http://127.0.0.1:9/v1"  # never contacted: every case is refused before any model call
 

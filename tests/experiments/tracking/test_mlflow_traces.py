@@ -8,9 +8,9 @@ from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from experiments.api import run
-from experiments.tracking.store import tracking_uri
-from experiments.tracking.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, TASK_TAG, run_traces
+from critiquelab.experiments.api import run
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.experiments.tracking.traces import MESSAGE_ATTRIBUTE, RESULT_ATTRIBUTE, TASK_TAG, run_traces
 
 PIPELINES = [{"name": "critic_loop", "params": {"execution_feedback": True}}]
 

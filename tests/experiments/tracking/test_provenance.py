@@ -3,7 +3,7 @@
 import os
 import subprocess
 
-from experiments.tracking import provenance
+from critiquelab.experiments.tracking import provenance
 
 
 def test_the_commit_is_read_without_touching_the_checkouts_git_directory(tmp_path, monkeypatch):

@@ -15,10 +15,10 @@ from support.mlflow_server import MlflowServer
 from support.role_responder import role_responder
 from support.specs import fake_spec
 
-from experiments.cli.main import main
-from experiments.tracking.store import PARENT_TAG
-from optimizers.export import export_program
-from pipelines.registry import create_pipeline
+from critiquelab.experiments.cli.main import main
+from critiquelab.experiments.tracking.store import PARENT_TAG
+from critiquelab.optimizers.export import export_program
+from critiquelab.pipelines.registry import create_pipeline
 
 TUNED = "TUNED: write the function, nothing else."
 

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from experiments.tracking.uris import tracking_uri_problem
+from critiquelab.experiments.tracking.uris import tracking_uri_problem
 
 
 @pytest.mark.parametrize("uri", [

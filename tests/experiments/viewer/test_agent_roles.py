@@ -1,7 +1,7 @@
 """The viewer names what each agent's calls were by its pipeline's declared roles."""
 
-from experiments.viewer.problem_page import agent_cards, declared_roles
-from runtime.pool.messages import Message
+from critiquelab.experiments.viewer.problem_page import agent_cards, declared_roles
+from critiquelab.runtime.pool.messages import Message
 
 
 def _message(sender, role):

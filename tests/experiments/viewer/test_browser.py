@@ -12,10 +12,10 @@ from urllib.parse import unquote, urlparse
 import pytest
 from support.viewer_run import LOST, SCRIPT
 
-from experiments.compare.runs import compare_runs
-from experiments.tracking.store import tracking_uri
-from experiments.viewer.pages import slug
-from experiments.viewer.server import HOST, make_server, open_viewer
+from critiquelab.experiments.compare.runs import compare_runs
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.experiments.viewer.pages import slug
+from critiquelab.experiments.viewer.server import HOST, make_server, open_viewer
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 CHROMEDRIVER = shutil.which("chromedriver")

@@ -2,7 +2,7 @@
 
 import socket
 
-from experiments.cli.main import main
+from critiquelab.experiments.cli.main import main
 
 
 def test_view_out_writes_pages_that_open_from_disk(viewer_home, tmp_path, capsys):
@@ -60,7 +60,7 @@ def test_view_out_of_one_run_writes_an_index_of_it_alone_whose_links_all_resolve
     from support.specs import fake_spec
     from support.viewer_run import viewer_run
 
-    from experiments.api import run
+    from critiquelab.experiments.api import run
 
     home = tmp_path / "home"
     exported = viewer_run(home, humaneval_problems)
@@ -83,7 +83,7 @@ def test_view_out_of_one_run_writes_an_index_of_it_alone_whose_links_all_resolve
 def test_compare_report_links_open_from_disk(viewer_home, tmp_path):
     """The report's problem links point at pages written beside it (no viewer running); with
     --viewer-url they point at that live viewer instead, and no pages are written."""
-    from experiments.compare.runs import compare_runs
+    from critiquelab.experiments.compare.runs import compare_runs
 
     home, result = viewer_home
     out = tmp_path / "report"

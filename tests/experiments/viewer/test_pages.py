@@ -6,11 +6,11 @@ from html.parser import HTMLParser
 import pytest
 from support.viewer_run import LOST, SCRIPT
 
-from core.errors import UserError
-from experiments.tracking.store import tracking_uri
-from experiments.viewer.data import ViewerData
-from experiments.viewer.pages import slug
-from experiments.viewer.server import Viewer, export, open_viewer
+from critiquelab.core.errors import UserError
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.experiments.viewer.data import ViewerData
+from critiquelab.experiments.viewer.pages import slug
+from critiquelab.experiments.viewer.server import Viewer, export, open_viewer
 
 
 class _Scripts(HTMLParser):
@@ -90,7 +90,7 @@ def test_unknown_run_and_missing_store_are_one_line_errors(viewer_home, tmp_path
 def test_pages_of_a_run_in_progress_reload_themselves(viewer_home):
     from dataclasses import replace
 
-    from experiments.viewer.pages import run_page
+    from critiquelab.experiments.viewer.pages import run_page
 
     home, result = viewer_home
     data = ViewerData(tracking_uri(home))

@@ -6,14 +6,14 @@ import re
 import pytest
 from support.pattern_runs import SCRIPT
 
-from experiments.tracking.store import tracking_uri
-from experiments.viewer.data import ViewerData
-from experiments.viewer.pages import slug
-from experiments.viewer.search_tree_panel import search_tree_panel
-from experiments.viewer.server import Viewer
-from runtime.pool.messages import Intent
-from runtime.scratchpad.events import InitEvent, ScratchpadIntent
-from runtime.scratchpad.replay import replay
+from critiquelab.experiments.tracking.store import tracking_uri
+from critiquelab.experiments.viewer.data import ViewerData
+from critiquelab.experiments.viewer.pages import slug
+from critiquelab.experiments.viewer.search_tree_panel import search_tree_panel
+from critiquelab.experiments.viewer.server import Viewer
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.runtime.scratchpad.events import InitEvent, ScratchpadIntent
+from critiquelab.runtime.scratchpad.replay import replay
 
 ESCAPED = "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;"
 PANELS = {"scratchpad": "<h2>Scratchpad</h2>", "architect": "<h2>Session tree</h2>",

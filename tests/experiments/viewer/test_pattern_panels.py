@@ -4,16 +4,16 @@ run with a failed, reassigned delegation; model text escaped; no panel without i
 
 import re
 
-from eval.results import ProblemResult
-from eval.verdict import Status
-from experiments.viewer.pattern_panels import pattern_panels, scratchpad_panel
-from pipelines.architect.agents import SessionRef, publish_in
-from runtime.agents import TaskContext
-from runtime.pool.message_pool import MessagePool
-from runtime.scratchpad.access import AgentAccess
-from runtime.scratchpad.channels import ChannelSpec
-from runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
-from signatures.team_contracts import (
+from critiquelab.eval.results import ProblemResult
+from critiquelab.eval.verdict import Status
+from critiquelab.experiments.viewer.pattern_panels import pattern_panels, scratchpad_panel
+from critiquelab.pipelines.architect.agents import SessionRef, publish_in
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.scratchpad.access import AgentAccess
+from critiquelab.runtime.scratchpad.channels import ChannelSpec
+from critiquelab.runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
+from critiquelab.signatures.team_contracts import (
     ArchitectDecision,
     ArchitectPlan,
     DeveloperInput,
@@ -98,8 +98,8 @@ def test_architect_panel_shows_a_failed_delegation_its_reassignment_and_the_revi
 
 
 def test_vote_panel_shows_the_greedy_answer_and_marks_the_chosen_one():
-    from experiments.viewer.pattern_panels import vote_panel
-    from runtime.pool.messages import Intent
+    from critiquelab.experiments.viewer.pattern_panels import vote_panel
+    from critiquelab.runtime.pool.messages import Intent
 
     def history(greedy_passed: bool, samples: int) -> list:
         ctx = TaskContext(MessagePool(), "t/1", "prompt", "f")

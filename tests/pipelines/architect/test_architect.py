@@ -12,13 +12,13 @@ import jsonschema
 from support.fake_openai import FakeOpenAIServer, chat_reply
 from support.role_responder import role_responder
 
-from experiments.serving.lm import HarnessLM
-from pipelines.architect.session_tree import export_session_tree, session_tree_schema
-from pipelines.registry import create_pipeline
-from runtime.pool.context import using_pool
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Intent
-from signatures.adapter import CodeAdapter
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.pipelines.architect.session_tree import export_session_tree, session_tree_schema
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.runtime.pool.context import using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.signatures.adapter import CodeAdapter
 
 PROMPT = ('def sum_squares(xs: list) -> int:\n    """Sum of the squares.\n    >>> sum_squares([1, 2])\n'
           '    5\n    """\n')

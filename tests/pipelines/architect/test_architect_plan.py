@@ -1,7 +1,7 @@
 """The architect's plan: checks, dependency waves, fallbacks, integration."""
 
-from pipelines.architect.plan import integrate, make_plan
-from signatures.team_contracts import DeveloperOutput, TaskAssignment
+from critiquelab.pipelines.architect.plan import integrate, make_plan
+from critiquelab.signatures.team_contracts import DeveloperOutput, TaskAssignment
 
 
 def _task(task_id, name, *deps, priority="medium"):

@@ -5,12 +5,12 @@ import pytest
 from support.fake_openai import FakeOpenAIServer, context_overflow
 from support.role_responder import review, role_responder
 
-from experiments.serving.lm import HarnessLM
-from pipelines.registry import create_pipeline
-from runtime.pool.context import using_pool
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Intent
-from signatures.adapter import CodeAdapter
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.runtime.pool.context import using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.signatures.adapter import CodeAdapter
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
 GOOD = "def add(a: int, b: int) -> int:\n    return a + b"

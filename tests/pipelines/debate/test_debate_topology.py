@@ -7,8 +7,8 @@ import re
 import pytest
 from test_debate_and_vote import GOOD, _run
 
-from pipelines.debate.agents import neighbours
-from runtime.pool.messages import Intent
+from critiquelab.pipelines.debate.agents import neighbours
+from critiquelab.runtime.pool.messages import Intent
 
 SCRIPTS = {
     "coder": lambda text, body: {"code": GOOD},

@@ -13,8 +13,8 @@ import re
 import pytest
 from test_debate_and_vote import BAD, GOOD, _run
 
-from pipelines.debate.grounding import RESULTS_HEADING, rule_override
-from runtime.pool.messages import Intent
+from critiquelab.pipelines.debate.grounding import RESULTS_HEADING, rule_override
+from critiquelab.runtime.pool.messages import Intent
 
 _CODE = re.compile(r"```python\n(.*?)\n```(?:\nOn the examples shown in the problem:\n(\S+))?", re.DOTALL)
 

@@ -1,7 +1,7 @@
 """distinguish's selection rules on hand-made outcomes: group order, the tournament, agreement
 with majority labels, and ``both`` needing the two to concur."""
 
-from pipelines.distinguish.selection import (
+from critiquelab.pipelines.distinguish.selection import (
     Tournament,
     agreement_winner,
     behaviour_groups,

@@ -4,14 +4,14 @@ import dspy
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import review, role_responder
 
-from experiments.serving.lm import HarnessLM
-from pipelines.registry import create_pipeline
-from runtime.pool.context import using_pool
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Intent
-from runtime.scratchpad.events import ScratchpadIntent, UpdateEvent
-from runtime.scratchpad.replay import replay
-from signatures.adapter import CodeAdapter
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.runtime.pool.context import using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.runtime.scratchpad.events import ScratchpadIntent, UpdateEvent
+from critiquelab.runtime.scratchpad.replay import replay
+from critiquelab.signatures.adapter import CodeAdapter
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
 GOOD = "def add(a: int, b: int) -> int:\n    return a + b"

@@ -2,7 +2,7 @@
 
 import math
 
-from pipelines.tree_search.tree import SearchTree, uct
+from critiquelab.pipelines.tree_search.tree import SearchTree, uct
 
 
 def _tree_with_scores(*scores):

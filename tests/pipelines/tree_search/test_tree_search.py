@@ -7,15 +7,15 @@ from pydantic import ValidationError
 from support.fake_openai import FakeOpenAIServer
 from support.role_responder import role_responder
 
-from core.errors import UserError
-from core.usage import UsageMeter, metering
-from experiments.serving.lm import HarnessLM
-from pipelines.registry import create_pipeline
-from pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
-from runtime.pool.context import using_pool
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.messages import Intent
-from signatures.adapter import CodeAdapter
+from critiquelab.core.errors import UserError
+from critiquelab.core.usage import UsageMeter, metering
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.pipelines.tree_search.pipeline import TreeSearch, TreeSearchParams
+from critiquelab.runtime.pool.context import using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.messages import Intent
+from critiquelab.signatures.adapter import CodeAdapter
 
 PROMPT = ('def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n'
           '    >>> add(2, 2)\n    4\n    """\n')

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipelines.with_memory.metrics import tie_fair_top_k
+from critiquelab.pipelines.with_memory.metrics import tie_fair_top_k
 
 
 def test_entries_tied_at_the_kth_place_count_by_their_expected_share():

@@ -1,8 +1,8 @@
 """code_pattern entries: only code that passed every visible example, described by the function
 name and the prompt's first line, without docstrings."""
 
-from runtime.memory.code_patterns import MAX_CODE_CHARS, code_pattern
-from runtime.memory.reflection import VisibleOutcome
+from critiquelab.runtime.memory.code_patterns import MAX_CODE_CHARS, code_pattern
+from critiquelab.runtime.memory.reflection import VisibleOutcome
 
 PROMPT = 'def count_vowels(s):\n    """Count the vowels in a string.\n    >>> count_vowels("abe")\n' \
          '    2\n    """\n'

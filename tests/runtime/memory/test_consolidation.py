@@ -2,9 +2,9 @@
 
 import time
 
-from runtime.memory.consolidation import consolidate, redundancy
-from runtime.memory.entries import MemoryEntry
-from runtime.memory.episodic import EpisodicStore
+from critiquelab.runtime.memory.consolidation import consolidate, redundancy
+from critiquelab.runtime.memory.entries import MemoryEntry
+from critiquelab.runtime.memory.episodic import EpisodicStore
 
 
 def test_duplicates_merge_and_stale_entries_decay(tmp_path, minilm):

@@ -3,10 +3,10 @@ each paired with its code's result on the visible examples, tagged, and only whe
 
 from functools import partial
 
-from runtime.memory.decisions import decision_outcomes, decisions_in
-from runtime.memory.reflection import VisibleOutcome, visible_outcome
-from runtime.pool.messages import Intent, Message
-from signatures.review import Finding, Review
+from critiquelab.runtime.memory.decisions import decision_outcomes, decisions_in
+from critiquelab.runtime.memory.reflection import VisibleOutcome, visible_outcome
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.review import Finding, Review
 
 PROMPT = 'def add_numbers(a, b):\n    """Add two integer numbers.\n    >>> add_numbers(1, 2)\n' \
          '    3\n    """\n'

@@ -10,9 +10,14 @@ import time
 import pytest
 from support.chroma_server import chroma_server
 
-from core.errors import UserError
-from runtime.memory.entries import MemoryEntry, task_tags
-from runtime.memory.episodic import EpisodicStore, served_task_ids, stored_collections, stored_task_ids
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.memory.entries import MemoryEntry, task_tags
+from critiquelab.runtime.memory.episodic import (
+    EpisodicStore,
+    served_task_ids,
+    stored_collections,
+    stored_task_ids,
+)
 
 
 def entry(content, **fields):
@@ -73,8 +78,8 @@ def test_entries_survive_across_processes(tmp_path, minilm):
     written = with_ids.add(entry("Return early when the input list is empty.", tags=["list"]))
     with_ids.close()
     child = textwrap.dedent(f"""
-        from runtime.memory.episodic import EpisodicStore
-        from runtime.memory.entries import MemoryEntry
+        from critiquelab.runtime.memory.episodic import EpisodicStore
+        from critiquelab.runtime.memory.entries import MemoryEntry
         store = EpisodicStore({str(path)!r}, collection="mem")
         [hit] = store.recall("empty list input", k=1)
         print(hit.entry.id, hit.entry.tags)

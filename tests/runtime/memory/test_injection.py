@@ -6,10 +6,10 @@ import json
 
 import dspy
 
-from pipelines.registry import create_pipeline
-from runtime.memory.injection import enable_memory
-from signatures.adapter import CodeAdapter
-from signatures.memory import MEMORIES_FIELD, role_of
+from critiquelab.pipelines.registry import create_pipeline
+from critiquelab.runtime.memory.injection import enable_memory
+from critiquelab.signatures.adapter import CodeAdapter
+from critiquelab.signatures.memory import MEMORIES_FIELD, role_of
 
 # sha256[:16] of each predictor's rendered messages, computed on main before memory existed
 # (commit a4e2645), for every input field filled with the same docstring-like text.

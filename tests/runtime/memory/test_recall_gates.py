@@ -4,15 +4,15 @@ nothing, a repair of code failing a visible example does), the relevance gate, a
 
 import pytest
 
-from runtime.memory.bank import MemoryBank
-from runtime.memory.config import MemoryConfig
-from runtime.memory.demos import as_demo, verified_demo
-from runtime.memory.entries import MemoryEntry
-from runtime.memory.injection import RunMemory, TaskMemory
-from runtime.memory.reflection import VisibleOutcome
-from signatures.coder import Coder
-from signatures.fixer import Fixer
-from signatures.memory import with_memories
+from critiquelab.runtime.memory.bank import MemoryBank
+from critiquelab.runtime.memory.config import MemoryConfig
+from critiquelab.runtime.memory.demos import as_demo, verified_demo
+from critiquelab.runtime.memory.entries import MemoryEntry
+from critiquelab.runtime.memory.injection import RunMemory, TaskMemory
+from critiquelab.runtime.memory.reflection import VisibleOutcome
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.fixer import Fixer
+from critiquelab.signatures.memory import with_memories
 
 PASSED = VisibleOutcome("PASS", True)
 AUTO = MemoryConfig(enabled=True, approval="auto")  # a coder's lesson reaches the fixer at once

@@ -3,13 +3,13 @@ never beyond the distance threshold."""
 
 import pytest
 
-from runtime.memory.bank import MemoryBank
-from runtime.memory.config import MemoryConfig
-from runtime.memory.injection import RunMemory, TaskMemory
-from runtime.memory.skill_ranking import SkillRanker
-from runtime.memory.skills import Skill
-from signatures.coder import Coder
-from signatures.memory import with_memories
+from critiquelab.runtime.memory.bank import MemoryBank
+from critiquelab.runtime.memory.config import MemoryConfig
+from critiquelab.runtime.memory.injection import RunMemory, TaskMemory
+from critiquelab.runtime.memory.skill_ranking import SkillRanker
+from critiquelab.runtime.memory.skills import Skill
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.memory import with_memories
 
 TASK = "Return the first element of a list, or None when the list is empty."
 

@@ -2,14 +2,14 @@
 
 import pytest
 
-from core.errors import UserError
-from runtime.memory.bank import MemoryBank
-from runtime.memory.config import MemoryConfig
-from runtime.memory.entries import MemoryEntry
-from runtime.memory.injection import RunMemory, TaskMemory
-from runtime.memory.skills import Skill
-from signatures.coder import Coder
-from signatures.memory import with_memories
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.memory.bank import MemoryBank
+from critiquelab.runtime.memory.config import MemoryConfig
+from critiquelab.runtime.memory.entries import MemoryEntry
+from critiquelab.runtime.memory.injection import RunMemory, TaskMemory
+from critiquelab.runtime.memory.skills import Skill
+from critiquelab.signatures.coder import Coder
+from critiquelab.signatures.memory import with_memories
 
 SIMILAR = [
     "Handle the empty list before indexing its first element.",

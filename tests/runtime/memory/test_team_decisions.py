@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 from support.leakage import assert_no_hidden_tests
 
-from runtime.memory.decisions import Decision, decision_outcomes, decisions_in
-from runtime.memory.reflection import visible_outcome
-from runtime.pool.messages import Intent, Message
-from signatures.engineer import CodeArtifact
-from signatures.handoff import Handoff
-from signatures.qa_engineer import QaReport
-from signatures.team_contracts import (
+from critiquelab.runtime.memory.decisions import Decision, decision_outcomes, decisions_in
+from critiquelab.runtime.memory.reflection import visible_outcome
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.signatures.engineer import CodeArtifact
+from critiquelab.signatures.handoff import Handoff
+from critiquelab.signatures.qa_engineer import QaReport
+from critiquelab.signatures.team_contracts import (
     ArchitectDecision,
     DeveloperOutput,
     ReviewerOutput,

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from support.pool import HashEmbedder, make_message
 
-from core.errors import UserError
-from runtime.pool.chroma_process import ChromaProcessStore
-from runtime.pool.chroma_store import ChromaPoolStore
-from runtime.pool.message_pool import MessagePool
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.chroma_process import ChromaProcessStore
+from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
+from critiquelab.runtime.pool.message_pool import MessagePool
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -28,8 +28,8 @@ def _script(body: str) -> str:
         import os, signal, sys, time
         sys.path.insert(0, {str(REPO / "tests")!r})
         from support.pool import HashEmbedder, make_message
-        from runtime.pool.chroma_process import ChromaProcessStore
-        from runtime.pool.message_pool import MessagePool
+        from critiquelab.runtime.pool.chroma_process import ChromaProcessStore
+        from critiquelab.runtime.pool.message_pool import MessagePool
         """
     ) + textwrap.dedent(body)
 
@@ -136,7 +136,7 @@ def test_errors_reach_the_caller(tmp_path: Path) -> None:
 
 def test_a_store_process_lost_mid_run_is_a_service_error(tmp_path: Path) -> None:
     """The CLI turns it into one line and exit code 3 (resumable), not a traceback."""
-    from core.errors import ServiceError
+    from critiquelab.core.errors import ServiceError
 
     store = ChromaProcessStore(tmp_path / "chroma", embedder=HashEmbedder())
     store.add(make_message())

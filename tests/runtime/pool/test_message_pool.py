@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from support.pool import make_message
 
-from core.errors import UserError
-from runtime.pool.context import bind_pool, current_pool, using_pool
-from runtime.pool.message_pool import MessagePool, seq_of
-from runtime.pool.messages import Intent, Message
-from runtime.pool.store import PoolStore, from_record, matches, sort_messages, to_record
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.context import bind_pool, current_pool, using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool, seq_of
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.pool.store import PoolStore, from_record, matches, sort_messages, to_record
 
 
 def test_order_is_total_within_a_task_even_when_timestamps_tie() -> None:

@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 from support.pool import make_message
 
-from core.errors import UserError
-from runtime.pool.messages import Intent, Message, UnknownIntentError
-from runtime.pool.store import check_where, from_record, to_record
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.messages import Intent, Message, UnknownIntentError
+from critiquelab.runtime.pool.store import check_where, from_record, to_record
 
 
 def test_an_intent_is_its_stored_string() -> None:

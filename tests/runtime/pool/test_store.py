@@ -15,10 +15,10 @@ import pytest
 from support.chroma_server import chroma_server, free_port
 from support.pool import HashEmbedder, make_message
 
-from core.errors import UserError
-from runtime.pool.chroma_process import ChromaProcessStore
-from runtime.pool.chroma_store import ChromaPoolStore
-from runtime.pool.message_pool import MessagePool, seq_of
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.chroma_process import ChromaProcessStore
+from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
+from critiquelab.runtime.pool.message_pool import MessagePool, seq_of
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -177,8 +177,8 @@ def test_pending_messages_are_written_on_a_normal_exit_without_close(tmp_path: P
         import sys
         sys.path.insert(0, {str(REPO / "tests")!r})
         from support.pool import HashEmbedder, make_message
-        from runtime.pool.chroma_store import ChromaPoolStore
-        from runtime.pool.message_pool import MessagePool
+        from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
+        from critiquelab.runtime.pool.message_pool import MessagePool
 
         pool = MessagePool(ChromaPoolStore({str(tmp_path)!r}, embedder=HashEmbedder(delay=0.05)))
         for i in range(30):

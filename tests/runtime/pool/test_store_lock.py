@@ -11,10 +11,10 @@ import pytest
 from support.held_store import store_held_elsewhere, try_in_another_process
 from support.pool import HashEmbedder, make_message
 
-from core.errors import UserError
-from runtime.pool.chroma_process import ChromaProcessStore
-from runtime.pool.chroma_store import ChromaPoolStore
-from runtime.pool.store_lock import LOCK_NAME, HeldStores, StoreInUseError, lock_store
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.pool.chroma_process import ChromaProcessStore
+from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
+from critiquelab.runtime.pool.store_lock import LOCK_NAME, HeldStores, StoreInUseError, lock_store
 
 
 def _refusal(path: Path, pid: int) -> str:
@@ -33,9 +33,9 @@ def test_a_second_process_is_refused_while_the_store_is_open_and_let_in_after_cl
     assert any(Path(f"/proc/{store.pid}/fd/{fd}").resolve() == lock_file.resolve()
                for fd in os.listdir(f"/proc/{store.pid}/fd"))
     said = try_in_another_process(path, """
-        from runtime.memory.episodic import EpisodicStore, stored_collections
-        from runtime.pool.chroma_process import ChromaProcessStore
-        from runtime.pool.chroma_store import ChromaPoolStore
+        from critiquelab.runtime.memory.episodic import EpisodicStore, stored_collections
+        from critiquelab.runtime.pool.chroma_process import ChromaProcessStore
+        from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
         openers = [lambda: ChromaPoolStore(path), lambda: ChromaProcessStore(path),
                    lambda: EpisodicStore(path, collection="mem"), lambda: stored_collections(path)]
         for open_store in openers:
@@ -49,7 +49,7 @@ def test_a_second_process_is_refused_while_the_store_is_open_and_let_in_after_cl
     assert store._process.poll() is not None  # the store process is gone too
     said = try_in_another_process(path, """
         from support.pool import HashEmbedder
-        from runtime.pool.chroma_store import ChromaPoolStore
+        from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
         with ChromaPoolStore(path, embedder=HashEmbedder()) as store:
             print(store.count())
         """)

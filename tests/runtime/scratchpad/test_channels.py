@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from runtime.scratchpad.channels import ChannelSpec, apply_delta, check_delta, size_bytes
+from critiquelab.runtime.scratchpad.channels import ChannelSpec, apply_delta, check_delta, size_bytes
 
 
 def test_append_grows_replace_replaces_merge_updates_key_by_key():

@@ -6,16 +6,16 @@ import threading
 import pytest
 from support.pool import HashEmbedder
 
-from core.errors import UserError
-from runtime.agents import TaskContext
-from runtime.pool.chroma_store import ChromaPoolStore
-from runtime.pool.message_pool import MessagePool
-from runtime.pool.store import seq_of
-from runtime.scratchpad.access import AgentAccess
-from runtime.scratchpad.channels import ChannelSpec
-from runtime.scratchpad.events import ConflictEvent, ScratchpadIntent
-from runtime.scratchpad.replay import replay
-from runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
+from critiquelab.core.errors import UserError
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.chroma_store import ChromaPoolStore
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.pool.store import seq_of
+from critiquelab.runtime.scratchpad.access import AgentAccess
+from critiquelab.runtime.scratchpad.channels import ChannelSpec
+from critiquelab.runtime.scratchpad.events import ConflictEvent, ScratchpadIntent
+from critiquelab.runtime.scratchpad.replay import replay
+from critiquelab.runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
 
 CHANNELS = [
     ChannelSpec(name="log", type="append", conflict_policy="merge"),

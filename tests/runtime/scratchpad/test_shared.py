@@ -3,13 +3,13 @@ conflicts under each channel policy."""
 
 import pytest
 
-from runtime.agents import TaskContext
-from runtime.pool.message_pool import MessagePool
-from runtime.scratchpad.access import AgentAccess
-from runtime.scratchpad.channels import ChannelSpec
-from runtime.scratchpad.events import ConflictEvent, RefusedEvent, ScratchpadIntent, UpdateEvent
-from runtime.scratchpad.replay import replay
-from runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
+from critiquelab.runtime.agents import TaskContext
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.runtime.scratchpad.access import AgentAccess
+from critiquelab.runtime.scratchpad.channels import ChannelSpec
+from critiquelab.runtime.scratchpad.events import ConflictEvent, RefusedEvent, ScratchpadIntent, UpdateEvent
+from critiquelab.runtime.scratchpad.replay import replay
+from critiquelab.runtime.scratchpad.shared import ScratchpadConfig, SharedScratchpad
 
 ALL = frozenset({"log", "code", "notes"})
 

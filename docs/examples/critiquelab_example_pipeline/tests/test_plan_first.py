@@ -4,12 +4,12 @@ way) and from an experiment spec (what ``critiquelab run`` does), scored on Huma
 import dspy
 from support.fake_openai import FakeOpenAIServer, chat_reply
 
-from core.usage import UsageMeter, metering
-from experiments.serving.lm import HarnessLM
-from pipelines.registry import create_pipeline, pipeline_names
-from runtime.pool.context import using_pool
-from runtime.pool.message_pool import MessagePool
-from signatures.adapter import CodeAdapter
+from critiquelab.core.usage import UsageMeter, metering
+from critiquelab.experiments.serving.lm import HarnessLM
+from critiquelab.pipelines.registry import create_pipeline, pipeline_names
+from critiquelab.runtime.pool.context import using_pool
+from critiquelab.runtime.pool.message_pool import MessagePool
+from critiquelab.signatures.adapter import CodeAdapter
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers.\n    >>> add(1, 2)\n    3\n    """\n'
 STEPS = ["Read a and b.", "Add them.", "Return the sum.", "Say nothing else."]
@@ -47,8 +47,8 @@ def test_from_the_api_the_coder_follows_a_plan_cut_to_max_steps():
 
 
 def test_from_a_spec_its_figures_and_roles_reach_the_run(tmp_path):
-    from eval.datasets import load_problems
-    from experiments.api import run
+    from critiquelab.eval.datasets import load_problems
+    from critiquelab.experiments.api import run
 
     solutions = {p.prompt: p.canonical_solution for p in load_problems()[:2]}
 

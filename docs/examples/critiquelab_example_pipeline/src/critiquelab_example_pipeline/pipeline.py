@@ -12,13 +12,13 @@ from __future__ import annotations
 import dspy
 from pydantic import Field
 
-from pipelines.params import PipelineParams
-from pipelines.registry import register_pipeline
-from pipelines.threads import ThreadOutcome, converse, thread_outcome
-from runtime.agents import Agent, TaskContext
-from runtime.pool.context import current_pool
-from runtime.pool.messages import Intent, Message
-from runtime.role_call import call_role
+from critiquelab.pipelines.params import PipelineParams
+from critiquelab.pipelines.registry import register_pipeline
+from critiquelab.pipelines.threads import ThreadOutcome, converse, thread_outcome
+from critiquelab.runtime.agents import Agent, TaskContext
+from critiquelab.runtime.pool.context import current_pool
+from critiquelab.runtime.pool.messages import Intent, Message
+from critiquelab.runtime.role_call import call_role
 
 
 class Plan(dspy.Signature):
