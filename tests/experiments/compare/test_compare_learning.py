@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from critiquelab.experiments.compare_learning import references
+from critiquelab.experiments.compare.learning import references
 
 
 @dataclass(frozen=True)
