@@ -17,7 +17,7 @@ from critiquelab.experiments.api import RunOverrides, estimate, run
 from critiquelab.experiments.cli.main import main
 from critiquelab.experiments.costs.estimate import SHIPPED
 
-DATA = Path(__file__).parents[1] / "eval" / "data"
+DATA = Path(__file__).parents[2] / "eval" / "data"
 
 
 def _state(path):
